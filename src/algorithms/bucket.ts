@@ -1,0 +1,65 @@
+import { costExceedsCapacity, type Decision } from '../core/decision.js';
+import type { ResolvedPolicy } from '../core/policy.js';
+import type { Algorithm, Slots } from './types.js';
+
+// Slots: [level in ticks, last update in ms]. The level is what the bucket holds: for a leaky bucket
+// the queue waiting to drain, for a token bucket the tokens already spent (capacity − tokens). Either
+// way a fresh key is all zeros, the level drains at `scale` ticks per ms, and a request of `cost`
+// adds cost × intervalTicks. Integer ticks: see ResolvedPolicy.
+
+/** The level at `now`, after draining since the last update (a clock that went back drains nothing). */
+function levelAt(s: Slots, o: number, now: number, p: ResolvedPolicy): number {
+  const elapsed = Math.max(0, now - (s[o + 1] as number));
+  return Math.max(0, (s[o] as number) - elapsed * p.scale);
+}
+
+const ceilDiv = (a: number, b: number) => Math.ceil(a / b);
+
+/** Builds the bucket algorithm; `shaping` adds `delayMs` (the leaky bucket's queue position). */
+export function createBucket(name: 'token-bucket' | 'leaky-bucket', shaping: boolean): Algorithm {
+  return {
+    name,
+    check(s, o, now, p, cost, commit): Decision {
+      const level = levelAt(s, o, now, p);
+      const T = p.intervalTicks;
+      if (cost > p.capacity) {
+        return costExceedsCapacity(p.limit, Math.floor((p.capacityTicks - level) / T), ceilDiv(level, p.scale));
+      }
+      const after = level + cost * T;
+      if (after > p.capacityTicks) {
+        return {
+          allowed: false,
+          limit: p.limit,
+          remaining: Math.floor((p.capacityTicks - level) / T),
+          resetMs: ceilDiv(level, p.scale),
+          retryAfterMs: ceilDiv(after - p.capacityTicks, p.scale),
+        };
+      }
+      const taken = commit && cost > 0;
+      if (taken) {
+        s[o] = after;
+        s[o + 1] = Math.max(now, s[o + 1] as number);
+      }
+      const held = taken ? after : level;
+      const decision: Decision = {
+        allowed: true,
+        limit: p.limit,
+        remaining: Math.floor((p.capacityTicks - held) / T),
+        resetMs: ceilDiv(held, p.scale),
+        retryAfterMs: 0,
+      };
+      // What is already queued drains first: this request's turn comes when it has.
+      if (shaping) decision.delayMs = ceilDiv(level, p.scale);
+      return decision;
+    },
+
+    refund(s, o, now, p, cost) {
+      s[o] = Math.max(0, levelAt(s, o, now, p) - cost * p.intervalTicks);
+      s[o + 1] = Math.max(now, s[o + 1] as number);
+    },
+
+    expiresAt(s, o, p) {
+      return (s[o + 1] as number) + ceilDiv(s[o] as number, p.scale);
+    },
+  };
+}

@@ -1,0 +1,54 @@
+import { costExceedsCapacity, type Decision } from '../core/decision.js';
+import type { Algorithm, Slots } from './types.js';
+
+// Slots: [window index, count in that window]. Windows are aligned to the epoch: floor(now / period).
+
+/** Fixed window: at most `limit` units per aligned window; cheap, but lets 2×limit through across a boundary. */
+export const fixedWindow: Algorithm = {
+  name: 'fixed-window',
+
+  check(s, o, now, p, cost, commit): Decision {
+    const window = Math.floor(now / p.periodMs);
+    const count = currentCount(s, o, window);
+    const windowEndMs = (window + 1) * p.periodMs - now;
+    if (cost > p.capacity) {
+      return costExceedsCapacity(p.limit, Math.max(0, p.limit - count), count > 0 ? windowEndMs : 0);
+    }
+    if (count + cost > p.limit) {
+      // In the next window the count starts at 0 and cost <= limit, so it fits there.
+      return {
+        allowed: false,
+        limit: p.limit,
+        remaining: p.limit - count,
+        resetMs: windowEndMs,
+        retryAfterMs: windowEndMs,
+      };
+    }
+    const taken = commit ? cost : 0;
+    if (taken > 0) {
+      s[o] = window;
+      s[o + 1] = count + taken;
+    }
+    const after = count + taken;
+    return {
+      allowed: true,
+      limit: p.limit,
+      remaining: p.limit - after,
+      resetMs: after > 0 ? windowEndMs : 0,
+      retryAfterMs: 0,
+    };
+  },
+
+  refund(s, o, now, p, cost) {
+    const window = Math.floor(now / p.periodMs);
+    if (s[o] === window) s[o + 1] = Math.max(0, (s[o + 1] as number) - cost);
+  },
+
+  expiresAt(s, o, p) {
+    return ((s[o] as number) + 1) * p.periodMs;
+  },
+};
+
+function currentCount(s: Slots, o: number, window: number): number {
+  return s[o] === window ? (s[o + 1] as number) : 0;
+}

@@ -1,0 +1,52 @@
+import { costExceedsCapacity, type Decision } from '../core/decision.js';
+import type { Algorithm } from './types.js';
+
+// Slots: [theoretical arrival time (TAT), in ticks since the epoch]. One number per key.
+//
+// The generic cell rate algorithm: emission interval T = intervalTicks, tolerance τ = capacityTicks.
+// A request of cost c is conforming iff max(TAT, now) + c·T − now ≤ τ; then TAT becomes that sum.
+// max(TAT, now) − now is exactly a token bucket's spent tokens (in ticks), hence identical decisions.
+
+/** GCRA: a token bucket's behaviour stored as a single timestamp. */
+export const gcra: Algorithm = {
+  name: 'gcra',
+
+  check(s, o, now, p, cost, commit): Decision {
+    const nowTicks = now * p.scale;
+    const tat = Math.max(s[o] as number, nowTicks);
+    const backlog = tat - nowTicks;
+    const T = p.intervalTicks;
+    if (cost > p.capacity) {
+      return costExceedsCapacity(p.limit, Math.floor((p.capacityTicks - backlog) / T), Math.ceil(backlog / p.scale));
+    }
+    const newTat = tat + cost * T;
+    if (newTat - nowTicks > p.capacityTicks) {
+      return {
+        allowed: false,
+        limit: p.limit,
+        remaining: Math.floor((p.capacityTicks - backlog) / T),
+        resetMs: Math.ceil(backlog / p.scale),
+        retryAfterMs: Math.ceil((newTat - nowTicks - p.capacityTicks) / p.scale),
+      };
+    }
+    const taken = commit && cost > 0;
+    if (taken) s[o] = newTat;
+    const held = (taken ? newTat : tat) - nowTicks;
+    return {
+      allowed: true,
+      limit: p.limit,
+      remaining: Math.floor((p.capacityTicks - held) / T),
+      resetMs: Math.ceil(held / p.scale),
+      retryAfterMs: 0,
+    };
+  },
+
+  refund(s, o, now, p, cost) {
+    const nowTicks = now * p.scale;
+    s[o] = Math.max(nowTicks, Math.max(s[o] as number, nowTicks) - cost * p.intervalTicks);
+  },
+
+  expiresAt(s, o, p) {
+    return Math.ceil((s[o] as number) / p.scale);
+  },
+};

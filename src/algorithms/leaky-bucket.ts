@@ -1,0 +1,8 @@
+import { createBucket } from './bucket.js';
+
+/**
+ * Leaky bucket (as a queue): a queue of `burst` places draining at `limit` per `period`. A request is
+ * admitted if it fits in the queue; `delayMs` says how long to hold it before its turn, so a caller
+ * that waits `delayMs` sends at a perfectly smooth rate (shaping).
+ */
+export const leakyBucket = createBucket('leaky-bucket', true);

@@ -1,0 +1,112 @@
+import { costExceedsCapacity, type Decision } from '../core/decision.js';
+import type { ResolvedPolicy } from '../core/policy.js';
+import type { Algorithm } from './types.js';
+
+/**
+ * The log of one key: the admitted requests as (timestamp, units) pairs, oldest first, stored flat
+ * in `entries` from index `head` on. Only admitted requests are logged and a request of cost c is one
+ * pair, so a key holds at most `limit` pairs however hard it is hit.
+ */
+export class SlidingLogState {
+  entries: number[] = [];
+  head = 0;
+  /** Units in entries[head..]. */
+  total = 0;
+}
+
+/** Units logged at or before `now - period`, i.e. outside the window (now − period, now]. */
+function expiredUnits(log: SlidingLogState, now: number, periodMs: number): { units: number; index: number } {
+  const { entries } = log;
+  let units = 0;
+  let i = log.head;
+  while (i < entries.length && (entries[i] as number) <= now - periodMs) {
+    units += entries[i + 1] as number;
+    i += 2;
+  }
+  return { units, index: i };
+}
+
+function resetOf(log: SlidingLogState, now: number, p: ResolvedPolicy, count: number): number {
+  return count > 0 ? (log.entries[log.entries.length - 2] as number) + p.periodMs - now : 0;
+}
+
+/** Sliding log: exact — never more than `limit` units in any window of one period — at O(limit) memory. */
+export const slidingLog: Algorithm<SlidingLogState> = {
+  name: 'sliding-log',
+
+  check(log, _o, now, p, cost, commit): Decision {
+    const expired = expiredUnits(log, now, p.periodMs);
+    const count = log.total - expired.units;
+    if (cost > p.capacity) {
+      return costExceedsCapacity(p.limit, Math.max(0, p.limit - count), resetOf(log, now, p, count));
+    }
+    if (count + cost > p.limit) {
+      // Wait until enough of the oldest entries leave the window.
+      let freed = 0;
+      let i = expired.index;
+      while (count - freed + cost > p.limit) {
+        freed += log.entries[i + 1] as number;
+        i += 2;
+      }
+      const retryAfterMs = (log.entries[i - 2] as number) + p.periodMs - now;
+      return {
+        allowed: false,
+        limit: p.limit,
+        remaining: p.limit - count,
+        resetMs: resetOf(log, now, p, count),
+        retryAfterMs,
+      };
+    }
+    const taken = commit ? cost : 0;
+    if (taken > 0) {
+      drop(log, expired.index, expired.units);
+      append(log, now, taken);
+    }
+    const after = count + taken;
+    return {
+      allowed: true,
+      limit: p.limit,
+      remaining: p.limit - after,
+      resetMs: resetOf(log, now, p, after),
+      retryAfterMs: 0,
+    };
+  },
+
+  refund(log, _o, now, p, cost) {
+    const expired = expiredUnits(log, now, p.periodMs);
+    drop(log, expired.index, expired.units);
+    // Give back the newest units first: they are the ones this caller just took.
+    let left = cost;
+    const { entries } = log;
+    while (left > 0 && entries.length > log.head) {
+      const n = entries[entries.length - 1] as number;
+      const back = Math.min(n, left);
+      left -= back;
+      log.total -= back;
+      if (back === n) entries.length -= 2;
+      else entries[entries.length - 1] = n - back;
+    }
+  },
+
+  expiresAt(log, _o, p) {
+    return log.entries.length > log.head ? (log.entries[log.entries.length - 2] as number) + p.periodMs : 0;
+  },
+};
+
+function drop(log: SlidingLogState, index: number, units: number): void {
+  log.head = index;
+  log.total -= units;
+  // Compact once the dead prefix is as long as the live part, so memory stays O(limit).
+  if (log.head > 0 && log.head * 2 >= log.entries.length) {
+    log.entries.splice(0, log.head);
+    log.head = 0;
+  }
+}
+
+function append(log: SlidingLogState, now: number, units: number): void {
+  const { entries } = log;
+  const last = entries.length - 2;
+  if (last >= log.head && entries[last] === now) entries[last + 1] = (entries[last + 1] as number) + units;
+  else entries.push(now, units);
+  log.total += units;
+}

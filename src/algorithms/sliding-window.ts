@@ -1,0 +1,93 @@
+import { costExceedsCapacity, type Decision } from '../core/decision.js';
+import type { ResolvedPolicy } from '../core/policy.js';
+import type { Algorithm, Slots } from './types.js';
+
+// Slots: [window index, count of the previous window, count of that window].
+//
+// Cloudflare's approximation of a sliding window: estimate = prev * (period - elapsed) / period + curr,
+// where elapsed = now mod period. Everything is compared multiplied by `period`, so it stays in exact
+// integers: allowed iff prev * (period - elapsed) + (curr + cost) * period <= limit * period.
+
+/** Sliding window counter: two counters per key, close to a sliding log at a fraction of its memory. */
+export const slidingWindow: Algorithm = {
+  name: 'sliding-window',
+
+  check(s, o, now, p, cost, commit): Decision {
+    const P = p.periodMs;
+    const window = Math.floor(now / P);
+    const elapsed = now - window * P;
+    const { prev, curr } = counts(s, o, window);
+    if (cost > p.capacity) {
+      return costExceedsCapacity(p.limit, remainingOf(p, prev, curr, elapsed), resetOf(P, prev, curr, elapsed));
+    }
+    if (prev * (P - elapsed) + (curr + cost) * P > p.limit * P) {
+      return {
+        allowed: false,
+        limit: p.limit,
+        remaining: remainingOf(p, prev, curr, elapsed),
+        resetMs: resetOf(P, prev, curr, elapsed),
+        retryAfterMs: retryAfterOf(p, prev, curr, elapsed, cost),
+      };
+    }
+    const taken = commit ? cost : 0;
+    if (taken > 0) {
+      s[o] = window;
+      s[o + 1] = prev;
+      s[o + 2] = curr + taken;
+    }
+    return {
+      allowed: true,
+      limit: p.limit,
+      remaining: remainingOf(p, prev, curr + taken, elapsed),
+      resetMs: resetOf(P, prev, curr + taken, elapsed),
+      retryAfterMs: 0,
+    };
+  },
+
+  refund(s, o, now, p, cost) {
+    if (s[o] === Math.floor(now / p.periodMs)) s[o + 2] = Math.max(0, (s[o + 2] as number) - cost);
+  },
+
+  expiresAt(s, o, p) {
+    // The stored window's count weighs on the next window, and is gone after that.
+    return ((s[o] as number) + 2) * p.periodMs;
+  },
+};
+
+function counts(s: Slots, o: number, window: number): { prev: number; curr: number } {
+  const stored = s[o] as number;
+  if (stored === window) return { prev: s[o + 1] as number, curr: s[o + 2] as number };
+  if (stored === window - 1) return { prev: s[o + 2] as number, curr: 0 };
+  return { prev: 0, curr: 0 };
+}
+
+/** Largest n with prev*(P-elapsed) + (curr+n)*P <= limit*P. */
+function remainingOf(p: ResolvedPolicy, prev: number, curr: number, elapsed: number): number {
+  const P = p.periodMs;
+  return Math.max(0, Math.floor((p.limit * P - prev * (P - elapsed)) / P) - curr);
+}
+
+/** Until both counters have aged out: the end of the next window if the current one has counts. */
+function resetOf(P: number, prev: number, curr: number, elapsed: number): number {
+  if (curr > 0) return 2 * P - elapsed;
+  if (prev > 0) return P - elapsed;
+  return 0;
+}
+
+/**
+ * The first instant the same request fits: later in this window as the previous window's weight
+ * fades, else in the next window (where today's count becomes the previous one), else two windows on.
+ */
+function retryAfterOf(p: ResolvedPolicy, prev: number, curr: number, elapsed: number, cost: number): number {
+  const P = p.periodMs;
+  const roomNow = (p.limit - curr - cost) * P;
+  if (roomNow >= 0 && prev > 0) {
+    const at = P - Math.floor(roomNow / prev);
+    if (at < P) return at - elapsed;
+  }
+  if (curr === 0) return P - elapsed;
+  const roomNext = (p.limit - cost) * P;
+  const atNext = Math.max(0, P - Math.floor(roomNext / curr));
+  if (atNext < P) return P - elapsed + atNext;
+  return 2 * P - elapsed;
+}

@@ -1,0 +1,26 @@
+import type { Decision } from '../core/decision.js';
+import type { AlgorithmName, ResolvedPolicy } from '../core/policy.js';
+
+/**
+ * Numeric state of one key: three numbers at `slots[offset..offset+2]`, all zero for a key never
+ * seen. The memory store keeps every key's numbers in one Float64Array, so a check allocates
+ * nothing but its Decision; tests pass a `new Float64Array(3)` (or a plain array) and offset 0.
+ */
+export type Slots = { [index: number]: number };
+
+/**
+ * One rate-limiting algorithm, as a deterministic step: no I/O, no clock, no timers.
+ *
+ * `check` decides a request of `cost` units at `nowMs`. It writes the new state back into the slots
+ * only when the request is allowed, `commit` is true and `cost > 0`: a rejected check, a peek
+ * (`commit = false`) and a cost-0 check all leave the state exactly as it was. Writing in place
+ * rather than returning a new state is what lets the memory store run without allocating per call.
+ */
+export interface Algorithm<S = Slots> {
+  readonly name: AlgorithmName;
+  check(state: S, offset: number, nowMs: number, policy: ResolvedPolicy, cost: number, commit: boolean): Decision;
+  /** Gives back `cost` units taken earlier (never beyond full capacity). */
+  refund(state: S, offset: number, nowMs: number, policy: ResolvedPolicy, cost: number): void;
+  /** The instant (ms since the epoch) from which this state equals a fresh one and can be forgotten. */
+  expiresAt(state: S, offset: number, policy: ResolvedPolicy): number;
+}

@@ -1,0 +1,170 @@
+import type { Clock } from '../core/clock.js';
+import type { Decision } from '../core/decision.js';
+import { SluiceError } from '../core/errors.js';
+import type { MaybePromise, Store, StoreItem } from '../stores/store.js';
+import { combineDecisions } from './combine.js';
+import type { LimiterOptions, ResolvedLimit } from './options.js';
+import { resolveCost, resolveLimiterOptions } from './options.js';
+
+/**
+ * The key of a check: one string for every limit, or one per limit name. A limit whose key is
+ * `null` or `undefined` does not apply to the request.
+ */
+export type LimiterKey = string | Readonly<Record<string, string | null | undefined>>;
+
+/** Per-check options. */
+export interface CheckOptions {
+  /** Units this request takes (integer ≥ 0; 0 looks without taking). @default 1 */
+  cost?: number;
+}
+
+/** How one limit of a multi-limit check decided. */
+export interface LimitResult {
+  readonly name: string;
+  readonly key: string;
+  readonly decision: Decision;
+}
+
+/** A limiter's answer: the combined decision, plus each limit's own when the limiter has several. */
+export interface LimiterDecision extends Decision {
+  /** Each applied limit's decision (limiters created with `limits: [...]` only). */
+  results?: LimitResult[];
+}
+
+/** A rate limiter: one policy, or several checked together. */
+export interface Limiter {
+  readonly limits: readonly ResolvedLimit[];
+  readonly store: Store;
+  readonly clock: Clock;
+  /** Decides a request and, if allowed, takes its cost. A rejection takes nothing. */
+  check(key: LimiterKey, options?: CheckOptions): Promise<LimiterDecision>;
+  /**
+   * `check` without a promise, for synchronous stores (the memory store): the fastest path.
+   * @throws SluiceError `ERR_SLUICE_STORE_NOT_SYNC` on an asynchronous store.
+   */
+  checkSync(key: LimiterKey, options?: CheckOptions): LimiterDecision;
+  /** Whether a request of `cost` (default 1) would pass now, taking nothing. */
+  peek(key: LimiterKey, options?: CheckOptions): Promise<LimiterDecision>;
+  /** Gives back `cost` units (default 1) that an earlier check took. */
+  refund(key: LimiterKey, options?: CheckOptions): Promise<void>;
+  /** Forgets the key's counters (and block) under every limit of this limiter. */
+  reset(key: LimiterKey): Promise<void>;
+}
+
+/**
+ * Creates a limiter. Options are validated here, once; a bad one throws a SluiceError naming it.
+ *
+ * @example
+ * const limiter = createLimiter({ algorithm: 'token-bucket', limit: 100, period: '1m', burst: 20 });
+ * const d = await limiter.check('user:42');
+ * if (!d.allowed) console.log(`retry in ${d.retryAfterMs} ms`);
+ * @example
+ * // Several limits, all or nothing: a rejected request consumes from none of them.
+ * const both = createLimiter({ limits: [
+ *   { name: 'second', limit: 10, period: '1s' },
+ *   { name: 'day', limit: 10_000, period: '1d' },
+ * ] });
+ */
+export function createLimiter(options: LimiterOptions): Limiter {
+  const { limits, store, clock } = resolveLimiterOptions(options);
+  const multi = options.limits !== undefined;
+  const single = limits[0] as ResolvedLimit;
+
+  function run(key: LimiterKey, options: CheckOptions | undefined, commit: boolean): MaybePromise<LimiterDecision> {
+    const cost = resolveCost(options?.cost);
+    if (!multi) return store.check(singleKey(key, single.name), single.policy, cost, clock.now(), commit);
+    const items = itemsFor(limits, key, cost);
+    const decisions = store.checkMany(items, clock.now(), commit);
+    return decisions instanceof Promise
+      ? decisions.then((ds) => withResults(items, ds))
+      : withResults(items, decisions);
+  }
+
+  function eachLimit(key: LimiterKey, act: (k: string, limit: ResolvedLimit) => MaybePromise<void>): Promise<void> {
+    const work = limits.flatMap((limit) => {
+      const k = keyFor(key, limit.name);
+      return k === undefined ? [] : [act(k, limit)];
+    });
+    return Promise.all(work).then(() => undefined);
+  }
+
+  return {
+    limits,
+    store,
+    clock,
+    check: (key, options) => settle(() => run(key, options, true)),
+    checkSync(key, options) {
+      if (!store.synchronous) {
+        throw new SluiceError(
+          'ERR_SLUICE_STORE_NOT_SYNC',
+          `checkSync needs a synchronous store (the memory store); the ${store.name} store is asynchronous, use check()`,
+        );
+      }
+      return run(key, options, true) as LimiterDecision;
+    },
+    peek: (key, options) => settle(() => run(key, options, false)),
+    refund: (key, options) =>
+      settle(() => {
+        const cost = resolveCost(options?.cost);
+        return eachLimit(key, (k, limit) => store.refund(k, limit.policy, cost, clock.now()));
+      }),
+    reset: (key) => settle(() => eachLimit(key, (k, limit) => store.reset(k, limit.policy))),
+  };
+}
+
+/** Runs `work` and always answers with a promise, turning a synchronous throw into a rejection. */
+export function settle<T>(work: () => MaybePromise<T>): Promise<T> {
+  try {
+    const result = work();
+    return result instanceof Promise ? result : Promise.resolve(result);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
+/** The key of limit `name`, or undefined when the request does not carry one. */
+export function keyFor(key: LimiterKey, name: string): string | undefined {
+  if (typeof key === 'string') return key;
+  if (key === null || typeof key !== 'object') {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_KEY',
+      `key: expected a string or an object of strings, got ${typeof key}`,
+    );
+  }
+  const k = key[name];
+  if (k === null || k === undefined) return undefined;
+  if (typeof k !== 'string') {
+    throw new SluiceError('ERR_SLUICE_INVALID_KEY', `key.${name}: expected a string, got ${typeof k}`);
+  }
+  return k;
+}
+
+function singleKey(key: LimiterKey, name: string): string {
+  const k = typeof key === 'string' ? key : keyFor(key, name);
+  if (typeof k !== 'string') {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_KEY',
+      `key: expected a string, got ${k === undefined ? 'nothing' : typeof k}`,
+    );
+  }
+  return k;
+}
+
+function itemsFor(limits: readonly ResolvedLimit[], key: LimiterKey, cost: number): (StoreItem & { name: string })[] {
+  const items: (StoreItem & { name: string })[] = [];
+  for (const limit of limits) {
+    const k = keyFor(key, limit.name);
+    if (k !== undefined) items.push({ key: k, policy: limit.policy, cost, name: limit.name });
+  }
+  return items;
+}
+
+/** The combined decision with each limit's own attached. */
+export function withResults(
+  items: readonly (StoreItem & { name: string })[],
+  decisions: readonly Decision[],
+): LimiterDecision {
+  const combined: LimiterDecision = { ...combineDecisions(decisions) };
+  combined.results = items.map((item, i) => ({ name: item.name, key: item.key, decision: decisions[i] as Decision }));
+  return combined;
+}

@@ -1,0 +1,117 @@
+import type { Clock } from '../core/clock.js';
+import { systemClock } from '../core/clock.js';
+import { SluiceError } from '../core/errors.js';
+import type { PolicyOptions, ResolvedPolicy } from '../core/policy.js';
+import { resolvePolicy } from '../core/policy.js';
+import { createMemoryStore } from '../stores/memory/memory-store.js';
+import type { Store } from '../stores/store.js';
+
+/** One of several limits of a limiter. */
+export interface LimitOptions extends PolicyOptions {
+  /** Names the limit in results and headers, and keeps its counters apart. @default `limit${index}` */
+  name?: string;
+}
+
+/** Options of `createLimiter`: one policy inline, or several under `limits`. */
+export interface LimiterOptions extends Partial<PolicyOptions> {
+  /** Several limits checked together, all or nothing. Exclusive with an inline `limit`/`period`. */
+  limits?: readonly LimitOptions[];
+  /** Where counters live. @default a new memory store */
+  store?: Store;
+  /** Where time comes from (tests inject a manual clock). @default the system clock */
+  clock?: Clock;
+  /**
+   * Namespaces this limiter's counters, so two limiters with the same policy on one store do not share
+   * counts. @default none: identical policies on one store share counters
+   */
+  name?: string;
+}
+
+/** A limit after validation. */
+export interface ResolvedLimit {
+  readonly name: string;
+  readonly policy: ResolvedPolicy;
+}
+
+/** Limiter options after validation. */
+export interface ResolvedLimiterOptions {
+  readonly limits: readonly ResolvedLimit[];
+  readonly store: Store;
+  readonly clock: Clock;
+}
+
+const LIMITER_KEYS = new Set(['limits', 'store', 'clock', 'name']);
+const LIMIT_KEYS = new Set(['name']);
+
+/** Validates limiter options once, at construction; every error names the option at fault. */
+export function resolveLimiterOptions(options: LimiterOptions): ResolvedLimiterOptions {
+  if (options === null || typeof options !== 'object') {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'createLimiter: expected an options object');
+  }
+  const { limits, store, clock, name, ...inline } = options;
+  if (name !== undefined && (typeof name !== 'string' || name === '')) {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'name: expected a non-empty string', { option: 'name' });
+  }
+  if (store !== undefined && !isStore(store)) {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_STORE',
+      'store: expected a sluice store (createMemoryStore() or createRedisStore())',
+      {
+        option: 'store',
+      },
+    );
+  }
+  if (clock !== undefined && typeof clock?.now !== 'function') {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'clock: expected an object with a now() method', {
+      option: 'clock',
+    });
+  }
+  const scope = name === undefined ? '' : `${name}~`;
+  let resolved: ResolvedLimit[];
+  if (limits !== undefined) {
+    if (Object.keys(inline).length > 0) {
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_OPTION',
+        `limits: give either limits: [...] or an inline policy, not both (found ${Object.keys(inline).join(', ')})`,
+        { option: 'limits' },
+      );
+    }
+    if (!Array.isArray(limits) || limits.length === 0) {
+      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'limits: expected a non-empty array of policies', {
+        option: 'limits',
+      });
+    }
+    const names = new Set<string>();
+    resolved = limits.map((limit, i) => {
+      const { name: limitName = `limit${i}`, ...policy } = limit ?? ({} as LimitOptions);
+      if (typeof limitName !== 'string' || limitName === '' || names.has(limitName)) {
+        throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `limits[${i}].name: expected a unique, non-empty string`, {
+          option: `limits[${i}].name`,
+        });
+      }
+      names.add(limitName);
+      const p = resolvePolicy(policy as PolicyOptions, `limits[${i}].`, LIMIT_KEYS);
+      return { name: limitName, policy: { ...p, id: `${scope}${limitName}~${p.id}` } };
+    });
+  } else {
+    const p = resolvePolicy(inline as PolicyOptions, '', LIMITER_KEYS);
+    resolved = [{ name: 'default', policy: scope ? { ...p, id: `${scope}${p.id}` } : p }];
+  }
+  return { limits: resolved, store: store ?? createMemoryStore(), clock: clock ?? systemClock };
+}
+
+function isStore(value: unknown): value is Store {
+  const s = value as Store;
+  return typeof s === 'object' && s !== null && typeof s.check === 'function' && typeof s.checkMany === 'function';
+}
+
+/** Validates a request's cost. */
+export function resolveCost(cost: unknown): number {
+  if (cost === undefined) return 1;
+  if (typeof cost !== 'number' || !Number.isInteger(cost) || cost < 0 || cost > 1_000_000_000) {
+    throw new SluiceError('ERR_SLUICE_INVALID_COST', `cost: ${String(cost)} is not a whole number between 0 and 1e9`, {
+      option: 'cost',
+    });
+  }
+  return cost;
+}

@@ -1,0 +1,46 @@
+import type { Decision } from '../../core/decision.js';
+
+/**
+ * Keys blocked after a rejection (a policy's `blockMs`), until a given instant. Blocks are rare
+ * compared with counters, so a Map keyed by policy and key is enough; it is pruned of lapsed blocks
+ * and capped at `maxEntries` (oldest block dropped first) so an attack cannot grow it without bound.
+ */
+export class BlockList {
+  private readonly until = new Map<string, number>();
+
+  constructor(private readonly maxEntries: number) {}
+
+  /** The rejection for a blocked key, or undefined when it is not blocked at `nowMs`. */
+  check(policyId: string, key: string, nowMs: number, limit: number): Decision | undefined {
+    const until = this.until.get(blockKey(policyId, key));
+    if (until === undefined || until <= nowMs) return undefined;
+    return {
+      allowed: false,
+      limit,
+      remaining: 0,
+      resetMs: until - nowMs,
+      retryAfterMs: until - nowMs,
+      reason: 'blocked',
+    };
+  }
+
+  block(policyId: string, key: string, untilMs: number): void {
+    const id = blockKey(policyId, key);
+    this.until.delete(id);
+    this.until.set(id, untilMs);
+    if (this.until.size > this.maxEntries) {
+      const oldest = this.until.keys().next().value;
+      if (oldest !== undefined) this.until.delete(oldest);
+    }
+  }
+
+  unblock(policyId: string, key: string): void {
+    this.until.delete(blockKey(policyId, key));
+  }
+
+  prune(nowMs: number): void {
+    for (const [id, until] of this.until) if (until <= nowMs) this.until.delete(id);
+  }
+}
+
+const blockKey = (policyId: string, key: string) => `${policyId}\n${key}`;

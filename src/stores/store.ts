@@ -1,0 +1,62 @@
+import type { Decision } from '../core/decision.js';
+import type { ResolvedPolicy } from '../core/policy.js';
+
+/** A value, or a promise of it: the memory store answers synchronously, Redis asynchronously. */
+export type MaybePromise<T> = T | Promise<T>;
+
+/** One limit of a request: the key to count under and the policy to count it by. */
+export interface StoreItem {
+  readonly key: string;
+  readonly policy: ResolvedPolicy;
+  readonly cost: number;
+}
+
+/** A held concurrency slot. Give it back with `release`. */
+export interface Lease {
+  readonly key: string;
+  readonly id: string;
+  /** When the lease lapses by itself (ms since the epoch), so a crashed holder cannot leak capacity. */
+  readonly expiresAt: number;
+}
+
+/** A concurrency decision: when allowed, it carries the lease. */
+export interface LeaseDecision extends Decision {
+  lease?: Lease;
+}
+
+/**
+ * Where counters live. Every store makes the same decisions (the conformance suite in
+ * `test/stores/suite.ts` holds them to it); they differ in where the state is and how they fail.
+ *
+ * `nowMs` is the caller's clock; a store with a clock of its own (Redis server time) may ignore it.
+ * Counters are kept per (policy.id, key): two policies never share a counter.
+ */
+export interface Store {
+  /** `'memory'`, `'redis'`, … — for logs, metrics and the dashboard. */
+  readonly name: string;
+  /**
+   * True when every method returns plain values, never promises. Limiters use this to decide without
+   * allocating a promise per call (`checkSync`).
+   */
+  readonly synchronous: boolean;
+  /**
+   * Decides one request against one policy; consumes only when allowed and `commit` (false = peek).
+   * When the policy has a `blockMs`, a rejection blocks the key for that long.
+   */
+  check(key: string, policy: ResolvedPolicy, cost: number, nowMs: number, commit: boolean): MaybePromise<Decision>;
+  /**
+   * Decides several limits of one request together, all or nothing: when any is rejected, none consumes.
+   * Returns one decision per item, in order.
+   */
+  checkMany(items: readonly StoreItem[], nowMs: number, commit: boolean): MaybePromise<Decision[]>;
+  /** Gives back units a check took (e.g. the request turned out not to count). */
+  refund(key: string, policy: ResolvedPolicy, cost: number, nowMs: number): MaybePromise<void>;
+  /** Forgets the key's counter and block under this policy. */
+  reset(key: string, policy: ResolvedPolicy): MaybePromise<void>;
+  /** Takes one of `limit` concurrent slots for `leaseMs`. */
+  acquire(key: string, limit: number, leaseMs: number, nowMs: number): MaybePromise<LeaseDecision>;
+  /** Ends a lease early; false when it was unknown or had already expired. */
+  release(lease: Lease, nowMs: number): MaybePromise<boolean>;
+  /** Stops background work and releases resources. The store must not be used afterwards. */
+  close(): Promise<void>;
+}
