@@ -107,6 +107,8 @@ function append(log: SlidingLogState, now: number, units: number): void {
   const { entries } = log;
   const last = entries.length - 2;
   if (last >= log.head && entries[last] === now) entries[last + 1] = (entries[last + 1] as number) + units;
+  // A new log gets an array of exactly one pair: most keys never log a second request.
+  else if (entries.length === 0) log.entries = [now, units];
   else entries.push(now, units);
   log.total += units;
 }

@@ -1,6 +1,6 @@
 import { costExceedsCapacity, type Decision } from '../core/decision.js';
 import type { ResolvedPolicy } from '../core/policy.js';
-import type { Algorithm, Slots } from './types.js';
+import type { Algorithm } from './types.js';
 
 // Slots: [window index, count of the previous window, count of that window].
 //
@@ -16,7 +16,10 @@ export const slidingWindow: Algorithm = {
     const P = p.periodMs;
     const window = Math.floor(now / P);
     const elapsed = now - window * P;
-    const { prev, curr } = counts(s, o, window);
+    // Read the two counts as of `window`: the stored window may be this one, the one before, or older.
+    const stored = s[o] as number;
+    const prev = stored === window ? (s[o + 1] as number) : stored === window - 1 ? (s[o + 2] as number) : 0;
+    const curr = stored === window ? (s[o + 2] as number) : 0;
     if (cost > p.capacity) {
       return costExceedsCapacity(p.limit, remainingOf(p, prev, curr, elapsed), resetOf(P, prev, curr, elapsed));
     }
@@ -53,13 +56,6 @@ export const slidingWindow: Algorithm = {
     return ((s[o] as number) + 2) * p.periodMs;
   },
 };
-
-function counts(s: Slots, o: number, window: number): { prev: number; curr: number } {
-  const stored = s[o] as number;
-  if (stored === window) return { prev: s[o + 1] as number, curr: s[o + 2] as number };
-  if (stored === window - 1) return { prev: s[o + 2] as number, curr: 0 };
-  return { prev: 0, curr: 0 };
-}
 
 /** Largest n with prev*(P-elapsed) + (curr+n)*P <= limit*P. */
 function remainingOf(p: ResolvedPolicy, prev: number, curr: number, elapsed: number): number {

@@ -1,3 +1,4 @@
+import type { Algorithm } from '../../algorithms/index.js';
 import { NUMERIC_ALGORITHMS, SLOT_WIDTH } from '../../algorithms/index.js';
 import { SlidingLogState, slidingLog } from '../../algorithms/sliding-log.js';
 import type { Decision } from '../../core/decision.js';
@@ -39,6 +40,15 @@ export interface MemoryStore extends Store {
 
 const SWEEP_BUDGET = 10_000;
 
+type NumericName = keyof typeof NUMERIC_ALGORITHMS;
+
+/** What the store keeps per policy. */
+interface PolicyContext {
+  readonly table: Map<string, number>;
+  /** The numeric algorithm (unused for sliding-log, whose state is a log). */
+  readonly algorithm: Algorithm;
+}
+
 /**
  * Creates the in-process store: bounded (LRU past `maxKeys`), lazily expired, with one unref'd sweep
  * timer for the whole store and none per key. It answers synchronously, and since JavaScript runs one
@@ -62,8 +72,11 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
   }
 
   const slab = new LruSlab(maxKeys);
-  /** policy.id → key → slot. A Map per policy keeps lookups to the user's key, with no string joining. */
-  const tables = new Map<string, Map<string, number>>();
+  /**
+   * policy.id → the policy's algorithm and its key → slot table. A table per policy keeps lookups to
+   * the user's key with no string joining, and one lookup here finds both.
+   */
+  const contexts = new Map<string, PolicyContext>();
   const blocks = new BlockList(maxKeys);
   const leases = new LeaseTable(maxKeys);
   /** State of a key not stored yet: checked here first, copied into a slot only if it consumed. */
@@ -81,22 +94,22 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
       : undefined;
   timer?.unref();
 
-  /** The live slot of (policy, key), or -1. An expired slot is zeroed on the way (lazy expiry). */
-  function find(key: string, policy: ResolvedPolicy, nowMs: number): number {
-    const slot = tables.get(policy.id)?.get(key);
+  function contextOf(policy: ResolvedPolicy): PolicyContext {
+    let context = contexts.get(policy.id);
+    if (context === undefined) {
+      context = { table: new Map(), algorithm: NUMERIC_ALGORITHMS[policy.algorithm as NumericName] };
+      contexts.set(policy.id, context);
+    }
+    return context;
+  }
+
+  /** The live slot of `key` in `table`, or -1. An expired slot is zeroed on the way (lazy expiry). */
+  function find(table: Map<string, number>, key: string, nowMs: number): number {
+    const slot = table.get(key);
     if (slot === undefined) return -1;
     if ((slab.expiresAt[slot] as number) <= nowMs) slab.clear(slot);
     slab.touch(slot);
     return slot;
-  }
-
-  function tableOf(policy: ResolvedPolicy): Map<string, number> {
-    let table = tables.get(policy.id);
-    if (table === undefined) {
-      table = new Map();
-      tables.set(policy.id, table);
-    }
-    return table;
   }
 
   function decide(key: string, p: ResolvedPolicy, cost: number, nowMs: number, commit: boolean): Decision {
@@ -115,8 +128,8 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
   }
 
   function decideNumeric(key: string, p: ResolvedPolicy, cost: number, nowMs: number, commit: boolean): Decision {
-    const algorithm = NUMERIC_ALGORITHMS[p.algorithm as keyof typeof NUMERIC_ALGORITHMS];
-    const slot = find(key, p, nowMs);
+    const { table, algorithm } = contextOf(p);
+    const slot = find(table, key, nowMs);
     if (slot !== -1) {
       const decision = algorithm.check(slab.state, slot * SLOT_WIDTH, nowMs, p, cost, commit);
       if (decision.allowed && commit && cost > 0)
@@ -128,7 +141,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     scratch.fill(0);
     const decision = algorithm.check(scratch, 0, nowMs, p, cost, commit);
     if (decision.allowed && commit && cost > 0) {
-      const fresh = slab.allocate(key, tableOf(p));
+      const fresh = slab.allocate(key, table);
       slab.state.set(scratch, fresh * SLOT_WIDTH);
       slab.expiresAt[fresh] = algorithm.expiresAt(scratch, 0, p);
     }
@@ -136,11 +149,12 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
   }
 
   function decideLog(key: string, p: ResolvedPolicy, cost: number, nowMs: number, commit: boolean): Decision {
-    const slot = find(key, p, nowMs);
+    const { table } = contextOf(p);
+    const slot = find(table, key, nowMs);
     const log = (slot === -1 ? undefined : slab.logs[slot]) ?? new SlidingLogState();
     const decision = slidingLog.check(log, 0, nowMs, p, cost, commit);
     if (decision.allowed && commit && cost > 0) {
-      const target = slot === -1 ? slab.allocate(key, tableOf(p)) : slot;
+      const target = slot === -1 ? slab.allocate(key, table) : slot;
       slab.logs[target] = log;
       slab.expiresAt[target] = slidingLog.expiresAt(log, 0, p);
     }
@@ -148,20 +162,14 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
   }
 
   function refund(key: string, p: ResolvedPolicy, cost: number, nowMs: number): void {
-    const slot = find(key, p, nowMs);
+    const { table, algorithm } = contextOf(p);
+    const slot = find(table, key, nowMs);
     if (slot === -1) return;
-    if (p.algorithm === 'sliding-log') {
+    if (p.algorithm !== 'sliding-log') algorithm.refund(slab.state, slot * SLOT_WIDTH, nowMs, p, cost);
+    else {
       const log = slab.logs[slot];
       if (log) slidingLog.refund(log, 0, nowMs, p, cost);
-      return;
     }
-    NUMERIC_ALGORITHMS[p.algorithm as keyof typeof NUMERIC_ALGORITHMS].refund(
-      slab.state,
-      slot * SLOT_WIDTH,
-      nowMs,
-      p,
-      cost,
-    );
   }
 
   return {
@@ -201,7 +209,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     refund,
 
     reset(key, p) {
-      const slot = tables.get(p.id)?.get(key);
+      const slot = contexts.get(p.id)?.table.get(key);
       if (slot !== undefined) slab.free(slot);
       blocks.unblock(p.id, key);
     },

@@ -1,0 +1,111 @@
+/**
+ * The core engine, single thread: decisions per second per algorithm for one hot key and for
+ * 1,000,000 distinct keys, and heap bytes per key after 1,000,000 keys, side by side with
+ * rate-limiter-flexible (RateLimiterMemory.consume) and express-rate-limit's MemoryStore (increment).
+ *
+ *   node --expose-gc --import tsx bench/core.ts
+ *
+ * Limits are set high enough that nothing is rejected: this measures the cost of a decision.
+ */
+import { MemoryStore } from 'express-rate-limit';
+import { RateLimiterMemory } from 'rate-limiter-flexible';
+import { ALGORITHMS, type AlgorithmName, createLimiter, createMemoryStore } from '../src/index.js';
+import { fmt, opsPerSecondAsync, opsPerSecondSync, retainedBytes, table } from './lib/measure.js';
+
+const HOT_OPS = Number(process.env.BENCH_HOT_OPS ?? 2_000_000);
+const KEYS = Number(process.env.BENCH_KEYS ?? 1_000_000);
+const keys = Array.from({ length: KEYS }, (_, i) => `user:${i}`);
+const LIMIT = 1_000_000;
+
+function sluice(algorithm: AlgorithmName) {
+  return createLimiter({ algorithm, limit: LIMIT, period: '1h', store: createMemoryStore({ maxKeys: KEYS }) });
+}
+
+interface Row {
+  name: string;
+  hotSync?: number;
+  hotAsync: number;
+  distinct: number;
+  bytesPerKey: number;
+}
+
+async function measureSluice(algorithm: AlgorithmName): Promise<Row> {
+  const hot = sluice(algorithm);
+  opsPerSecondSync(200_000, () => hot.checkSync('hot')); // warm up
+  const hotSync = opsPerSecondSync(HOT_OPS, () => hot.checkSync('hot'));
+  const hotAsync = await opsPerSecondAsync(HOT_OPS / 2, () => hot.check('hot'));
+  const base = retainedBytes();
+  const many = sluice(algorithm);
+  const distinct = opsPerSecondSync(KEYS, (i) => many.checkSync(keys[i] as string));
+  const bytesPerKey = (retainedBytes() - base) / KEYS;
+  return { name: `sluice ${algorithm}`, hotSync, hotAsync, distinct, bytesPerKey };
+}
+
+async function measureRateLimiterFlexible(): Promise<Row> {
+  const make = () => new RateLimiterMemory({ points: LIMIT, duration: 3600 });
+  const hot = make();
+  await opsPerSecondAsync(100_000, () => hot.consume('hot'));
+  const hotAsync = await opsPerSecondAsync(HOT_OPS / 2, () => hot.consume('hot'));
+  const base = retainedBytes();
+  const many = make();
+  const distinct = await opsPerSecondAsync(KEYS, (i) => many.consume(keys[i] as string));
+  const bytesPerKey = (retainedBytes() - base) / KEYS;
+  return { name: 'rate-limiter-flexible (RateLimiterMemory.consume)', hotAsync, distinct, bytesPerKey };
+}
+
+async function measureExpressRateLimit(): Promise<Row> {
+  const make = () => {
+    const store = new MemoryStore();
+    store.init({ windowMs: 3_600_000 } as Parameters<MemoryStore['init']>[0]);
+    return store;
+  };
+  const hot = make();
+  await opsPerSecondAsync(100_000, () => hot.increment('hot'));
+  const hotAsync = await opsPerSecondAsync(HOT_OPS / 2, () => hot.increment('hot'));
+  const base = retainedBytes();
+  const many = make();
+  const distinct = await opsPerSecondAsync(KEYS, (i) => many.increment(keys[i] as string));
+  const bytesPerKey = (retainedBytes() - base) / KEYS;
+  hot.shutdown();
+  many.shutdown();
+  return { name: 'express-rate-limit (MemoryStore.increment, counter only)', hotAsync, distinct, bytesPerKey };
+}
+
+async function main() {
+  const rows: Row[] = [];
+  const rlf = await measureRateLimiterFlexible();
+  const erl = await measureExpressRateLimit();
+  for (const algorithm of ALGORITHMS) rows.push(await measureSluice(algorithm));
+  rows.push(rlf, erl);
+  const ratio = (a: number, b: number) => `${fmt(a / b, 1)}×`;
+  console.log(`\n### Core engine, one thread (${fmt(HOT_OPS)} hot-key checks, ${fmt(KEYS)} distinct keys)\n`);
+  console.log(
+    table(
+      [
+        '',
+        'hot key, sync (checks/s)',
+        'hot key, await (checks/s)',
+        `${fmt(KEYS)} keys (checks/s)`,
+        'vs rlf (hot sync / hot await / keys)',
+        'vs erl (hot await / keys)',
+        'heap bytes/key',
+      ],
+      rows.map((r) => [
+        r.name,
+        r.hotSync === undefined ? '—' : fmt(r.hotSync),
+        fmt(r.hotAsync),
+        fmt(r.distinct),
+        r.hotSync === undefined
+          ? '—'
+          : `${ratio(r.hotSync, rlf.hotAsync)} / ${ratio(r.hotAsync, rlf.hotAsync)} / ${ratio(r.distinct, rlf.distinct)}`,
+        r.hotSync === undefined ? '—' : `${ratio(r.hotAsync, erl.hotAsync)} / ${ratio(r.distinct, erl.distinct)}`,
+        fmt(r.bytesPerKey),
+      ]),
+    ),
+  );
+  console.log('\nsluice "sync" is limiter.checkSync (memory store, no promise); "await" is `await limiter.check()`.');
+  console.log('Peers only offer a promise API, and are measured awaited one call at a time, like sluice "await".');
+  process.exit(0);
+}
+
+await main();
