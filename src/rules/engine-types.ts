@@ -1,0 +1,137 @@
+import type { Clock } from '../core/clock.js';
+import type { Decision } from '../core/decision.js';
+import type { AlgorithmName } from '../core/policy.js';
+import type { Store } from '../stores/store.js';
+import type { DescriptorPathEntry, FailMode, RuleSet, Unit } from './types.js';
+
+/** One `key`/`value` pair of a request descriptor. */
+export interface DescriptorEntry {
+  key: string;
+  value: string;
+}
+
+/** A limit sent with a request descriptor; it replaces whatever the config says (envoy's `limit` override). */
+export interface LimitOverride {
+  requestsPerUnit: number;
+  /** A unit, in any case (`'MINUTE'`, `'minute'`). */
+  unit: Unit | Lowercase<Unit>;
+}
+
+/** One descriptor of a request: an ordered list of entries, as Envoy sends them. */
+export interface RequestDescriptor {
+  entries: DescriptorEntry[];
+  /** Use this limit instead of the config's (the domain must still be configured, as in envoy ratelimit). */
+  limit?: LimitOverride;
+  /** Hits this descriptor takes; 0 checks without counting. @default the request's hitsAddend */
+  hitsAddend?: number;
+}
+
+/** A rate-limit request: Envoy's `RateLimitRequest`. */
+export interface RateLimitRequest {
+  domain: string;
+  descriptors: RequestDescriptor[];
+  /** Hits every descriptor takes unless it says otherwise; 0 counts as 1 (as in Envoy). @default 1 */
+  hitsAddend?: number;
+}
+
+/** The limit a status was decided by. */
+export interface CurrentLimit {
+  name?: string;
+  /**
+   * Requests per `unit`. For a `period` that is not exactly one unit, the same rate expressed in the
+   * smallest unit that gives at least one request (Envoy's proto only knows units); `periodMs` and
+   * `limit` give the exact policy.
+   */
+  requestsPerUnit: number;
+  unit: Unit;
+  /** The exact policy: `limit` requests per `periodMs`. */
+  limit: number;
+  periodMs: number;
+  algorithm: AlgorithmName;
+}
+
+/** The answer for one descriptor of a request. */
+export interface DescriptorStatus {
+  code: 'OK' | 'OVER_LIMIT';
+  /** The limit that decided; absent when no limit applies (no rule, allow-listed, unlimited, replaced). */
+  currentLimit?: CurrentLimit;
+  /** Requests left; 0 with no limit, 4294967295 for `unlimited`. */
+  limitRemaining: number;
+  /** Time until the limit's window resets (fixed windows) or the bucket is full again; 0 with no limit. */
+  durationUntilResetMs: number;
+  /** True when a shadow-mode rule would have rejected this descriptor (the answer is OK anyway). */
+  shadow?: boolean;
+  /** `name` of the deciding limit, when it has one. */
+  ruleName?: string;
+  /** Identity of the matched rule (domain + descriptor path), for metrics and logs. */
+  ruleId?: string;
+  /** The underlying decision (combined over the rule's limits), when a limit applied. */
+  decision?: Decision;
+}
+
+/** The answer to a request: the worst code, and one status per descriptor in request order. */
+export interface RateLimitResponse {
+  overallCode: 'OK' | 'OVER_LIMIT';
+  statuses: DescriptorStatus[];
+}
+
+/** Options of `createRulesEngine`. */
+export interface RulesEngineOptions {
+  ruleSet: RuleSet;
+  /** Where counters live. @default a new memory store */
+  store?: Store;
+  /** @default the system clock */
+  clock?: Clock;
+  /**
+   * What to do when the store fails, for rules that say nothing (`fail:` in a rule or file wins).
+   * @default undefined: the store's error is thrown (the service answers UNAVAILABLE, as envoy ratelimit does)
+   */
+  fail?: FailMode;
+  /** Put every rule in shadow mode (envoy ratelimit's global `SHADOW_MODE`). @default false */
+  shadow?: boolean;
+}
+
+/** One limit of a rule, for a dashboard. */
+export interface LimitDescription {
+  name?: string;
+  requestsPerUnit: number;
+  unit?: Unit;
+  periodMs: number;
+  algorithm: AlgorithmName;
+  burst?: number;
+  replaces: string[];
+}
+
+/** One rule (a descriptor with a limit, unlimited, or allow-listed), for a dashboard. */
+export interface RuleDescription {
+  id: string;
+  domain: string;
+  /** The descriptor path, e.g. `remote_address/path=/login`. */
+  descriptor: string;
+  path: DescriptorPathEntry[];
+  limits: LimitDescription[];
+  unlimited: boolean;
+  /** A key/value with no limit and no children: requests matching it are never limited. */
+  allowListed: boolean;
+  shadow: boolean;
+  /** The first limit's name, if any. */
+  name?: string;
+  fail?: FailMode;
+  detailedMetric: boolean;
+  shareThreshold: boolean;
+  file: string;
+  line: number;
+}
+
+/** Decides requests against a RuleSet. */
+export interface RulesEngine {
+  /** Decides a request; a rejected request consumes from none of its descriptors. */
+  shouldRateLimit(request: RateLimitRequest): Promise<RateLimitResponse>;
+  /** Swaps the rules in place. Counters of rules that did not change keep counting. */
+  setRuleSet(ruleSet: RuleSet): void;
+  /** The rules in use. */
+  readonly ruleSet: RuleSet;
+  readonly store: Store;
+  /** Every rule of the current RuleSet, for dashboards. */
+  describeRules(): RuleDescription[];
+}

@@ -1,0 +1,58 @@
+/**
+ * sluice/rules — envoyproxy/ratelimit-compatible rules (YAML or JSON) with sluice's extensions:
+ * loading with every problem reported at once, an engine that decides `(domain, descriptors, hits)`,
+ * hot reload, and the `http:` section that turns an HTTP request into descriptors.
+ *
+ * @example
+ * import { createRulesEngine, loadRules } from 'sluice/rules';
+ * const loaded = await loadRules('./config');
+ * if (!loaded.ok) throw new Error(loaded.issues.map((i) => `${i.file}:${i.line}:${i.column} ${i.message}`).join('\n'));
+ * const engine = createRulesEngine({ ruleSet: loaded.ruleSet });
+ * const res = await engine.shouldRateLimit({ domain: 'mongo_cps', descriptors: [{ entries: [{ key: 'database', value: 'users' }] }] });
+ * @packageDocumentation
+ */
+
+export type { RequestErrorCode, RuleIssueCode } from './codes.js';
+export { isRequestError, REQUEST_ERROR_CODES, RULE_ISSUE_CODES } from './codes.js';
+export { describeRules } from './describe.js';
+export { createRulesEngine } from './engine.js';
+export type {
+  CurrentLimit,
+  DescriptorEntry,
+  DescriptorStatus,
+  LimitDescription,
+  LimitOverride,
+  RateLimitRequest,
+  RateLimitResponse,
+  RequestDescriptor,
+  RuleDescription,
+  RulesEngine,
+  RulesEngineOptions,
+} from './engine-types.js';
+export { httpDescriptorsFor } from './http/descriptors-for.js';
+export type {
+  HttpAction,
+  HttpDescriptor,
+  HttpDomainDescriptors,
+  HttpHeaders,
+  HttpRateLimit,
+  HttpRequestInfo,
+} from './http/types.js';
+export { loadRules } from './load-rules.js';
+export { parseRules } from './parse-rules.js';
+export type {
+  DescriptorLevel,
+  DescriptorNode,
+  DescriptorPathEntry,
+  DomainRules,
+  FailMode,
+  LoadResult,
+  RuleIssue,
+  RuleLimit,
+  RuleSet,
+  RuleSource,
+  Unit,
+} from './types.js';
+export { UNIT_MS, UNITS } from './units.js';
+export type { RulesWatcher, WatchRulesOptions } from './watch-rules.js';
+export { watchRules } from './watch-rules.js';
