@@ -15,7 +15,7 @@ import { fmt, opsPerSecondAsync, opsPerSecondSync, retainedBytes, table } from '
 const HOT_OPS = Number(process.env.BENCH_HOT_OPS ?? 2_000_000);
 const KEYS = Number(process.env.BENCH_KEYS ?? 1_000_000);
 const keys = Array.from({ length: KEYS }, (_, i) => `user:${i}`);
-const LIMIT = 1_000_000;
+const LIMIT = 100_000_000;
 
 function sluice(algorithm: AlgorithmName) {
   return createLimiter({ algorithm, limit: LIMIT, period: '1h', store: createMemoryStore({ maxKeys: KEYS }) });
