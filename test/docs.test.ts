@@ -1,0 +1,47 @@
+/**
+ * The examples in docs/ run. Every code block fenced as ```ts run is executed as its own program, with
+ * `sluice` and `sluice/<entry>` imports pointed at the sources, and must exit 0 within 30 s.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { pathToFileURL } from 'node:url';
+
+const root = resolve(import.meta.dirname, '..');
+const docs = join(root, 'docs');
+const work = mkdtempSync(join(tmpdir(), 'sluice-docs-'));
+after(() => rmSync(work, { recursive: true, force: true }));
+
+/** `sluice/x` → the source file behind package.json#exports['./x']. */
+function sourceOf(specifier: string): string {
+  const exports = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).exports as Record<
+    string,
+    { default: string }
+  >;
+  const entry = exports[specifier === 'sluice' ? '.' : `./${specifier.slice('sluice/'.length)}`];
+  if (!entry) throw new Error(`no export for ${specifier}`);
+  return pathToFileURL(join(root, entry.default.replace(/^\.\/dist\//, 'src/').replace(/\.js$/, '.ts'))).href;
+}
+
+describe('docs examples run', () => {
+  for (const file of readdirSync(docs).filter((f) => f.endsWith('.md'))) {
+    const text = readFileSync(join(docs, file), 'utf8');
+    const blocks = [...text.matchAll(/^```ts run\n([\s\S]*?)^```$/gm)].map((m) => m[1] as string);
+    blocks.forEach((code, i) => {
+      it(`docs/${file} example ${i + 1}`, () => {
+        const program = code.replace(/from '(sluice(?:\/[a-z]+)?)'/g, (_, spec: string) => `from '${sourceOf(spec)}'`);
+        const path = join(work, `${file.replace(/\W/g, '_')}-${i + 1}.mts`);
+        writeFileSync(path, program);
+        const run = spawnSync(process.execPath, ['--import', 'tsx', path], {
+          cwd: root,
+          encoding: 'utf8',
+          timeout: 30_000,
+        });
+        assert.equal(run.status, 0, `exit ${run.status ?? run.signal}\n${run.stderr}`);
+      });
+    });
+  }
+});
