@@ -1,4 +1,5 @@
 import type { Command } from '../command.js';
+import { simulateCommand } from './simulate.js';
 
 /** Every `sluice` subcommand, in the order `sluice --help` lists them. */
-export const commands: readonly Command[] = [];
+export const commands: readonly Command[] = [simulateCommand];
