@@ -7,6 +7,8 @@
  *
  * Limits are set high enough that nothing is rejected: this measures the cost of a decision.
  */
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { MemoryStore } from 'express-rate-limit';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { ALGORITHMS, type AlgorithmName, createLimiter, createMemoryStore } from '../src/index.js';
@@ -71,12 +73,32 @@ async function measureExpressRateLimit(): Promise<Row> {
   return { name: 'express-rate-limit (MemoryStore.increment, counter only)', hotAsync, distinct, bytesPerKey };
 }
 
+/** Each subject runs in a process of its own, so no subject's code warms up or pollutes another's. */
+async function measure(subject: string): Promise<Row> {
+  if (subject === 'rate-limiter-flexible') return measureRateLimiterFlexible();
+  if (subject === 'express-rate-limit') return measureExpressRateLimit();
+  return measureSluice(subject as AlgorithmName);
+}
+
+function inChild(subject: string): Row {
+  const run = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', fileURLToPath(import.meta.url), subject], {
+    encoding: 'utf8',
+    env: process.env,
+    maxBuffer: 1 << 20,
+  });
+  if (run.status !== 0) throw new Error(`bench/core.ts ${subject} failed:\n${run.stderr}`);
+  return JSON.parse(run.stdout.trim().split('\n').pop() as string) as Row;
+}
+
 async function main() {
-  const rows: Row[] = [];
-  const rlf = await measureRateLimiterFlexible();
-  const erl = await measureExpressRateLimit();
-  for (const algorithm of ALGORITHMS) rows.push(await measureSluice(algorithm));
-  rows.push(rlf, erl);
+  const subject = process.argv[2];
+  if (subject !== undefined) {
+    console.log(JSON.stringify(await measure(subject)));
+    process.exit(0);
+  }
+  const rlf = inChild('rate-limiter-flexible');
+  const erl = inChild('express-rate-limit');
+  const rows = [...ALGORITHMS.map(inChild), rlf, erl];
   const ratio = (a: number, b: number) => `${fmt(a / b, 1)}×`;
   console.log(`\n### Core engine, one thread (${fmt(HOT_OPS)} hot-key checks, ${fmt(KEYS)} distinct keys)\n`);
   console.log(
@@ -87,7 +109,7 @@ async function main() {
         'hot key, await (checks/s)',
         `${fmt(KEYS)} keys (checks/s)`,
         'vs rlf (hot sync / hot await / keys)',
-        'vs erl (hot await / keys)',
+        'vs erl (hot sync / hot await / keys)',
         'heap bytes/key',
       ],
       rows.map((r) => [
@@ -98,14 +120,16 @@ async function main() {
         r.hotSync === undefined
           ? '—'
           : `${ratio(r.hotSync, rlf.hotAsync)} / ${ratio(r.hotAsync, rlf.hotAsync)} / ${ratio(r.distinct, rlf.distinct)}`,
-        r.hotSync === undefined ? '—' : `${ratio(r.hotAsync, erl.hotAsync)} / ${ratio(r.distinct, erl.distinct)}`,
+        r.hotSync === undefined
+          ? '—'
+          : `${ratio(r.hotSync, erl.hotAsync)} / ${ratio(r.hotAsync, erl.hotAsync)} / ${ratio(r.distinct, erl.distinct)}`,
         fmt(r.bytesPerKey),
       ]),
     ),
   );
   console.log('\nsluice "sync" is limiter.checkSync (memory store, no promise); "await" is `await limiter.check()`.');
-  console.log('Peers only offer a promise API, and are measured awaited one call at a time, like sluice "await".');
-  process.exit(0);
+  console.log('Peers only offer a promise API and are measured awaited one call at a time, like sluice "await".');
+  console.log('Every row runs in a fresh process; keys for the distinct-key column are all new (the insert path).');
 }
 
 await main();

@@ -4,7 +4,7 @@ export interface Clock {
 }
 
 /** The wall clock (`Date.now`). */
-export const systemClock: Clock = { now: () => Date.now() };
+export const systemClock: Clock = { now: Date.now };
 
 /** A clock that only moves when told to: for tests and simulations. */
 export interface ManualClock extends Clock {
