@@ -1,7 +1,70 @@
-import type { LoadResult } from './types.js';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { extname, join } from 'node:path';
+import { RULE_ISSUE_CODES as C } from './codes.js';
+import { parseRules } from './parse-rules.js';
+import type { LoadResult, RuleIssue, RuleSource } from './types.js';
 
-/** Loads rules from files and directories (work in progress). */
+const RULE_EXTENSIONS = new Set(['.yaml', '.yml', '.json']);
+
+/** True for a file name `loadRules` reads from a directory. */
+export function isRuleFile(name: string): boolean {
+  return !name.startsWith('.') && RULE_EXTENSIONS.has(extname(name).toLowerCase());
+}
+
+/**
+ * Loads rules from files and directories. A directory contributes every `.yaml`, `.yml` and `.json`
+ * file directly in it (not in subdirectories, and not dot-files: a Kubernetes ConfigMap mount keeps
+ * older copies in `..data`-style folders), in name order — as envoy ratelimit loads its config directory.
+ * Every problem in every file is reported at once.
+ *
+ * @example
+ * const loaded = await loadRules(['./config', './extra/edge.yaml']);
+ * if (loaded.ok) engine.setRuleSet(loaded.ruleSet);
+ * else for (const i of loaded.issues) console.error(`${i.file}:${i.line}:${i.column} ${i.code} ${i.message}`);
+ */
 export async function loadRules(paths: string | readonly string[]): Promise<LoadResult> {
+  const { sources, issues } = await readSources(paths);
+  const files = sources.map((s) => s.file);
+  const parsed = parseRules(sources);
+  if (issues.length === 0) return parsed;
+  return { ok: false, issues: [...issues, ...(parsed.ok ? [] : parsed.issues)], files };
+}
+
+/** Reads the rule files under `paths`; problems reading them are issues, not exceptions. */
+export async function readSources(
+  paths: string | readonly string[],
+): Promise<{ sources: RuleSource[]; issues: RuleIssue[] }> {
   const list = typeof paths === 'string' ? [paths] : [...paths];
-  return { ok: true, ruleSet: { domains: new Map(), files: list }, files: list };
+  const issues: RuleIssue[] = [];
+  const sources: RuleSource[] = [];
+  const whole = (file: string, code: string, message: string) =>
+    issues.push({ code, message, file, line: 0, column: 0 });
+  if (list.length === 0) whole('', C.noFiles, 'no rule file or directory given');
+  const files: string[] = [];
+  for (const path of list) {
+    try {
+      const info = await stat(path);
+      if (info.isDirectory()) {
+        const names = (await readdir(path)).filter(isRuleFile).sort();
+        const inDir: string[] = [];
+        for (const name of names) {
+          // Follows symlinks (ConfigMap files are links into ..data) and skips subdirectories.
+          const file = join(path, name);
+          if ((await stat(file).catch(() => undefined))?.isFile()) inDir.push(file);
+        }
+        if (inDir.length === 0) whole(path, C.noFiles, `${path}: no .yaml, .yml or .json file in this directory`);
+        files.push(...inDir);
+      } else files.push(path);
+    } catch (error) {
+      whole(path, C.readFailed, `${path}: cannot read it (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
+    }
+  }
+  for (const file of [...new Set(files)]) {
+    try {
+      sources.push({ file, text: await readFile(file, 'utf8') });
+    } catch (error) {
+      whole(file, C.readFailed, `${file}: cannot read it (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
+    }
+  }
+  return { sources, issues };
 }

@@ -1,19 +1,167 @@
-import type { LoadResult } from './types.js';
+import { type FSWatcher, statSync, watch } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { SluiceError } from '../core/errors.js';
+import type { RulesEngine } from './engine-types.js';
+import { readSources } from './load-rules.js';
+import { parseRules } from './parse-rules.js';
+import type { LoadResult, RuleSet } from './types.js';
 
 /** Options of `watchRules`. */
 export interface WatchRulesOptions {
-  /** Called after each reload with its result; on failure keep the last good RuleSet. */
+  /**
+   * Called after each reload with its result. A failed result carries every issue; the rules in use do
+   * not change (keep the last good RuleSet).
+   */
   onReload(result: LoadResult): void;
-  /** Quiet time after the last change before reloading, in ms. @default 100 */
+  /** Quiet time after the last file event before reloading, in ms (editors write in several steps). @default 100 */
   debounceMs?: number;
+  /** When given, every valid reload is applied to it with `setRuleSet`, keeping its counters. */
+  engine?: RulesEngine;
 }
 
 /** A running watch. */
 export interface RulesWatcher {
+  /** Reloads now (without waiting for a file event) and reports the result as a file change would. */
+  reload(): Promise<LoadResult>;
+  /** The last RuleSet that loaded without problems during this watch, if any. */
+  readonly lastGood: RuleSet | undefined;
+  /** Stops watching; a reload in progress finishes but is not reported. */
   close(): void;
 }
 
-/** Watches rule files and reloads them on change (work in progress). */
-export function watchRules(_paths: string | readonly string[], _options: WatchRulesOptions): RulesWatcher {
-  return { close() {} };
+/**
+ * Watches rule files and directories and reloads them when they change: a valid change becomes a new
+ * RuleSet (applied to `engine` when given), an invalid one is reported and changes nothing. It watches
+ * the directories (a file is watched through its directory, so editors that replace files by renaming
+ * and Kubernetes ConfigMap symlink swaps are seen), waits `debounceMs` of quiet, and skips reloads whose
+ * files did not change. The watch does not keep the process alive.
+ *
+ * @example
+ * const watcher = watchRules('./config', {
+ *   engine,
+ *   onReload: (r) => (r.ok ? log.info('rules reloaded') : log.error({ issues: r.issues }, 'rules rejected')),
+ * });
+ * // later: watcher.close();
+ */
+export function watchRules(paths: string | readonly string[], options: WatchRulesOptions): RulesWatcher {
+  if (typeof options?.onReload !== 'function') {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'onReload: expected a function', { option: 'onReload' });
+  }
+  const debounceMs = options.debounceMs ?? 100;
+  if (!Number.isInteger(debounceMs) || debounceMs < 0) {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'debounceMs: expected a whole number of ms ≥ 0', {
+      option: 'debounceMs',
+    });
+  }
+  const list = typeof paths === 'string' ? [paths] : [...paths];
+  const watchers = new Map<string, FSWatcher>();
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<LoadResult> | undefined;
+  let again = false;
+  let closed = false;
+  let lastSignature: string | undefined;
+  let lastGood: RuleSet | undefined;
+
+  /** Directories to watch: each directory given, and the directory of each file given. */
+  function targets(): string[] {
+    return [
+      ...new Set(
+        list.map((p) => {
+          const full = resolve(p);
+          try {
+            return statSync(full).isDirectory() ? full : dirname(full);
+          } catch {
+            return dirname(full);
+          }
+        }),
+      ),
+    ];
+  }
+
+  function ensureWatching(): void {
+    for (const dir of targets()) {
+      if (watchers.has(dir)) continue;
+      try {
+        const w = watch(dir, { persistent: false }, schedule);
+        // A watched directory that disappears ends its watcher; the next reload tries to watch it again.
+        w.on('error', () => {
+          w.close();
+          watchers.delete(dir);
+        });
+        watchers.set(dir, w);
+      } catch {
+        // Not there (yet): the next reload tries again.
+      }
+    }
+  }
+
+  function schedule(): void {
+    if (closed) return;
+    if (timer) clearTimeout(timer);
+    timer = setTimeout(() => {
+      timer = undefined;
+      void run(false);
+    }, debounceMs);
+    timer.unref();
+  }
+
+  async function load(): Promise<{ result: LoadResult; changed: boolean }> {
+    const { sources, issues } = await readSources(list);
+    const signature = JSON.stringify([sources, issues]);
+    const changed = signature !== lastSignature;
+    lastSignature = signature;
+    const parsed = parseRules(sources);
+    const result: LoadResult =
+      issues.length === 0
+        ? parsed
+        : { ok: false, issues: [...issues, ...(parsed.ok ? [] : parsed.issues)], files: sources.map((s) => s.file) };
+    return { result, changed };
+  }
+
+  async function run(force: boolean): Promise<LoadResult> {
+    if (running) {
+      // A change arrived while loading: load once more afterwards, so the last write always wins.
+      again = true;
+      return running;
+    }
+    running = (async () => {
+      let outcome: { result: LoadResult; changed: boolean };
+      let changed = force;
+      try {
+        do {
+          again = false;
+          outcome = await load();
+          changed ||= outcome.changed;
+        } while (again && !closed);
+      } finally {
+        running = undefined;
+      }
+      ensureWatching();
+      if (changed && !closed) report(outcome.result);
+      return outcome.result;
+    })();
+    return running;
+  }
+
+  function report(result: LoadResult): void {
+    if (result.ok) {
+      lastGood = result.ruleSet;
+      options.engine?.setRuleSet(result.ruleSet);
+    }
+    options.onReload(result);
+  }
+
+  ensureWatching();
+  return {
+    reload: () => run(true),
+    get lastGood() {
+      return lastGood;
+    },
+    close() {
+      closed = true;
+      if (timer) clearTimeout(timer);
+      for (const w of watchers.values()) w.close();
+      watchers.clear();
+    },
+  };
 }

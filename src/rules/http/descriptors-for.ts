@@ -1,7 +1,90 @@
 import type { RuleSet } from '../types.js';
-import type { HttpDomainDescriptors, HttpRequestInfo } from './types.js';
+import { formatIp, maskIp, parseIp } from './ip.js';
+import { createRequestView, matchHeader, matchQueryParameter, type RequestView } from './request-view.js';
+import type { HttpAction, HttpDescriptor, HttpDomainDescriptors, HttpRateLimit, HttpRequestInfo } from './types.js';
 
-/** Turns an HTTP request into descriptors per domain with an `http:` section (work in progress). */
-export function httpDescriptorsFor(_ruleSet: RuleSet, _request: HttpRequestInfo): HttpDomainDescriptors[] {
-  return [];
+/** An action's outcome: an entry, nothing (skipped), or no descriptor at all. */
+type Outcome = { key: string; value: string } | 'skip' | 'drop';
+
+/**
+ * Turns an HTTP request into rate-limit descriptors, per domain whose file has an `http:` section, with
+ * Envoy's route actions: each `rate_limits` item makes one descriptor from its actions in order, and an
+ * action that cannot produce its entry (a missing header without `skip_if_absent`, a
+ * `header_value_match` that does not match) drops that whole descriptor, as in Envoy. Domains that end
+ * up with no descriptor are left out. The gateway and the middleware call this, then `shouldRateLimit`.
+ *
+ * @example
+ * for (const { domain, descriptors } of httpDescriptorsFor(engine.ruleSet, {
+ *   method: 'GET', path: '/api/users?page=2', headers: { 'x-api-key': 'k1' }, remoteAddress: '203.0.113.9',
+ * })) await engine.shouldRateLimit({ domain, descriptors });
+ */
+export function httpDescriptorsFor(ruleSet: RuleSet, request: HttpRequestInfo): HttpDomainDescriptors[] {
+  const out: HttpDomainDescriptors[] = [];
+  let view: RequestView | undefined;
+  for (const rules of ruleSet.domains.values()) {
+    if (rules.http.length === 0) continue;
+    view ??= createRequestView(request);
+    const descriptors: HttpDescriptor[] = [];
+    for (const rateLimit of rules.http) {
+      const descriptor = descriptorOf(rateLimit, view);
+      if (descriptor) descriptors.push(descriptor);
+    }
+    if (descriptors.length > 0) out.push({ domain: rules.domain, descriptors });
+  }
+  return out;
+}
+
+function descriptorOf(rateLimit: HttpRateLimit, view: RequestView): HttpDescriptor | undefined {
+  const entries: { key: string; value: string }[] = [];
+  for (const action of rateLimit.actions) {
+    const outcome = apply(action, view);
+    if (outcome === 'drop') return undefined;
+    if (outcome !== 'skip') entries.push(outcome);
+  }
+  // Envoy sends no descriptor whose actions all skipped.
+  if (entries.length === 0) return undefined;
+  return rateLimit.hitsAddend === undefined ? { entries } : { entries, hitsAddend: rateLimit.hitsAddend };
+}
+
+function apply(action: HttpAction, view: RequestView): Outcome {
+  switch (action.type) {
+    case 'remote_address': {
+      const ip = parseIp(view.remoteAddress);
+      return ip ? { key: 'remote_address', value: formatIp(ip) } : 'drop';
+    }
+    case 'masked_remote_address': {
+      const ip = parseIp(view.remoteAddress);
+      if (ip === undefined) return 'drop';
+      const length = ip.version === 4 ? action.v4PrefixLen : action.v6PrefixLen;
+      return { key: 'masked_remote_address', value: `${formatIp(maskIp(ip, length))}/${length}` };
+    }
+    case 'request_headers': {
+      const value = view.header(action.headerName)?.[0];
+      if (value === undefined) return action.skipIfAbsent ? 'skip' : 'drop';
+      return { key: action.descriptorKey, value };
+    }
+    case 'generic_key':
+      return { key: action.descriptorKey, value: action.descriptorValue };
+    case 'header_value_match': {
+      const matched = action.headers.every((m) => matchHeader(m, view));
+      return matched === action.expectMatch ? { key: action.descriptorKey, value: action.descriptorValue } : 'drop';
+    }
+    case 'query_parameters': {
+      const value = view.query(action.parameterName)?.[0];
+      if (value === undefined) return action.skipIfAbsent ? 'skip' : 'drop';
+      return { key: action.descriptorKey, value };
+    }
+    case 'query_parameter_value_match': {
+      const matched = action.parameters.every((m) => matchQueryParameter(m, view));
+      return matched === action.expectMatch ? { key: action.descriptorKey, value: action.descriptorValue } : 'drop';
+    }
+    case 'path': {
+      const path = view.pathname;
+      if (action.segments === undefined) return { key: action.descriptorKey, value: path };
+      const segments = path.split('/').filter((s) => s !== '');
+      return { key: action.descriptorKey, value: `/${segments.slice(0, action.segments).join('/')}` };
+    }
+    case 'method':
+      return { key: action.descriptorKey, value: view.method };
+  }
 }

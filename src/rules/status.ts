@@ -1,0 +1,65 @@
+import type { Decision } from '../core/decision.js';
+import { combineDecisions } from '../limiter/combine.js';
+import type { DescriptorStatus } from './engine-types.js';
+import type { DescriptorPlan } from './plan.js';
+import type { RuleLimit } from './types.js';
+import { asUnitRate } from './units.js';
+
+/** envoy ratelimit's `limit_remaining` for an unlimited rule: uint32 max. */
+export const UNLIMITED_REMAINING = 4_294_967_295;
+
+const NO_LIMIT: DescriptorStatus = Object.freeze({ code: 'OK', limitRemaining: 0, durationUntilResetMs: 0 });
+
+/** The status of a descriptor no limit applies to. */
+export function noLimitStatus(): DescriptorStatus {
+  return { ...NO_LIMIT };
+}
+
+/** The status of a descriptor matched by an `unlimited: true` rule. */
+export function unlimitedStatus(ruleId: string): DescriptorStatus {
+  return { code: 'OK', limitRemaining: UNLIMITED_REMAINING, durationUntilResetMs: 0, ruleId };
+}
+
+/**
+ * The status of a limited descriptor from its limits' decisions: the binding limit (the rejecting one,
+ * else the one closest to exhaustion) decides the code and is the one reported.
+ */
+export function limitedStatus(
+  plan: Extract<DescriptorPlan, { kind: 'limited' }>,
+  decisions: readonly Decision[],
+  nowMs: number,
+  shadow: boolean,
+): DescriptorStatus {
+  const combined = combineDecisions(decisions);
+  const index = Math.max(0, decisions.indexOf(combined));
+  const limit = plan.limits[index] as RuleLimit;
+  const rate = limit.unit
+    ? { requestsPerUnit: limit.requestsPerUnit, unit: limit.unit }
+    : asUnitRate(limit.requestsPerUnit, limit.periodMs);
+  const status: DescriptorStatus = {
+    code: combined.allowed || shadow ? 'OK' : 'OVER_LIMIT',
+    currentLimit: {
+      ...(limit.name === undefined ? {} : { name: limit.name }),
+      ...rate,
+      limit: limit.requestsPerUnit,
+      periodMs: limit.periodMs,
+      algorithm: limit.algorithm,
+    },
+    limitRemaining: Math.max(0, Math.floor(combined.remaining)),
+    durationUntilResetMs: untilReset(limit, combined, nowMs),
+    decision: combined,
+  };
+  if (limit.name !== undefined) status.ruleName = limit.name;
+  if (plan.node) status.ruleId = plan.node.id;
+  if (shadow && !combined.allowed) status.shadow = true;
+  return status;
+}
+
+function untilReset(limit: RuleLimit, d: Decision, nowMs: number): number {
+  if (limit.algorithm === 'fixed-window') {
+    // envoy ratelimit always reports the time to the end of the current window, even for an untouched key.
+    return d.resetMs > 0 ? d.resetMs : limit.periodMs - (nowMs % limit.periodMs);
+  }
+  if (!d.allowed && Number.isFinite(d.retryAfterMs)) return Math.ceil(d.retryAfterMs);
+  return Math.ceil(d.resetMs);
+}
