@@ -1,0 +1,137 @@
+/**
+ * One fixture per kind of config problem (test/fixtures/rules/invalid): each must be reported with its
+ * stable code, at the line and column of the culprit. A fixture without an expectation fails the suite,
+ * so every new fixture gets asserted.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { describe, it } from 'node:test';
+import { loadRules, RULE_ISSUE_CODES } from '../../src/rules/index.js';
+
+const dir = resolve(import.meta.dirname, '../fixtures/rules/invalid');
+
+/** fixture → the one issue it must produce (file relative to the fixture, line, column). */
+const EXPECTED: Record<string, { code: string; line: number; column: number; file?: string; mentions: RegExp }> = {
+  'bad-yaml.yaml': { code: RULE_ISSUE_CODES.badYaml, line: 5, column: 1, mentions: /not valid YAML/ },
+  'empty-domain.yaml': { code: RULE_ISSUE_CODES.emptyDomain, line: 1, column: 9, mentions: /domain/ },
+  'duplicate-domain': {
+    code: RULE_ISSUE_CODES.duplicateDomain,
+    file: 'b.yaml',
+    line: 2,
+    column: 9,
+    mentions: /'shared' is already defined in .*a\.yaml/,
+  },
+  'empty-key.yaml': {
+    code: RULE_ISSUE_CODES.emptyKey,
+    line: 5,
+    column: 14,
+    mentions: /descriptors\[0\]\.descriptors\[0\]\.key/,
+  },
+  'duplicate-descriptor.yaml': {
+    code: RULE_ISSUE_CODES.duplicateDescriptor,
+    line: 6,
+    column: 5,
+    mentions: /'database' = 'users'/,
+  },
+  'unknown-unit.yaml': {
+    code: RULE_ISSUE_CODES.unknownUnit,
+    line: 5,
+    column: 13,
+    mentions: /'fortnight' is not a unit/,
+  },
+  'unit-with-unlimited.yaml': { code: RULE_ISSUE_CODES.unitWithUnlimited, line: 6, column: 13, mentions: /unlimited/ },
+  'replaces-self.yaml': { code: RULE_ISSUE_CODES.replacesSelf, line: 9, column: 17, mentions: /'per-user'/ },
+  'replaces-empty.yaml': { code: RULE_ISSUE_CODES.replacesEmpty, line: 9, column: 17, mentions: /replaces\[0\]/ },
+  'unknown-field.yaml': { code: RULE_ISSUE_CODES.unknownField, line: 6, column: 7, mentions: /request_per_unit/ },
+  'wrong-type.json': { code: RULE_ISSUE_CODES.wrongType, line: 6, column: 62, mentions: /expected a number/ },
+  'bad-duration.yaml': { code: RULE_ISSUE_CODES.badDuration, line: 5, column: 15, mentions: /'5 fortnights'/ },
+  'unknown-algorithm.yaml': {
+    code: RULE_ISSUE_CODES.unknownAlgorithm,
+    line: 7,
+    column: 18,
+    mentions: /'token_bucket'/,
+  },
+  'share-threshold-without-wildcard.yaml': {
+    code: RULE_ISSUE_CODES.shareThresholdWithoutWildcard,
+    line: 5,
+    column: 22,
+    mentions: /has no \*/,
+  },
+  'missing-field.yaml': { code: RULE_ISSUE_CODES.missingField, line: 5, column: 7, mentions: /needs a unit/ },
+  'conflicting-fields.yaml': {
+    code: RULE_ISSUE_CODES.conflictingFields,
+    line: 6,
+    column: 15,
+    mentions: /unit or period/,
+  },
+  'invalid-limit.yaml': { code: RULE_ISSUE_CODES.invalidLimit, line: 6, column: 26, mentions: /requests_per_unit/ },
+  'invalid-burst.yaml': { code: RULE_ISSUE_CODES.invalidBurst, line: 7, column: 14, mentions: /take a burst/ },
+  'invalid-value.yaml': { code: RULE_ISSUE_CODES.invalidValue, line: 4, column: 11, mentions: /'sometimes'/ },
+  'invalid-action.yaml': { code: RULE_ISSUE_CODES.invalidAction, line: 5, column: 11, mentions: /one action name/ },
+};
+
+describe('rules fixtures: one file per validation error', () => {
+  it('every fixture has an expectation, and every expectation a fixture', () => {
+    const fixtures = readdirSync(dir).filter((f) => f !== 'every-problem-at-once.yaml');
+    assert.deepEqual(fixtures.sort(), Object.keys(EXPECTED).sort());
+  });
+
+  for (const [fixture, want] of Object.entries(EXPECTED)) {
+    it(`${fixture} → ${want.code} at ${want.line}:${want.column}`, async () => {
+      const result = await loadRules(join(dir, fixture));
+      assert.equal(result.ok, false);
+      if (result.ok) return;
+      assert.equal(result.issues.length, 1, JSON.stringify(result.issues, null, 2));
+      const [issue] = result.issues;
+      assert.equal(issue?.code, want.code);
+      assert.equal(issue?.file, want.file ? join(dir, fixture, want.file) : join(dir, fixture));
+      assert.deepEqual([issue?.line, issue?.column], [want.line, want.column]);
+      assert.match(issue?.message ?? '', want.mentions);
+    });
+  }
+
+  it('reports every problem of a file at once, in reading order', async () => {
+    const result = await loadRules(join(dir, 'every-problem-at-once.yaml'));
+    assert.equal(result.ok, false);
+    if (result.ok) return;
+    assert.deepEqual(
+      result.issues.map((i) => [i.code, i.line, i.column]),
+      [
+        [RULE_ISSUE_CODES.unknownUnit, 5, 25],
+        [RULE_ISSUE_CODES.emptyKey, 6, 10],
+        [RULE_ISSUE_CODES.unknownField, 9, 5],
+        [RULE_ISSUE_CODES.unknownAlgorithm, 10, 66],
+      ],
+    );
+  });
+
+  it('reports problems in several files at once (here both also claim domain api)', async () => {
+    const result = await loadRules([join(dir, 'unknown-unit.yaml'), join(dir, 'empty-key.yaml')]);
+    assert.equal(result.ok, false);
+    if (result.ok) return;
+    assert.deepEqual(
+      result.issues.map((i) => i.code),
+      [RULE_ISSUE_CODES.unknownUnit, RULE_ISSUE_CODES.emptyKey, RULE_ISSUE_CODES.duplicateDomain],
+    );
+  });
+
+  it('a missing path and an empty directory are issues too, not exceptions', async () => {
+    const missing = await loadRules(join(dir, 'no-such-file.yaml'));
+    assert.equal(missing.ok, false);
+    if (!missing.ok)
+      assert.deepEqual(
+        missing.issues.map((i) => [i.code, i.line, i.column]),
+        [[RULE_ISSUE_CODES.readFailed, 0, 0]],
+      );
+    const empty = mkdtempSync(join(tmpdir(), 'sluice-rules-empty-'));
+    try {
+      const result = await loadRules(empty);
+      assert.equal(result.ok, false);
+      if (!result.ok) assert.equal(result.issues[0]?.code, RULE_ISSUE_CODES.noFiles);
+    } finally {
+      rmSync(empty, { recursive: true, force: true });
+    }
+  });
+});
