@@ -1,5 +1,6 @@
 import type { Command } from '../command.js';
+import { serveCommand } from './serve.js';
 import { simulateCommand } from './simulate.js';
 
 /** Every `sluice` subcommand, in the order `sluice --help` lists them. */
-export const commands: readonly Command[] = [simulateCommand];
+export const commands: readonly Command[] = [serveCommand, simulateCommand];

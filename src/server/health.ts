@@ -1,0 +1,68 @@
+/** The state `GET /healthcheck` reports. */
+export interface HealthReport {
+  status: number;
+  body: {
+    status: 'ok' | 'degraded' | 'unavailable' | 'draining';
+    store: string;
+    storeReachable: boolean;
+  };
+}
+
+/** Options of {@link createHealth}. */
+export interface HealthOptions {
+  storeName: string;
+  /** Resolves when the store answers; absent for the memory store, which always does. */
+  ping?: () => Promise<unknown>;
+  /** True when decisions need the store (fail-closed): an unreachable store then makes the service unhealthy. */
+  failClosed: boolean;
+  /** True while shutting down: load balancers should stop sending. */
+  draining: () => boolean;
+  /** How long one ping may take. @default 250 */
+  timeoutMs?: number;
+  /** How long a ping's answer is reused, so health checks cannot turn into store load. @default 500 */
+  cacheMs?: number;
+}
+
+/**
+ * The service's health: 200 when it can decide (`degraded` when the store is down but a fail-open or
+ * insurance policy answers), 503 while the store is unreachable under fail-closed, or while draining.
+ */
+export function createHealth(options: HealthOptions): () => Promise<HealthReport> {
+  const timeoutMs = options.timeoutMs ?? 250;
+  const cacheMs = options.cacheMs ?? 500;
+  let last: { atMs: number; reachable: boolean } | undefined;
+  let pending: Promise<boolean> | undefined;
+
+  function probe(): Promise<boolean> {
+    const ping = options.ping;
+    if (ping === undefined) return Promise.resolve(true);
+    if (last !== undefined && Date.now() - last.atMs < cacheMs) return Promise.resolve(last.reachable);
+    pending ??= new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), timeoutMs);
+      ping().then(
+        () => {
+          clearTimeout(timer);
+          resolve(true);
+        },
+        () => {
+          clearTimeout(timer);
+          resolve(false);
+        },
+      );
+    }).then((reachable) => {
+      last = { atMs: Date.now(), reachable };
+      pending = undefined;
+      return reachable;
+    });
+    return pending;
+  }
+
+  return async () => {
+    const store = options.storeName;
+    if (options.draining()) return { status: 503, body: { status: 'draining', store, storeReachable: true } };
+    const reachable = await probe();
+    if (reachable) return { status: 200, body: { status: 'ok', store, storeReachable: true } };
+    if (options.failClosed) return { status: 503, body: { status: 'unavailable', store, storeReachable: false } };
+    return { status: 200, body: { status: 'degraded', store, storeReachable: false } };
+  };
+}

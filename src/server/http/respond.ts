@@ -1,0 +1,102 @@
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+
+/** An error answered as `{"error":{"code","message"}}` with an HTTP status. */
+export class HttpError extends Error {
+  readonly status: number;
+  readonly code: string;
+  /** Close the connection after answering (the request body was not read to its end). */
+  readonly close: boolean;
+  constructor(status: number, code: string, message: string, close = false) {
+    super(message);
+    this.status = status;
+    this.code = code;
+    this.close = close;
+  }
+}
+
+/** Writes `body` as JSON with `status`. */
+export function sendJson(res: ServerResponse, status: number, body: unknown, headers: OutgoingHttpHeaders = {}): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    ...headers,
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+    'cache-control': 'no-store',
+  });
+  res.end(text);
+}
+
+/** Writes the `{"error":{"code","message"}}` body of an HttpError. */
+export function sendError(res: ServerResponse, error: HttpError, headers: OutgoingHttpHeaders = {}): void {
+  if (error.close) res.shouldKeepAlive = false;
+  sendJson(res, error.status, { error: { code: error.code, message: error.message } }, headers);
+}
+
+/** Default most bytes of a request body the API reads: 1 MiB. */
+export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+
+/**
+ * Reads a request body as JSON, at most `maxBytes` (413 beyond, announced or not), and parses it
+ * (400 with the parser's reason when it is not JSON). The body is never held past the limit, so a huge
+ * upload cannot exhaust memory.
+ */
+export function readJson(req: IncomingMessage, maxBytes: number): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(req.headers['content-length']);
+    if (Number.isFinite(declared) && declared > maxBytes) {
+      req.resume();
+      reject(tooLarge(maxBytes));
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let done = false;
+    const finish = (error: HttpError | undefined, value?: unknown) => {
+      if (done) return;
+      done = true;
+      req.off('data', onData);
+      if (error === undefined) resolve(value);
+      else reject(error);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > maxBytes) {
+        chunks.length = 0;
+        // Keep draining (and dropping) the rest so the 413 can be written; the connection closes after it.
+        req.resume();
+        finish(tooLarge(maxBytes));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    req.on('data', onData);
+    req.on('error', () =>
+      finish(new HttpError(400, 'ERR_SLUICE_BAD_REQUEST', 'the request body could not be read', true)),
+    );
+    req.on('aborted', () => finish(new HttpError(400, 'ERR_SLUICE_BAD_REQUEST', 'the request was aborted', true)));
+    req.on('end', () => {
+      if (done) return;
+      const text = Buffer.concat(chunks, size).toString('utf8');
+      if (text.trim() === '') {
+        finish(new HttpError(400, 'ERR_SLUICE_BAD_JSON', 'the request body is empty; send a JSON object'));
+        return;
+      }
+      try {
+        finish(undefined, JSON.parse(text));
+      } catch (error) {
+        finish(
+          new HttpError(400, 'ERR_SLUICE_BAD_JSON', `the request body is not valid JSON: ${(error as Error).message}`),
+        );
+      }
+    });
+  });
+}
+
+function tooLarge(maxBytes: number): HttpError {
+  return new HttpError(413, 'ERR_SLUICE_BODY_TOO_LARGE', `the request body is larger than ${maxBytes} bytes`, true);
+}
+
+/** True when `value` is a plain JSON object (not null, not an array). */
+export function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

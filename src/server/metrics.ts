@@ -1,0 +1,155 @@
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { DecisionEvent, DecisionHub } from './decision-events.js';
+
+/** Counters a store may expose (the Redis store's local over-limit cache, the memory store's keys). */
+export type StoreStats = () => Readonly<Record<string, number>> | undefined;
+
+/** What the service records besides decisions. */
+export interface ServiceMetrics {
+  readonly registry: Registry;
+  /** Content type of {@link ServiceMetrics.render}'s text. */
+  readonly contentType: string;
+  /** The Prometheus text exposition of every metric. */
+  render(): Promise<string>;
+  /** One store round trip (an engine or /v1/check call), its latency, and whether the store failed. */
+  observeStore(seconds: number, failed: boolean): void;
+  /** A config reload, good or bad. */
+  reload(result: 'ok' | 'failed'): void;
+  /** One HTTP API response. */
+  http(route: string, status: number): void;
+  /** One gRPC call, by status code name. */
+  grpc(code: string): void;
+  /** One gateway response, by status. */
+  gateway(status: number): void;
+}
+
+/** Options of {@link createMetrics}. */
+export interface MetricsOptions {
+  hub: DecisionHub;
+  /** The store's name, a constant label of the store metrics. */
+  storeName: string;
+  storeStats?: StoreStats;
+  /** Also export Node's process metrics (`sluice_process_*`, `sluice_nodejs_*`). @default true */
+  processMetrics?: boolean;
+}
+
+/**
+ * Creates the service's Prometheus metrics, every name prefixed `sluice_`, in a registry of its own (two
+ * services in one process do not share counters). Decision counters follow the hub.
+ */
+export function createMetrics(options: MetricsOptions): ServiceMetrics {
+  const registry = new Registry();
+  const store = options.storeName;
+  if (options.processMetrics !== false) collectDefaultMetrics({ register: registry, prefix: 'sluice_' });
+
+  const decisions = new Counter({
+    name: 'sluice_decisions_total',
+    help: 'Rate-limit decisions, by domain, rule and outcome (ok, near_limit, over_limit, shadow; exclusive).',
+    labelNames: ['domain', 'rule', 'outcome'] as const,
+    registers: [registry],
+  });
+  const listHits = new Counter({
+    name: 'sluice_access_list_hits_total',
+    help: 'Decisions answered by an allow or deny list entry.',
+    labelNames: ['list'] as const,
+    registers: [registry],
+  });
+  const storeErrors = new Counter({
+    name: 'sluice_store_errors_total',
+    help: 'Store calls that failed (unreachable, timed out).',
+    labelNames: ['store'] as const,
+    registers: [registry],
+  });
+  const storeLatency = new Histogram({
+    name: 'sluice_store_latency_seconds',
+    help: 'Latency of one decision call to the store.',
+    labelNames: ['store'] as const,
+    buckets: [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25],
+    registers: [registry],
+  });
+  const reloads = new Counter({
+    name: 'sluice_config_reloads_total',
+    help: 'Config reloads, by result (ok, failed).',
+    labelNames: ['result'] as const,
+    registers: [registry],
+  });
+  const httpResponses = new Counter({
+    name: 'sluice_http_responses_total',
+    help: 'HTTP API responses, by route and status.',
+    labelNames: ['route', 'status'] as const,
+    registers: [registry],
+  });
+  const grpcCalls = new Counter({
+    name: 'sluice_grpc_calls_total',
+    help: 'gRPC ShouldRateLimit calls, by status code.',
+    labelNames: ['code'] as const,
+    registers: [registry],
+  });
+  const gatewayResponses = new Counter({
+    name: 'sluice_gateway_responses_total',
+    help: 'Gateway responses, by status.',
+    labelNames: ['status'] as const,
+    registers: [registry],
+  });
+  // Store-side counters (the Redis store's local over-limit cache) are read when scraped.
+  let lastCacheHits = 0;
+  const cacheHits = new Counter({
+    name: 'sluice_local_cache_hits_total',
+    help: 'Decisions answered by the local over-limit cache without a store round trip.',
+    labelNames: ['store'] as const,
+    registers: [registry],
+    collect() {
+      const hits = options.storeStats?.()?.localCacheHits;
+      if (typeof hits === 'number' && hits > lastCacheHits) {
+        this.inc({ store }, hits - lastCacheHits);
+        lastCacheHits = hits;
+      }
+    },
+  });
+  cacheHits.inc({ store }, 0);
+  new Gauge({
+    name: 'sluice_store_keys',
+    help: 'Keys held by the memory store (absent for other stores).',
+    labelNames: ['store'] as const,
+    registers: [registry],
+    collect() {
+      const keys = options.storeStats?.()?.keys;
+      if (typeof keys === 'number') this.set({ store }, keys);
+    },
+  });
+  storeErrors.inc({ store }, 0);
+  reloads.inc({ result: 'ok' }, 0);
+  reloads.inc({ result: 'failed' }, 0);
+
+  // The hot path: one labelled child per (domain, rule, outcome), looked up in a Map instead of letting
+  // prom-client hash the label object on every decision. Bounded by the config's rules × 4 outcomes;
+  // the cap guards against a config with a huge number of rules.
+  const children = new Map<string, Counter.Internal>();
+  const MAX_CHILDREN = 50_000;
+  options.hub.subscribe((event: DecisionEvent) => {
+    const id = `${event.domain}\u0000${event.rule}\u0000${event.outcome}`;
+    let child = children.get(id);
+    if (child === undefined) {
+      child = decisions.labels({ domain: event.domain, rule: event.rule, outcome: event.outcome });
+      if (children.size < MAX_CHILDREN) children.set(id, child);
+    }
+    child.inc();
+    if (event.list !== undefined) listHits.inc({ list: event.list });
+  });
+  const storeErrorsChild = storeErrors.labels({ store });
+  const storeLatencyChild = storeLatency.labels({ store });
+
+  return {
+    registry,
+    contentType: registry.contentType,
+    render: () => registry.metrics(),
+    observeStore(seconds, failed) {
+      storeLatencyChild.observe(seconds);
+      if (failed) storeErrorsChild.inc();
+    },
+    reload: (result) => reloads.inc({ result }),
+    http: (route, status) => httpResponses.inc({ route, status: String(status) }),
+    grpc: (code) => grpcCalls.inc({ code }),
+    gateway: (status) => gatewayResponses.inc({ status: String(status) }),
+  };
+}
