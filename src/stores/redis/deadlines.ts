@@ -1,0 +1,69 @@
+/**
+ * Command timeouts with one timer for the whole store instead of one per command. Every command of a
+ * store has the same timeout, so deadlines arrive in the order commands were sent: a FIFO whose head is
+ * always the next to expire.
+ */
+
+/** A pending command's timeout. */
+export interface Deadline {
+  /** `performance.now()` value at which it times out. */
+  readonly at: number;
+  /** Set once the command settled (its timeout is then ignored). */
+  done: boolean;
+  readonly onTimeout: () => void;
+}
+
+/** A FIFO of deadlines served by one unref'd timer. */
+export class Deadlines {
+  private queue: Deadline[] = [];
+  private head = 0;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(private readonly timeoutMs: number) {}
+
+  /** Starts timing a command; mark the returned deadline `done` when it settles. */
+  add(onTimeout: () => void): Deadline {
+    const deadline: Deadline = { at: performance.now() + this.timeoutMs, done: false, onTimeout };
+    this.queue.push(deadline);
+    if (this.timer === undefined) this.arm(this.timeoutMs);
+    return deadline;
+  }
+
+  /** Fires every timeout still pending (when the store closes). */
+  clear(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    const pending = this.queue.slice(this.head);
+    this.queue = [];
+    this.head = 0;
+    for (const d of pending) if (!d.done) d.onTimeout();
+  }
+
+  private arm(delayMs: number): void {
+    this.timer = setTimeout(() => this.expire(), Math.max(1, Math.ceil(delayMs)));
+    // A pending command keeps its socket open anyway; the timer alone must not hold the process.
+    this.timer.unref?.();
+  }
+
+  private expire(): void {
+    this.timer = undefined;
+    const now = performance.now();
+    const { queue } = this;
+    while (this.head < queue.length) {
+      const d = queue[this.head] as Deadline;
+      if (!d.done && d.at > now) break;
+      this.head++;
+      if (!d.done) {
+        d.done = true;
+        d.onTimeout();
+      }
+    }
+    // Drop the served prefix once it is half the array, so the queue stays O(pending).
+    if (this.head * 2 >= queue.length) {
+      this.queue = queue.slice(this.head);
+      this.head = 0;
+    }
+    const next = this.queue[this.head];
+    if (next !== undefined) this.arm(next.at - now);
+  }
+}

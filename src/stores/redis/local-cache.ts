@@ -1,0 +1,85 @@
+import type { Decision } from '../../core/decision.js';
+import type { ResolvedPolicy } from '../../core/policy.js';
+
+/**
+ * The local over-limit cache (envoy ratelimit's local cache): keys known to be rejected until some
+ * instant, answered in-process until then without a Redis round trip, so a flood on one key does not
+ * become Redis load.
+ *
+ * It only keeps what stays true whatever other processes do, so its answers are the ones Redis would
+ * give, to the number: a key over its limit stays over until the first unit-cost request could pass
+ * (other requests are rejected too, and rejections write nothing), and a block lasts until it lapses.
+ * Only `reset` and `refund` make a key less limited; the store drops the entry on both (other
+ * processes' resets reach this cache when the entry lapses).
+ */
+interface Entry {
+  /** Local ms until which the key is rejected. */
+  until: number;
+  /** Local ms at which the policy is back to full capacity. */
+  resetAt: number;
+  /** A block (rejects every cost) rather than an over-limit count (rejects unit costs). */
+  blocked: boolean;
+}
+
+/** Bounded map of over-limit keys; the oldest entry goes first when full. */
+export class LocalCache {
+  private readonly entries = new Map<string, Entry>();
+  hits = 0;
+
+  constructor(private readonly maxKeys: number) {}
+
+  /** The cached rejection of (key, policy) for a request of `cost` at `nowMs`, if there is one. */
+  get(id: string, policy: ResolvedPolicy, cost: number, nowMs: number): Decision | undefined {
+    const entry = this.entries.get(id);
+    if (entry === undefined) return undefined;
+    if (entry.until <= nowMs) {
+      this.entries.delete(id);
+      return undefined;
+    }
+    if (!entry.blocked && cost !== 1) return undefined;
+    this.hits++;
+    const decision: Decision = {
+      allowed: false,
+      limit: policy.limit,
+      remaining: 0,
+      resetMs: Math.max(0, entry.resetAt - nowMs),
+      retryAfterMs: entry.until - nowMs,
+    };
+    if (entry.blocked) decision.reason = 'blocked';
+    return decision;
+  }
+
+  /**
+   * Learns from a decision Redis just made for a request of `cost` at `nowMs` (`commit` false for a peek).
+   * A unit-cost rejection with nothing remaining holds until its retry time; a block until it lapses.
+   */
+  learn(id: string, policy: ResolvedPolicy, cost: number, nowMs: number, commit: boolean, d: Decision): void {
+    if (d.allowed) return;
+    let entry: Entry | undefined;
+    if (d.reason === 'blocked') {
+      entry = { until: nowMs + d.retryAfterMs, resetAt: nowMs + d.resetMs, blocked: true };
+    } else if (policy.blockMs > 0) {
+      // A committed rejection just blocked the key (inside the same script); a peek blocked nothing,
+      // and the next committed check must reach Redis to write the block.
+      if (commit) entry = { until: nowMs + policy.blockMs, resetAt: nowMs + policy.blockMs, blocked: true };
+    } else if (d.reason === undefined && cost === 1 && d.remaining === 0 && d.retryAfterMs > 0) {
+      entry = { until: nowMs + d.retryAfterMs, resetAt: nowMs + d.resetMs, blocked: false };
+    }
+    if (entry === undefined) return;
+    this.entries.delete(id);
+    this.entries.set(id, entry);
+    if (this.entries.size > this.maxKeys) {
+      const oldest = this.entries.keys().next().value;
+      if (oldest !== undefined) this.entries.delete(oldest);
+    }
+  }
+
+  /** Forgets (key, policy): after a reset or a refund. */
+  forget(id: string): void {
+    this.entries.delete(id);
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+}

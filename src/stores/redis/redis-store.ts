@@ -1,0 +1,414 @@
+import type { Decision } from '../../core/decision.js';
+import { SluiceError } from '../../core/errors.js';
+import type { ResolvedPolicy } from '../../core/policy.js';
+import type { Lease, LeaseDecision, Store, StoreItem } from '../store.js';
+import { createTransport, type RedisClientLike } from './client.js';
+import { blockKey, leaseKey, slotOf, stateKey, tagOf, validatePrefix } from './keys.js';
+import { LocalCache } from './local-cache.js';
+import { Runner } from './runner.js';
+import { ACQUIRE_SCRIPT, CHECK_SCRIPTS, MANY_SCRIPT, policyArgs, REFUND_SCRIPT, RELEASE_SCRIPT } from './scripts.js';
+
+/** Options of {@link createRedisStore}. */
+export interface RedisStoreOptions {
+  /** An ioredis `Redis` or `Cluster`, or a node-redis client or cluster, already configured. */
+  client: RedisClientLike;
+  /** Prepended to every key; must not contain `{` or `}`. @default 'sluice:' */
+  prefix?: string;
+  /**
+   * Whose clock decides: `'server'` reads Redis `TIME` inside each script, so application servers with
+   * skewed clocks agree; `'client'` uses the `nowMs` the limiter passes (tests with a manual clock, or
+   * Redis versions that cannot write after `TIME` in a script). @default 'server'
+   */
+  clock?: 'server' | 'client';
+  /** Longest wait for Redis, in ms; past it the call fails with ERR_SLUICE_STORE_TIMEOUT. @default 50 */
+  timeoutMs?: number;
+  /** Called with every store failure (timeouts, lost connection, Redis errors), e.g. to log or count. */
+  onError?: (error: SluiceError) => void;
+  /**
+   * Answer keys known to be over their limit in-process, without a round trip, until they can pass
+   * again. `{ maxKeys }` bounds it. @default true (10 000 keys)
+   */
+  localCache?: boolean | { maxKeys?: number };
+  /**
+   * Send the single-limit checks that arrive in the same tick as one script call (independent
+   * decisions, in arrival order): fewer commands for Redis and for the client to encode. @default true
+   */
+  batch?: boolean;
+}
+
+/** What a Redis store did, for metrics, tests and benchmarks. */
+export interface RedisStoreStats {
+  /** Commands sent to Redis. */
+  commands: number;
+  /** Decisions made (by Redis or from the local cache). */
+  decisions: number;
+  /** Decisions answered by the local over-limit cache, without Redis. */
+  localCacheHits: number;
+  /** Keys the local cache holds now. */
+  localCacheKeys: number;
+  errors: number;
+  timeouts: number;
+  /** Scripts sent again in full after Redis forgot them. */
+  scriptLoads: number;
+}
+
+/** The Redis store. */
+export interface RedisStore extends Store {
+  readonly synchronous: false;
+  stats(): RedisStoreStats;
+}
+
+/**
+ * With the client clock, TTLs get this much extra so that state never expires in Redis before the
+ * callers' clocks say it may: application servers disagree a little, and a test's manual clock may
+ * stand still while real time passes. State past its expiry equals a fresh one, so longer is safe.
+ */
+const CLIENT_CLOCK_GRACE_MS = '60000';
+/** Most checks in one batched script call. */
+const MAX_BATCH = 256;
+const DECISION_WIDTH = 6;
+
+interface Pending {
+  readonly key: string;
+  readonly bkey: string;
+  readonly policy: ResolvedPolicy;
+  readonly cost: number;
+  readonly commit: boolean;
+  readonly nowMs: number;
+  resolve(d: Decision): void;
+  reject(e: unknown): void;
+}
+
+/**
+ * Creates a store that keeps counters in Redis: one script run (EVALSHA) per decision, atomic, with
+ * every key under a TTL. Works with standalone Redis, Sentinel (through the client) and Cluster.
+ *
+ * @example
+ * import Redis from 'ioredis';
+ * import { createLimiter } from 'sluice';
+ * import { createRedisStore } from 'sluice/redis';
+ *
+ * const store = createRedisStore({ client: new Redis(process.env.REDIS_URL) });
+ * const limiter = createLimiter({ algorithm: 'sliding-window', limit: 100, period: '1m', store, fail: 'open' });
+ * const d = await limiter.check('user:42');
+ */
+export function createRedisStore(options: RedisStoreOptions): RedisStore {
+  if (options === null || typeof options !== 'object') {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'createRedisStore: expected an options object');
+  }
+  const transport = createTransport(options.client);
+  const prefix = validatePrefix(options.prefix ?? 'sluice:');
+  const clock = options.clock ?? 'server';
+  if (clock !== 'server' && clock !== 'client') {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `clock: expected 'server' or 'client', got ${String(clock)}`, {
+      option: 'clock',
+    });
+  }
+  const timeoutMs = options.timeoutMs ?? 50;
+  if (typeof timeoutMs !== 'number' || !(timeoutMs >= 1) || timeoutMs > 2 ** 31 - 1) {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'timeoutMs: expected a number of ms ≥ 1', {
+      option: 'timeoutMs',
+    });
+  }
+  if (options.onError !== undefined && typeof options.onError !== 'function') {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'onError: expected a function', { option: 'onError' });
+  }
+  const cacheOption = options.localCache ?? true;
+  const cacheKeys = typeof cacheOption === 'object' ? (cacheOption.maxKeys ?? 10_000) : 10_000;
+  if (!Number.isInteger(cacheKeys) || cacheKeys < 1) {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'localCache.maxKeys: expected a whole number ≥ 1', {
+      option: 'localCache.maxKeys',
+    });
+  }
+  const cache = cacheOption === false ? undefined : new LocalCache(cacheKeys);
+  const batching = options.batch ?? true;
+  const runner = new Runner(transport, timeoutMs, options.onError);
+  const serverClock = clock === 'server';
+  const grace = serverClock ? '0' : CLIENT_CLOCK_GRACE_MS;
+  const nowArg = (nowMs: number) => (serverClock ? '' : String(nowMs));
+  /** Distinguishes this store's lease ids from other processes'. */
+  const instance = Math.floor(Math.random() * 2 ** 48).toString(36);
+  let leaseSeq = 0;
+  let decisions = 0;
+
+  // ---- single checks, batched per script (and per slot on a cluster, per time with the client clock)
+
+  const queues = new Map<string, Pending[]>();
+  let flushScheduled = false;
+
+  function enqueue(item: Pending): void {
+    const script = CHECK_SCRIPTS[item.policy.algorithm];
+    let queueKey = script.name;
+    if (transport.cluster) queueKey += `@${slotOf(item.key)}`;
+    if (!serverClock) queueKey += `#${item.nowMs}`;
+    let queue = queues.get(queueKey);
+    if (queue === undefined) {
+      queue = [];
+      queues.set(queueKey, queue);
+    }
+    queue.push(item);
+    if (queue.length >= MAX_BATCH) {
+      queues.delete(queueKey);
+      sendChecks(queue);
+    } else if (!flushScheduled) {
+      flushScheduled = true;
+      // After every promise continuation of this tick has run: callers resumed by the same reply
+      // all get into the next batch.
+      process.nextTick(flush);
+    }
+  }
+
+  function flush(): void {
+    flushScheduled = false;
+    for (const queue of queues.values()) sendChecks(queue);
+    queues.clear();
+  }
+
+  function sendChecks(items: readonly Pending[]): void {
+    const first = items[0] as Pending;
+    const policies: ResolvedPolicy[] = [];
+    const keys: string[] = [];
+    const tail: string[] = [];
+    for (const item of items) {
+      let index = policies.indexOf(item.policy);
+      if (index === -1) index = policies.push(item.policy) - 1;
+      keys.push(item.key, item.bkey);
+      tail.push(item.commit ? '1' : '0', String(item.cost), String(index + 1));
+    }
+    const args = [nowArg(first.nowMs), grace, String(policies.length)];
+    for (const p of policies) for (const a of policyArgs(p)) args.push(a);
+    for (const a of tail) args.push(a);
+    runner.script(CHECK_SCRIPTS[first.policy.algorithm], keys, args).then(
+      (reply) => {
+        const r = reply as unknown[];
+        for (const [i, item] of items.entries()) {
+          const d = decode(r, i * DECISION_WIDTH, item.policy.limit);
+          cache?.learn(item.key, item.policy, item.cost, item.nowMs, item.commit, d);
+          item.resolve(d);
+        }
+      },
+      (error: unknown) => {
+        for (const item of items) item.reject(error);
+      },
+    );
+  }
+
+  function check(key: string, policy: ResolvedPolicy, cost: number, nowMs: number, commit: boolean) {
+    if (runner.closed) return Promise.reject(closedError());
+    decisions++;
+    const tag = tagOf(prefix, key);
+    const skey = stateKey(tag, policy.id);
+    const cached = cache?.get(skey, policy, cost, nowMs);
+    if (cached !== undefined) return Promise.resolve(cached);
+    return new Promise<Decision>((resolve, reject) => {
+      const item: Pending = { key: skey, bkey: blockKey(tag, policy.id), policy, cost, commit, nowMs, resolve, reject };
+      if (batching) enqueue(item);
+      else sendChecks([item]);
+    });
+  }
+
+  // ---- several limits, all or nothing
+
+  interface ManyItem {
+    readonly key: string;
+    readonly bkey: string;
+    readonly item: StoreItem;
+  }
+
+  /** Runs the all-or-nothing script on items that share a slot; with `wantLooks`, also the looks. */
+  function runMany(
+    group: readonly ManyItem[],
+    nowMs: number,
+    commit: boolean,
+    wantLooks: boolean,
+  ): Promise<{ decisions: Decision[]; looks: Decision[] }> {
+    const policies: ResolvedPolicy[] = [];
+    const keys: string[] = [];
+    const tail: string[] = [];
+    for (const { key, bkey, item } of group) {
+      let index = policies.indexOf(item.policy);
+      if (index === -1) index = policies.push(item.policy) - 1;
+      keys.push(key, bkey);
+      tail.push(String(item.cost), String(index + 1));
+    }
+    const args = [nowArg(nowMs), grace, commit ? '1' : '0', wantLooks ? '1' : '0', String(policies.length)];
+    for (const p of policies) for (const a of policyArgs(p)) args.push(a);
+    for (const a of tail) args.push(a);
+    return runner.script(MANY_SCRIPT, keys, args).then((reply) => {
+      const r = reply as unknown[];
+      const n = group.length;
+      const decisions = group.map((g, i) => decode(r, i * DECISION_WIDTH, g.item.policy.limit));
+      const looks = wantLooks
+        ? group.map((g, i) => decode(r, (n + i) * DECISION_WIDTH, g.item.policy.limit))
+        : decisions;
+      return { decisions, looks };
+    });
+  }
+
+  function runRefunds(group: readonly ManyItem[], nowMs: number): Promise<unknown> {
+    const policies: ResolvedPolicy[] = [];
+    const keys: string[] = [];
+    const tail: string[] = [];
+    for (const { key, bkey, item } of group) {
+      let index = policies.indexOf(item.policy);
+      if (index === -1) index = policies.push(item.policy) - 1;
+      keys.push(key, bkey);
+      tail.push(String(item.cost), String(index + 1));
+    }
+    const args = [nowArg(nowMs), grace, String(policies.length)];
+    for (const p of policies) for (const a of policyArgs(p)) args.push(a);
+    for (const a of tail) args.push(a);
+    return runner.script(REFUND_SCRIPT, keys, args);
+  }
+
+  async function checkMany(items: readonly StoreItem[], nowMs: number, commit: boolean): Promise<Decision[]> {
+    if (runner.closed) throw closedError();
+    if (items.length === 0) return [];
+    decisions += items.length;
+    const all: ManyItem[] = items.map((item) => {
+      const tag = tagOf(prefix, item.key);
+      return { key: stateKey(tag, item.policy.id), bkey: blockKey(tag, item.policy.id), item };
+    });
+    if (cache !== undefined && all.every((m) => m.item.policy.blockMs === 0)) {
+      // Only when every limit is known to reject: the answer must be the one Redis would give for all.
+      const cached = all.map((m) => cache.get(m.key, m.item.policy, m.item.cost, nowMs));
+      if (cached.every((d) => d !== undefined)) return cached as Decision[];
+    }
+    const groups = groupBySlot(all);
+    let result: Decision[];
+    if (groups.length === 1) {
+      result = (await runMany(all, nowMs, commit, false)).decisions;
+    } else {
+      result = await checkAcrossSlots(all, groups, nowMs, commit);
+    }
+    if (cache !== undefined && new Set(all.map((m) => m.key)).size === all.length) {
+      // (With a key twice, a rejection may have been followed by a refund: nothing to learn.)
+      for (const [i, m] of all.entries()) {
+        cache.learn(m.key, m.item.policy, m.item.cost, nowMs, commit, result[i] as Decision);
+      }
+    }
+    return result;
+  }
+
+  function groupBySlot(all: readonly ManyItem[]): ManyItem[][] {
+    if (!transport.cluster) return [all as ManyItem[]];
+    const bySlot = new Map<number, ManyItem[]>();
+    for (const m of all) {
+      const slot = slotOf(m.key);
+      const group = bySlot.get(slot);
+      if (group === undefined) bySlot.set(slot, [m]);
+      else group.push(m);
+    }
+    return [...bySlot.values()];
+  }
+
+  /**
+   * Cluster, keys in several slots: one script per slot, all sent at once (one round trip), then the
+   * slots that consumed are refunded when another slot rejected. The answer is the one a single
+   * atomic step would have given: the looks of the refunded slots, the decisions of the others.
+   */
+  async function checkAcrossSlots(
+    all: readonly ManyItem[],
+    groups: readonly ManyItem[][],
+    nowMs: number,
+    commit: boolean,
+  ): Promise<Decision[]> {
+    const settled = await Promise.allSettled(groups.map((g) => runMany(g, nowMs, commit, commit)));
+    const failure = settled.find((s) => s.status === 'rejected');
+    const consumed = (i: number) => {
+      const s = settled[i];
+      return commit && s?.status === 'fulfilled' && s.value.decisions.every((d) => d.allowed);
+    };
+    const allowed = settled.every((s) => s.status === 'fulfilled' && s.value.decisions.every((d) => d.allowed));
+    if (failure !== undefined || (commit && !allowed)) {
+      const refunds = groups.flatMap((g, i) => (consumed(i) ? [runRefunds(g, nowMs)] : []));
+      if (failure !== undefined) {
+        // Give back what the slots that answered took, but do not wait: the request fails anyway.
+        for (const r of refunds) r.catch(() => undefined);
+        throw (failure as PromiseRejectedResult).reason;
+      }
+      await Promise.all(refunds);
+    }
+    const byItem = new Map<ManyItem, Decision>();
+    groups.forEach((g, i) => {
+      const s = settled[i] as PromiseFulfilledResult<{ decisions: Decision[]; looks: Decision[] }>;
+      const chosen = commit && !allowed && consumed(i) ? s.value.looks : s.value.decisions;
+      g.forEach((m, j) => {
+        byItem.set(m, chosen[j] as Decision);
+      });
+    });
+    return all.map((m) => byItem.get(m) as Decision);
+  }
+
+  // ---- the rest of the Store interface
+
+  return {
+    name: 'redis',
+    synchronous: false,
+    check,
+    checkMany,
+
+    async refund(key, policy, cost, nowMs) {
+      const tag = tagOf(prefix, key);
+      const key0 = stateKey(tag, policy.id);
+      cache?.forget(key0);
+      await runRefunds([{ key: key0, bkey: blockKey(tag, policy.id), item: { key, policy, cost } }], nowMs);
+    },
+
+    async reset(key, policy) {
+      const tag = tagOf(prefix, key);
+      const key0 = stateKey(tag, policy.id);
+      cache?.forget(key0);
+      await runner.command(['DEL', key0, blockKey(tag, policy.id)], key0);
+    },
+
+    async acquire(key, limit, leaseMs, nowMs) {
+      const lkey = leaseKey(tagOf(prefix, key));
+      const id = `${instance}.${(++leaseSeq).toString(36)}`;
+      const args = [nowArg(nowMs), grace, String(limit), String(leaseMs), id];
+      const r = (await runner.script(ACQUIRE_SCRIPT, [lkey], args)) as unknown[];
+      const d: LeaseDecision = decode(r, 0, limit);
+      if (d.allowed) d.lease = { key, id, expiresAt: Number(r[7]) };
+      return d;
+    },
+
+    async release(lease: Lease, nowMs) {
+      const lkey = leaseKey(tagOf(prefix, lease.key));
+      return Number(await runner.script(RELEASE_SCRIPT, [lkey], [nowArg(nowMs), grace, lease.id])) === 1;
+    },
+
+    async close() {
+      flush();
+      runner.close();
+    },
+
+    stats: () => ({
+      ...runner.stats,
+      decisions,
+      localCacheHits: cache?.hits ?? 0,
+      localCacheKeys: cache?.size ?? 0,
+    }),
+  };
+}
+
+function closedError(): SluiceError {
+  return new SluiceError('ERR_SLUICE_STORE_CLOSED', 'the redis store was closed');
+}
+
+/** Reads the 6 integers of one decision (see lua.ts) at `offset`. */
+function decode(r: readonly unknown[], offset: number, limit: number): Decision {
+  const retry = Number(r[offset + 3]);
+  const d: Decision = {
+    allowed: Number(r[offset]) === 1,
+    limit,
+    remaining: Number(r[offset + 1]),
+    resetMs: Number(r[offset + 2]),
+    retryAfterMs: retry === -1 ? Number.POSITIVE_INFINITY : retry,
+  };
+  const reason = Number(r[offset + 4]);
+  if (reason === 1) d.reason = 'cost-exceeds-capacity';
+  else if (reason === 2) d.reason = 'blocked';
+  const delay = Number(r[offset + 5]);
+  if (delay !== -1) d.delayMs = delay;
+  return d;
+}

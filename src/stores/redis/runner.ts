@@ -1,0 +1,120 @@
+import { SluiceError } from '../../core/errors.js';
+import type { RedisTransport } from './client.js';
+import { Deadlines } from './deadlines.js';
+import type { Script } from './scripts.js';
+
+/** Counters of the traffic a store sent to Redis. */
+export interface RunnerStats {
+  /** Commands sent (a script run counts once, however many decisions it made). */
+  commands: number;
+  /** Commands that failed: Redis errors, a lost connection, or sent while disconnected. */
+  errors: number;
+  /** Commands not answered within `timeoutMs`. */
+  timeouts: number;
+  /** Scripts Redis had forgotten (restart, SCRIPT FLUSH) and that were sent again in full. */
+  scriptLoads: number;
+}
+
+/**
+ * Sends commands with a timeout, runs scripts by SHA and reloads them after NOSCRIPT, turns every
+ * failure into a SluiceError (`ERR_SLUICE_STORE_UNAVAILABLE` or `ERR_SLUICE_STORE_TIMEOUT`) and reports
+ * it to `onError`. No listener is added to the client: readiness is read, not subscribed to.
+ */
+export class Runner {
+  readonly stats: RunnerStats = { commands: 0, errors: 0, timeouts: 0, scriptLoads: 0 };
+  private readonly deadlines: Deadlines;
+  closed = false;
+
+  constructor(
+    private readonly transport: RedisTransport,
+    private readonly timeoutMs: number,
+    private readonly onError: ((error: SluiceError) => void) | undefined,
+  ) {
+    this.deadlines = new Deadlines(timeoutMs);
+  }
+
+  /** Runs `script` with KEYS and ARGV. */
+  script(script: Script, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+    const argv = ['EVALSHA', script.sha, String(keys.length)];
+    for (const k of keys) argv.push(k);
+    for (const a of args) argv.push(a);
+    return this.send(argv, keys[0], script);
+  }
+
+  /** Sends a plain command (`argv[0]` is its name); `firstKey` routes it on a cluster. */
+  command(argv: string[], firstKey: string | undefined): Promise<unknown> {
+    return this.send(argv, firstKey, undefined);
+  }
+
+  /** Times out every pending command; later calls fail with ERR_SLUICE_STORE_CLOSED. */
+  close(): void {
+    this.closed = true;
+    this.deadlines.clear();
+  }
+
+  private send(argv: string[], firstKey: string | undefined, script: Script | undefined): Promise<unknown> {
+    if (this.closed) return Promise.reject(new SluiceError('ERR_SLUICE_STORE_CLOSED', 'the redis store was closed'));
+    if (!this.transport.ready()) {
+      // The client knows it is disconnected: fail now rather than pile commands into its offline queue.
+      this.stats.errors++;
+      return Promise.reject(this.fail(new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', 'redis is not connected')));
+    }
+    this.stats.commands++;
+    return new Promise((resolve, reject) => {
+      const deadline = this.deadlines.add(() => {
+        this.stats.timeouts++;
+        reject(
+          this.fail(
+            new SluiceError(
+              'ERR_SLUICE_STORE_TIMEOUT',
+              this.closed ? 'the redis store was closed' : `redis did not answer within ${this.timeoutMs} ms`,
+            ),
+          ),
+        );
+      });
+      const ok = (value: unknown) => {
+        if (deadline.done) return;
+        deadline.done = true;
+        resolve(value);
+      };
+      const failed = (error: unknown) => {
+        if (deadline.done) return;
+        deadline.done = true;
+        this.stats.errors++;
+        const message = error instanceof Error ? error.message : String(error);
+        reject(
+          this.fail(
+            new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `redis command failed: ${message}`, { cause: error }),
+          ),
+        );
+      };
+      this.transport.send(argv, firstKey).then(ok, (error: unknown) => {
+        if (script !== undefined && !deadline.done && isNoScript(error)) {
+          // Redis restarted or ran SCRIPT FLUSH: EVAL sends the source, which also caches it again.
+          this.stats.scriptLoads++;
+          this.stats.commands++;
+          argv[0] = 'EVAL';
+          argv[1] = script.source;
+          this.transport.send(argv, firstKey).then(ok, failed);
+          return;
+        }
+        failed(error);
+      });
+    });
+  }
+
+  private fail(error: SluiceError): SluiceError {
+    if (this.onError !== undefined) {
+      try {
+        this.onError(error);
+      } catch {
+        // A throwing onError must not turn a store failure into a crash.
+      }
+    }
+    return error;
+  }
+}
+
+function isNoScript(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith('NOSCRIPT');
+}

@@ -1,0 +1,49 @@
+import { createHash } from 'node:crypto';
+import type { AlgorithmName, ResolvedPolicy } from '../../core/policy.js';
+import { ALGORITHM_CODES, checkScriptSource, SCRIPT_SOURCES } from './lua.js';
+
+/** A Lua script and its SHA1, for EVALSHA. */
+export interface Script {
+  readonly name: string;
+  readonly source: string;
+  readonly sha: string;
+}
+
+function script(name: string, source: string): Script {
+  return { name, source, sha: createHash('sha1').update(source).digest('hex') };
+}
+
+/** The batch-check script of each algorithm: one script per algorithm, holding only its own Lua. */
+export const CHECK_SCRIPTS: Readonly<Record<AlgorithmName, Script>> = Object.fromEntries(
+  Object.entries(ALGORITHM_CODES).map(([name, code]) => [name, script(`check:${name}`, checkScriptSource(code))]),
+) as Record<AlgorithmName, Script>;
+
+/** All-or-nothing checks of several limits (any algorithms). */
+export const MANY_SCRIPT = script('many', SCRIPT_SOURCES.many);
+/** Refunds of several items (any algorithms). */
+export const REFUND_SCRIPT = script('refund', SCRIPT_SOURCES.refund);
+/** Takes a concurrency lease. */
+export const ACQUIRE_SCRIPT = script('acquire', SCRIPT_SOURCES.acquire);
+/** Ends a concurrency lease. */
+export const RELEASE_SCRIPT = script('release', SCRIPT_SOURCES.release);
+
+const encoded = new WeakMap<ResolvedPolicy, readonly string[]>();
+
+/** A policy as the 8 ARGV the scripts read (cached per policy object). */
+export function policyArgs(p: ResolvedPolicy): readonly string[] {
+  let args = encoded.get(p);
+  if (args === undefined) {
+    args = [
+      ALGORITHM_CODES[p.algorithm],
+      p.limit,
+      p.periodMs,
+      p.capacity,
+      p.scale,
+      p.intervalTicks,
+      p.capacityTicks,
+      p.blockMs,
+    ].map(String);
+    encoded.set(p, args);
+  }
+  return args;
+}
