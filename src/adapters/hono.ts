@@ -1,0 +1,89 @@
+/**
+ * `sluice/hono` — rate limiting for Hono. Nothing on this path imports `node:*`: on Node (with
+ * `@hono/node-server`) the client address is read from the socket; on other runtimes pass
+ * `peerAddress` (or a `key`).
+ * @packageDocumentation
+ */
+import type { Context, MiddlewareHandler, Next } from 'hono';
+import {
+  createHttpLimiter,
+  type HttpOutcome,
+  type RateLimitOptions,
+  type RejectionInfo,
+  type RequestAccess,
+} from '../http/index.js';
+
+/** Options of the Hono middleware: the common options (SPEC §4) plus a native rejection handler. */
+export interface HonoRateLimitOptions extends RateLimitOptions<Context> {
+  /** Answers a rejection yourself (the rate-limit headers and `Retry-After` are already set). */
+  handler?: (c: Context, rejection: RejectionInfo) => Response | Promise<Response>;
+}
+
+/** What `@hono/node-server` puts in `c.env`: the Node request, whose socket knows the peer. */
+interface NodeBindings {
+  incoming?: { socket?: { remoteAddress?: string } };
+}
+
+const access: RequestAccess<Context> = {
+  peer: (c) => (c.env as NodeBindings | undefined)?.incoming?.socket?.remoteAddress,
+  header: (c, name) => c.req.header(name),
+  method: (c) => c.req.method,
+  url: (c) => {
+    const url = c.req.url;
+    const start = url.indexOf('/', url.indexOf('//') + 2);
+    return start === -1 ? '/' : url.slice(start);
+  },
+};
+
+const EXTRA_KEYS: ReadonlySet<string> = new Set(['handler']);
+
+/** Sets headers on the response the handler made; copies it once if its headers are immutable. */
+function setHeaders(c: Context, headers: HttpOutcome['headers']): void {
+  if (headers.length === 0) return;
+  let target = c.res.headers;
+  try {
+    for (const [name, value] of headers) target.set(name, value);
+  } catch {
+    // A Response from fetch() has immutable headers.
+    c.res = new Response(c.res.body, c.res);
+    target = c.res.headers;
+    for (const [name, value] of headers) target.set(name, value);
+  }
+}
+
+/**
+ * Creates Hono middleware that limits requests and sets rate-limit headers.
+ *
+ * @example
+ * import { Hono } from 'hono';
+ * import { rateLimit } from 'sluice/hono';
+ * const app = new Hono();
+ * app.use(rateLimit({ limit: 100, period: '1m' }));
+ * app.get('/', (c) => c.text('ok'));
+ */
+export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler {
+  const limiter = createHttpLimiter(options, access, EXTRA_KEYS);
+  const handler = options.handler;
+
+  return async function sluiceRateLimit(c: Context, next: Next) {
+    const outcome = await limiter.decide(c);
+    if (outcome.pass) {
+      await next();
+      // Set after the handler: headers prepared earlier are lost when it returns its own Response.
+      setHeaders(c, outcome.headers);
+      return;
+    }
+    if (handler !== undefined && outcome.rejection !== undefined) {
+      const res = await handler(c, outcome.rejection);
+      const copy = new Response(res.body, res);
+      for (const [name, value] of outcome.headers) copy.headers.set(name, value);
+      return copy;
+    }
+    const headers = new Headers();
+    for (const [name, value] of outcome.headers) headers.set(name, value);
+    headers.set('Content-Type', outcome.contentType);
+    return new Response(outcome.body, { status: outcome.status, headers });
+  };
+}
+
+export type { RateLimitOptions, RejectionInfo };

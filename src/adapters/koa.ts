@@ -1,0 +1,64 @@
+/**
+ * `sluice/koa` — rate limiting for Koa.
+ * @packageDocumentation
+ */
+import type { Context, Middleware, Next } from 'koa';
+import {
+  createHttpLimiter,
+  type HttpOutcome,
+  nodeHeader,
+  type RateLimitOptions,
+  type RejectionInfo,
+  type RequestAccess,
+} from '../http/index.js';
+
+/** Options of the Koa middleware: the common options (SPEC §4) plus a native rejection handler. */
+export interface KoaRateLimitOptions extends RateLimitOptions<Context> {
+  /** Answers a rejection yourself (the rate-limit headers and `Retry-After` are already set). */
+  handler?: (ctx: Context, next: Next, rejection: RejectionInfo) => unknown;
+}
+
+const access: RequestAccess<Context> = {
+  peer: (ctx) => ctx.req.socket.remoteAddress,
+  header: (ctx, name) => nodeHeader(ctx.req.headers, name),
+  method: (ctx) => ctx.method,
+  url: (ctx) => ctx.originalUrl,
+};
+
+const EXTRA_KEYS: ReadonlySet<string> = new Set(['handler']);
+
+/**
+ * Creates Koa middleware that limits requests and sets rate-limit headers.
+ *
+ * @example
+ * import Koa from 'koa';
+ * import { rateLimit } from 'sluice/koa';
+ * const app = new Koa();
+ * app.use(rateLimit({ limit: 100, period: '1m' }));
+ */
+export function rateLimit(options: KoaRateLimitOptions): Middleware {
+  const limiter = createHttpLimiter(options, access, EXTRA_KEYS);
+  const handler = options.handler;
+
+  function apply(outcome: HttpOutcome, ctx: Context, next: Next): unknown {
+    const headers = outcome.headers;
+    for (let i = 0; i < headers.length; i++) {
+      const h = headers[i] as (typeof headers)[number];
+      ctx.set(h[0], h[1]);
+    }
+    if (outcome.pass) return next();
+    if (handler !== undefined && outcome.rejection !== undefined) return handler(ctx, next, outcome.rejection);
+    ctx.status = outcome.status;
+    ctx.body = outcome.body;
+    // After the body: Koa picks a type for a string body unless one is set, and ours is exact.
+    ctx.set('Content-Type', outcome.contentType);
+    return undefined;
+  }
+
+  return function sluiceRateLimit(ctx, next) {
+    const outcome = limiter.decide(ctx);
+    return outcome instanceof Promise ? outcome.then((o) => apply(o, ctx, next)) : apply(outcome, ctx, next);
+  };
+}
+
+export type { RateLimitOptions, RejectionInfo };

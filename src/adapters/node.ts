@@ -1,0 +1,95 @@
+/**
+ * `sluice/node` — rate limiting for a plain `node:http` request listener.
+ * @packageDocumentation
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import {
+  createHttpLimiter,
+  type HttpOutcome,
+  nodeHeader,
+  type RateLimitOptions,
+  type RejectionInfo,
+  type RequestAccess,
+} from '../http/index.js';
+
+/** A `node:http` request listener. */
+export type Listener = (req: IncomingMessage, res: ServerResponse) => unknown;
+
+/** Options of the `node:http` wrapper: the common options (SPEC §4) plus native handlers. */
+export interface NodeRateLimitOptions extends RateLimitOptions<IncomingMessage> {
+  /** Answers a rejection yourself (the rate-limit headers and `Retry-After` are already set). */
+  handler?: (req: IncomingMessage, res: ServerResponse, rejection: RejectionInfo) => void;
+  /**
+   * Called when deciding fails (an option function threw, the store failed with no `fail` policy).
+   * @default answers 500 with an empty body
+   */
+  onError?: (error: unknown, req: IncomingMessage, res: ServerResponse) => void;
+}
+
+const access: RequestAccess<IncomingMessage> = {
+  peer: (req) => req.socket.remoteAddress,
+  header: (req, name) => nodeHeader(req.headers, name),
+  method: (req) => req.method ?? 'GET',
+  url: (req) => req.url ?? '/',
+};
+
+const EXTRA_KEYS: ReadonlySet<string> = new Set(['handler', 'onError']);
+
+function internalError(_error: unknown, _req: IncomingMessage, res: ServerResponse): void {
+  if (!res.headersSent) res.statusCode = 500;
+  res.end();
+}
+
+/**
+ * Wraps a `node:http` request listener so requests over the limit are answered before it runs.
+ *
+ * @example
+ * import { createServer } from 'node:http';
+ * import { rateLimit } from 'sluice/node';
+ * const limit = rateLimit({ limit: 100, period: '1m' });
+ * createServer(limit((req, res) => res.end('ok'))).listen(3000);
+ */
+export function rateLimit(options: NodeRateLimitOptions): (listener: Listener) => Listener {
+  const limiter = createHttpLimiter(options, access, EXTRA_KEYS);
+  const { handler, onError = internalError } = options;
+
+  function apply(outcome: HttpOutcome, req: IncomingMessage, res: ServerResponse, listener: Listener): void {
+    const headers = outcome.headers;
+    for (let i = 0; i < headers.length; i++) {
+      const h = headers[i] as (typeof headers)[number];
+      res.setHeader(h[0], h[1]);
+    }
+    if (outcome.pass) {
+      listener(req, res);
+      return;
+    }
+    if (handler !== undefined && outcome.rejection !== undefined) {
+      handler(req, res, outcome.rejection);
+      return;
+    }
+    res.statusCode = outcome.status;
+    res.setHeader('Content-Type', outcome.contentType);
+    res.end(outcome.body);
+  }
+
+  return (listener) =>
+    function sluiceRateLimit(req, res) {
+      let outcome: ReturnType<typeof limiter.decide>;
+      try {
+        outcome = limiter.decide(req);
+      } catch (error) {
+        onError(error, req, res);
+        return;
+      }
+      if (outcome instanceof Promise) {
+        outcome.then(
+          (o) => apply(o, req, res, listener),
+          (error: unknown) => onError(error, req, res),
+        );
+      } else {
+        apply(outcome, req, res, listener);
+      }
+    };
+}
+
+export type { RateLimitOptions, RejectionInfo };

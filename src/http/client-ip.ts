@@ -1,0 +1,161 @@
+import { SluiceError } from '../core/errors.js';
+import { parseForwarded, parseXForwardedFor } from './forwarded.js';
+import { type Cidr, cidrContains, formatIp, type IpBytes, isV4, maskIp, parseCidr, parseIp } from './ip.js';
+
+/** Named groups of proxy addresses, as accepted in `trustProxy`. */
+export const PROXY_GROUPS: Readonly<Record<string, readonly string[]>> = {
+  loopback: ['127.0.0.0/8', '::1/128'],
+  linklocal: ['169.254.0.0/16', 'fe80::/10'],
+  uniquelocal: ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', 'fc00::/7'],
+};
+
+/** Which header a trusted proxy writes the client's address into. */
+export type ProxyHeader = 'x-forwarded-for' | 'forwarded';
+
+/** How to find the client's address. */
+export interface ClientIpOptions {
+  /**
+   * Peers whose forwarding header is believed: CIDR blocks or addresses (IPv4, IPv6, IPv4-mapped
+   * IPv6) and the groups `'loopback'`, `'linklocal'`, `'uniquelocal'`. From any other peer the header
+   * is ignored, so a client cannot choose its own key by sending one.
+   * @default [] (trust no proxy: the key is the TCP peer)
+   */
+  trustProxy?: string | readonly string[];
+  /**
+   * The header the trusted proxies write. Only one is read: a proxy that writes one header passes the
+   * other through from the client untouched, so believing both would let the client spoof.
+   * @default 'x-forwarded-for'
+   */
+  proxyHeader?: ProxyHeader;
+  /**
+   * IPv6 clients are keyed by their `/ipv6Subnet` network, since one subscriber usually holds a whole
+   * /56 (or /48, /64) and could otherwise rotate through addresses. `false` keys by the full address.
+   * @default 56
+   */
+  ipv6Subnet?: number | false;
+}
+
+/** Finds a request's client address and rate-limit key. */
+export interface ClientIpResolver {
+  /**
+   * The client's address: the TCP peer, or — when the peer is a trusted proxy — the right-most hop of
+   * the forwarding header that is not itself a trusted proxy. `''` when the peer is unknown.
+   */
+  clientIp<R>(peer: string | undefined, req: R, header: (req: R, name: string) => string | undefined): string;
+  /** The key an address counts under: IPv4 as is, IPv6 masked to its subnet (`2001:db8:0:100::/56`). */
+  ipKey(ip: string): string;
+  /** True when any proxy is trusted. */
+  readonly trusting: boolean;
+}
+
+const CACHE_LIMIT = 10_000;
+
+/** Resolves `trustProxy` and friends once; throws `ERR_SLUICE_INVALID_OPTION` naming a bad entry. */
+export function createClientIpResolver(options: ClientIpOptions = {}): ClientIpResolver {
+  const trusted = parseTrustProxy(options.trustProxy);
+  const proxyHeader = options.proxyHeader ?? 'x-forwarded-for';
+  if (proxyHeader !== 'x-forwarded-for' && proxyHeader !== 'forwarded') {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `proxyHeader: '${String(proxyHeader)}' is not 'x-forwarded-for' or 'forwarded'`,
+      { option: 'proxyHeader' },
+    );
+  }
+  const subnet = options.ipv6Subnet ?? 56;
+  if (subnet !== false && (!Number.isInteger(subnet) || subnet < 1 || subnet > 128)) {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `ipv6Subnet: ${String(subnet)} is not a prefix length from 1 to 128 (or false)`,
+      { option: 'ipv6Subnet' },
+    );
+  }
+  const bits = subnet === false ? 128 : subnet;
+  const parseHops = proxyHeader === 'forwarded' ? parseForwarded : parseXForwardedFor;
+  // Peers are few (the proxies themselves) and IPv6 clients repeat: remember answers, boundedly.
+  const trustCache = new Map<string, boolean>();
+  const keyCache = new Map<string, string>();
+
+  const isTrusted = (bytes: IpBytes) => trusted.some((cidr) => cidrContains(cidr, bytes));
+
+  function peerTrusted(peer: string): boolean {
+    let answer = trustCache.get(peer);
+    if (answer === undefined) {
+      const bytes = parseIp(peer);
+      answer = bytes !== undefined && isTrusted(bytes);
+      if (trustCache.size >= CACHE_LIMIT) trustCache.clear();
+      trustCache.set(peer, answer);
+    }
+    return answer;
+  }
+
+  return {
+    trusting: trusted.length > 0,
+
+    clientIp(peer, req, header) {
+      if (peer === undefined || peer === '') return '';
+      if (trusted.length === 0 || !peerTrusted(peer)) return normalize(peer);
+      const value = header(req, proxyHeader);
+      if (value === undefined || value === '') return normalize(peer);
+      const hops = parseHops(value);
+      // Walk from the nearest hop outwards: each trusted proxy vouches for the hop to its left; the
+      // first hop that is not a trusted proxy is the client. A hop that is not an address (`unknown`,
+      // an obfuscated name) ends the walk at the proxy that reported it.
+      let client = normalize(peer);
+      for (let i = hops.length - 1; i >= 0; i--) {
+        const bytes = parseIp(hops[i] as string);
+        if (bytes === undefined) return client;
+        client = formatIp(bytes);
+        if (!isTrusted(bytes)) return client;
+      }
+      return client;
+    },
+
+    ipKey(ip) {
+      if (!ip.includes(':')) return ip;
+      let key = keyCache.get(ip);
+      if (key === undefined) {
+        const bytes = parseIp(ip);
+        if (bytes === undefined) key = ip;
+        else if (isV4(bytes) || bits === 128) key = formatIp(bytes);
+        else key = `${formatIp(maskIp(bytes, bits))}/${bits}`;
+        if (keyCache.size >= CACHE_LIMIT) keyCache.clear();
+        keyCache.set(ip, key);
+      }
+      return key;
+    },
+  };
+}
+
+/** The peer address as written canonically (an IPv4-mapped IPv6 peer becomes dotted IPv4). */
+function normalize(peer: string): string {
+  if (!peer.includes(':')) return peer;
+  if (peer.startsWith('::ffff:') && peer.includes('.')) return peer.slice(7);
+  const bytes = parseIp(peer);
+  return bytes === undefined ? peer : formatIp(bytes);
+}
+
+function parseTrustProxy(value: ClientIpOptions['trustProxy']): Cidr[] {
+  if (value === undefined) return [];
+  const entries = typeof value === 'string' ? value.split(',').map((s) => s.trim()) : value;
+  if (!Array.isArray(entries)) {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'trustProxy: expected a CIDR string or an array of them', {
+      option: 'trustProxy',
+    });
+  }
+  const cidrs: Cidr[] = [];
+  for (const [i, entry] of entries.entries()) {
+    const group = typeof entry === 'string' ? PROXY_GROUPS[entry] : undefined;
+    for (const text of group ?? [entry]) {
+      const cidr = typeof text === 'string' ? parseCidr(text.trim()) : undefined;
+      if (cidr === undefined) {
+        throw new SluiceError(
+          'ERR_SLUICE_INVALID_OPTION',
+          `trustProxy[${i}]: '${String(entry)}' is not an IP address, a CIDR block or one of ${Object.keys(PROXY_GROUPS).join(', ')}`,
+          { option: `trustProxy[${i}]` },
+        );
+      }
+      cidrs.push(cidr);
+    }
+  }
+  return cidrs;
+}

@@ -1,0 +1,42 @@
+/**
+ * `sluice/http` — the framework-neutral core of the HTTP middleware: client identity (trust proxy,
+ * IPv6 subnets), allow/deny lists, the limits of a request, rate-limit headers as plain data and the
+ * 429 response. The adapters (`sluice/express`, `/fastify`, `/koa`, `/hono`, `/node`) only translate
+ * an `HttpOutcome` into their framework's calls; use this entry point to write another.
+ *
+ * Nothing here imports `node:*`, so it runs wherever Hono does.
+ * @example
+ * import { createHttpLimiter } from 'sluice/http';
+ * const limiter = createHttpLimiter({ limit: 100, period: '1m' }, {
+ *   peer: (req) => req.socket.remoteAddress,
+ *   header: (req, name) => req.headers[name],
+ *   method: (req) => req.method,
+ *   url: (req) => req.url,
+ * });
+ * @packageDocumentation
+ */
+export type { AccessList } from './access-list.js';
+export { createAccessList, isAccessList } from './access-list.js';
+export type { ClientIpOptions, ClientIpResolver, ProxyHeader } from './client-ip.js';
+export { createClientIpResolver, PROXY_GROUPS } from './client-ip.js';
+export { parseForwarded, parseXForwardedFor } from './forwarded.js';
+export type { HeaderMode, HeaderPair, LimitHeaderInfo } from './headers.js';
+export { limitHeaderInfo, rateLimitHeaders, retryAfterSeconds, toSeconds, toSfString } from './headers.js';
+export type { HttpLimiter, HttpOutcome } from './http-limiter.js';
+export { createHttpLimiter, PASS } from './http-limiter.js';
+export type { Cidr, IpBytes } from './ip.js';
+export { cidrContains, formatIp, maskIp, parseCidr, parseIp } from './ip.js';
+export type {
+  FailPolicy,
+  HttpLimit,
+  HttpLimitEntry,
+  HttpLimitSpec,
+  HttpPolicy,
+  LimitedEvent,
+  RateLimitOptions,
+} from './options.js';
+export { RATE_LIMIT_OPTION_KEYS } from './options.js';
+export type { RejectionBody, RejectionInfo, RejectionKind } from './rejection.js';
+export { defaultBody, defaultMessage, REJECTION_CODES, REJECTION_STATUS } from './rejection.js';
+export type { Awaitable, HttpRequestInfo, RequestAccess, RequestFn } from './request.js';
+export { nodeHeader } from './request.js';

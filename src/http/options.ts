@@ -1,0 +1,155 @@
+import type { Clock } from '../core/clock.js';
+import type { Decision } from '../core/decision.js';
+import type { Duration } from '../core/duration.js';
+import type { AlgorithmName } from '../core/policy.js';
+import type { Store } from '../stores/store.js';
+import type { AccessList } from './access-list.js';
+import type { ClientIpOptions } from './client-ip.js';
+import type { HeaderMode } from './headers.js';
+import type { RejectionInfo } from './rejection.js';
+import type { HttpRequestInfo, RequestFn } from './request.js';
+
+/** What happens when the store fails (passed to the limiter): allow, reject, or fall back to memory. */
+export type FailPolicy = 'open' | 'closed' | 'insurance';
+
+/** A limit's policy, all of it fixed. */
+export interface HttpPolicy {
+  /** @default 'fixed-window' ('leaky-bucket' in shape mode) */
+  algorithm?: AlgorithmName;
+  /** Requests per period. */
+  limit: number;
+  /** The period, in ms or as a duration string (`'1m'`). */
+  period: Duration;
+  /** Bucket capacity for token-bucket, leaky-bucket and gcra. @default limit */
+  burst?: number;
+  /** Once rejected, keep rejecting this long. @default 0 */
+  blockDuration?: Duration;
+}
+
+/** A limit as a function of the request returns this (or null/undefined: the limit does not apply). */
+export interface HttpLimitSpec extends HttpPolicy {
+  /** The limit's name (headers, counters). @default `limit<index>` */
+  name?: string;
+  /** The key to count under; omitted = the middleware's `key` (default: client IP); null = not applied. */
+  key?: string | null;
+}
+
+/** One of several limits on a request. */
+export interface HttpLimit<Req> extends Omit<HttpPolicy, 'limit'> {
+  /** Names the limit in headers and keeps its counters apart. @default `limit<index>` */
+  name?: string;
+  /** Requests per period: a number, or a function of the request (per-plan limits). */
+  limit: number | RequestFn<Req, number>;
+  /** The key to count under; null/undefined = this limit does not apply. @default the middleware's `key` */
+  key?: RequestFn<Req, string | null | undefined>;
+}
+
+/** A limit: fixed, or a whole policy computed from the request (per-tenant policies). */
+export type HttpLimitEntry<Req> = HttpLimit<Req> | RequestFn<Req, HttpLimitSpec | null | undefined>;
+
+/** Passed to `onLimited` for every request over a limit (also in shadow mode, where it still passes). */
+export interface LimitedEvent<Req> {
+  readonly req: Req;
+  readonly ip: string;
+  readonly decision: Decision;
+  /** The limit that rejected (the one the headers describe). */
+  readonly limitName: string;
+  /** True when `shadow` let the request through anyway. */
+  readonly shadow: boolean;
+}
+
+/**
+ * Options of `rateLimit()` in every adapter (SPEC §4). Give one limit inline (`limit`, `period`,
+ * `algorithm`, …) or several under `limits`. Every option that is a function receives the framework's
+ * request and a neutral `HttpRequestInfo`, and may return a promise.
+ */
+export interface RateLimitOptions<Req = unknown> extends ClientIpOptions {
+  /** @default 'fixed-window' ('leaky-bucket' in shape mode) */
+  algorithm?: AlgorithmName;
+  /** Requests per period: a number or a function of the request (e.g. free 60/min vs paid 1000/min). */
+  limit?: number | RequestFn<Req, number>;
+  /** The period, in ms or as a duration string. */
+  period?: Duration;
+  /** Bucket capacity (bucket algorithms). @default limit */
+  burst?: number;
+  /** Once rejected, keep rejecting this long. @default 0 */
+  blockDuration?: Duration;
+  /** Several limits, all or nothing: a request passes only if every limit that applies passes. */
+  limits?: readonly HttpLimitEntry<Req>[];
+  /** Names this middleware: the policy name of an inline limit in headers, and its counters' namespace. @default 'default' */
+  name?: string;
+  /** The key to count under; null/undefined = no limit applies. @default the client IP (IPv6 masked) */
+  key?: RequestFn<Req, string | null | undefined>;
+  /** Where counters live. @default a new memory store */
+  store?: Store;
+  /** Where time comes from (tests inject a manual clock). @default the system clock */
+  clock?: Clock;
+  /** What to do when the store fails: `'open'` (pass, `X-RateLimit-Degraded: 1`), `'closed'` (503), `'insurance'`. */
+  fail?: FailPolicy;
+  /** Under `fail: 'insurance'`, the share of each limit the in-memory fallback allows. */
+  insuranceShare?: number;
+  /** True = neither counted nor limited, no headers. */
+  skip?: RequestFn<Req, boolean>;
+  /** Never limited, not counted: IP addresses, CIDR blocks and keys. */
+  allow?: readonly string[] | AccessList;
+  /** Always refused with 403: IP addresses, CIDR blocks and keys. `allow` wins over `deny`. */
+  deny?: readonly string[] | AccessList;
+  /** Units a request takes (0 = look without taking). @default 1 */
+  cost?: number | RequestFn<Req, number>;
+  /** `'reject'` answers 429 when over; `'shape'` holds a request for its `delayMs` (leaky bucket) and passes it. @default 'reject' */
+  mode?: 'reject' | 'shape';
+  /** Shape mode: the longest a request is held; a longer wait is a 429. @default 1000 */
+  maxDelayMs?: number;
+  /** Shape mode: how to wait (tests inject one that does not). @default a setTimeout promise */
+  sleep?: (ms: number) => Promise<void>;
+  /** Count and report (`onLimited`) but never reject, and send no rate-limit headers. @default false */
+  shadow?: boolean;
+  /** Which rate-limit headers to send. @default 'both' */
+  headers?: HeaderMode;
+  /** Status of a rejection over the limit. @default 429 */
+  statusCode?: number;
+  /** The rejection message in the default body. */
+  message?: string | ((info: RejectionInfo) => string);
+  /** A custom rejection body: a string is sent as is (text/plain), anything else as JSON. */
+  body?: (info: RejectionInfo, req: Req) => unknown;
+  /** Called for every request over a limit (in shadow mode too), e.g. to log it. */
+  onLimited?: (event: LimitedEvent<Req>) => void;
+  /** How to read the TCP peer's address, for runtimes the adapter does not know. @default the adapter's */
+  peerAddress?: (req: Req) => string | undefined;
+}
+
+/** Option names every adapter accepts; adapters add their own (e.g. `handler`). */
+export const RATE_LIMIT_OPTION_KEYS: ReadonlySet<string> = new Set([
+  'algorithm',
+  'limit',
+  'period',
+  'burst',
+  'blockDuration',
+  'limits',
+  'name',
+  'key',
+  'store',
+  'clock',
+  'fail',
+  'insuranceShare',
+  'skip',
+  'allow',
+  'deny',
+  'cost',
+  'mode',
+  'maxDelayMs',
+  'sleep',
+  'shadow',
+  'headers',
+  'statusCode',
+  'message',
+  'body',
+  'onLimited',
+  'peerAddress',
+  'trustProxy',
+  'proxyHeader',
+  'ipv6Subnet',
+]);
+
+/** The info passed to functions of the request (re-exported for adapter typings). */
+export type { HttpRequestInfo };

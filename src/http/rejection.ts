@@ -1,0 +1,84 @@
+import type { Decision } from '../core/decision.js';
+import type { HeaderPair } from './headers.js';
+import { retryAfterSeconds } from './headers.js';
+
+/**
+ * Why a request is turned away: over a limit (429), on the deny list (403), or the store is down under
+ * `fail: 'closed'` (503 — the client is not over its limit, the server cannot tell, and 503 is what
+ * clients and proxies already retry).
+ */
+export type RejectionKind = 'limited' | 'denied' | 'unavailable';
+
+/** The status of each kind of rejection, unless `statusCode` overrides the 429. */
+export const REJECTION_STATUS: Readonly<Record<RejectionKind, number>> = {
+  limited: 429,
+  denied: 403,
+  unavailable: 503,
+};
+
+/** The `error.code` of each kind of rejection in the JSON body. */
+export const REJECTION_CODES: Readonly<Record<RejectionKind, string>> = {
+  limited: 'RATE_LIMIT_EXCEEDED',
+  denied: 'ACCESS_DENIED',
+  unavailable: 'RATE_LIMIT_UNAVAILABLE',
+};
+
+/** Everything known about a rejection, for custom bodies and handlers. */
+export interface RejectionInfo {
+  readonly kind: RejectionKind;
+  /** HTTP status to answer with. */
+  readonly status: number;
+  /** `Retry-After` in seconds (rounded up, at least 1), or null when retrying cannot help. */
+  readonly retryAfter: number | null;
+  /** The decision behind it; undefined for a deny-list match. */
+  readonly decision: Decision | undefined;
+  /** The name of the limit that rejected (the one the headers describe). */
+  readonly limitName: string | undefined;
+}
+
+/** The default JSON body: `{"error":{"code","message","retry_after"}}` (SPEC §4). */
+export interface RejectionBody {
+  error: { code: string; message: string; retry_after: number | null };
+}
+
+/** The default message of a rejection. */
+export function defaultMessage(info: RejectionInfo): string {
+  switch (info.kind) {
+    case 'denied':
+      return 'Access denied.';
+    case 'unavailable':
+      return `Rate limiting is unavailable; retry in ${info.retryAfter ?? 1} second${info.retryAfter === 1 ? '' : 's'}.`;
+    default:
+      if (info.retryAfter === null) return 'This request costs more than the rate limit allows; it can never pass.';
+      return `Too many requests; retry in ${info.retryAfter} second${info.retryAfter === 1 ? '' : 's'}.`;
+  }
+}
+
+/** The default body of a rejection. */
+export function defaultBody(info: RejectionInfo, message: string): RejectionBody {
+  return { error: { code: REJECTION_CODES[info.kind], message, retry_after: info.retryAfter } };
+}
+
+/** Builds the facts of a rejection from its kind and decision. */
+export function rejectionInfo(
+  kind: RejectionKind,
+  decision: Decision | undefined,
+  limitName: string | undefined,
+  limitedStatus: number,
+): RejectionInfo {
+  let retryAfter: number | null = null;
+  if (decision !== undefined && kind !== 'denied') {
+    // A store that is down has no time to offer: one second keeps clients from hammering it.
+    retryAfter =
+      kind === 'unavailable'
+        ? (retryAfterSeconds(decision.retryAfterMs || 1000) ?? 1)
+        : (retryAfterSeconds(decision.retryAfterMs) ?? null);
+  }
+  const status = kind === 'limited' ? limitedStatus : REJECTION_STATUS[kind];
+  return { kind, status, retryAfter, decision, limitName };
+}
+
+/** `Retry-After` for a rejection, when there is one. */
+export function rejectionHeaders(info: RejectionInfo): HeaderPair[] {
+  return info.retryAfter === null ? [] : [['Retry-After', String(info.retryAfter)]];
+}

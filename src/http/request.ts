@@ -1,0 +1,72 @@
+/**
+ * How the framework-neutral core sees a request: each adapter says how to read its framework's
+ * request (`RequestAccess`), and every option that is a function gets the native request plus a
+ * neutral `HttpRequestInfo`, so one function works under every framework.
+ */
+
+/** A value or a promise of it: options may be async (e.g. a key looked up in a database). */
+export type Awaitable<T> = T | Promise<T>;
+
+/** A framework-neutral view of a request, the second argument of every option that is a function. */
+export interface HttpRequestInfo {
+  /** The client's address (the TCP peer, or the forwarded client behind a trusted proxy); `''` if unknown. */
+  readonly ip: string;
+  /** The key the address counts under by default: IPv4 as is, IPv6 masked to its `/ipv6Subnet`. */
+  readonly ipKey: string;
+  /** The request method, upper-case. */
+  readonly method: string;
+  /** The path, without the query string. */
+  readonly path: string;
+  /** A request header by lower-case name; repeated headers joined with `, `. */
+  header(name: string): string | undefined;
+}
+
+/** An option computed from the request: the framework's own request, and the neutral view of it. */
+export type RequestFn<Req, T> = (req: Req, info: HttpRequestInfo) => Awaitable<T>;
+
+/** How an adapter reads its framework's request. Functions, not closures, so nothing is allocated per request. */
+export interface RequestAccess<Req> {
+  /** The TCP peer's address (`socket.remoteAddress`). */
+  peer(req: Req): string | undefined;
+  /** A header by lower-case name. */
+  header(req: Req, name: string): string | undefined;
+  /** The method. */
+  method(req: Req): string;
+  /** The request target: path and query. */
+  url(req: Req): string;
+}
+
+/** The neutral view, computed lazily from the native request. */
+export class RequestView<Req> implements HttpRequestInfo {
+  readonly ip: string;
+  readonly ipKey: string;
+  readonly #req: Req;
+  readonly #access: RequestAccess<Req>;
+
+  constructor(req: Req, access: RequestAccess<Req>, ip: string, ipKey: string) {
+    this.#req = req;
+    this.#access = access;
+    this.ip = ip;
+    this.ipKey = ipKey;
+  }
+
+  get method(): string {
+    return this.#access.method(this.#req);
+  }
+
+  get path(): string {
+    const url = this.#access.url(this.#req);
+    const q = url.indexOf('?');
+    return q === -1 ? url : url.slice(0, q);
+  }
+
+  header(name: string): string | undefined {
+    return this.#access.header(this.#req, name.toLowerCase());
+  }
+}
+
+/** Reads a header out of a Node-style headers object (`string | string[] | undefined` values). */
+export function nodeHeader(headers: Record<string, string | string[] | undefined>, name: string): string | undefined {
+  const value = headers[name];
+  return Array.isArray(value) ? value.join(', ') : value;
+}

@@ -1,0 +1,4 @@
+import { fastifyHarness } from './harness.js';
+import { runAdapterSuite } from './suite.js';
+
+runAdapterSuite(fastifyHarness);

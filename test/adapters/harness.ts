@@ -1,0 +1,141 @@
+/**
+ * One way to start a server per adapter, all serving the same routes (`GET /`, `/health`, `/other`,
+ * answering 200 `ok`) behind `rateLimit(options)`, on 127.0.0.1 and port 0.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { serve } from '@hono/node-server';
+import express5 from 'express';
+import express4 from 'express4';
+import Fastify from 'fastify';
+import { Hono } from 'hono';
+import Koa from 'koa';
+import { type ExpressRateLimitOptions, rateLimit as expressLimit } from '../../src/adapters/express.js';
+import { type FastifyRateLimitOptions, rateLimit as fastifyLimit } from '../../src/adapters/fastify.js';
+import { type HonoRateLimitOptions, rateLimit as honoLimit } from '../../src/adapters/hono.js';
+import { type KoaRateLimitOptions, rateLimit as koaLimit } from '../../src/adapters/koa.js';
+import { type NodeRateLimitOptions, rateLimit as nodeLimit } from '../../src/adapters/node.js';
+import type { RateLimitOptions } from '../../src/http/index.js';
+
+/** A running server. */
+export interface Running {
+  /** `http://127.0.0.1:<port>` */
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Starts a server of one framework with the middleware built from framework-neutral options. */
+export interface AdapterHarness {
+  readonly name: string;
+  start(options: RateLimitOptions<unknown>): Promise<Running>;
+}
+
+const PATHS = ['/', '/health', '/other'];
+
+function listen(server: Server): Promise<Running> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      resolve({
+        url: `http://127.0.0.1:${port}`,
+        close: () =>
+          new Promise<void>((done) => {
+            server.closeAllConnections();
+            server.close(() => done());
+          }),
+      });
+    });
+  });
+}
+
+function expressHarness(name: string, create: typeof express5): AdapterHarness {
+  return {
+    name,
+    start(options) {
+      const app = create();
+      app.use(expressLimit(options as ExpressRateLimitOptions));
+      for (const path of PATHS) app.get(path, (_req, res) => void res.send('ok'));
+      return listen(createServer(app));
+    },
+  };
+}
+
+export const express5Harness = expressHarness('express 5', express5);
+export const express4Harness = expressHarness('express 4', express4);
+
+export const fastifyHarness: AdapterHarness = {
+  name: 'fastify',
+  async start(options) {
+    const app = Fastify();
+    await app.register(fastifyLimit(options as FastifyRateLimitOptions));
+    for (const path of PATHS) app.get(path, async () => 'ok');
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = app.server.address() as AddressInfo;
+    return {
+      url: `http://127.0.0.1:${port}`,
+      close: async () => {
+        app.server.closeAllConnections();
+        await app.close();
+      },
+    };
+  },
+};
+
+export const koaHarness: AdapterHarness = {
+  name: 'koa',
+  start(options) {
+    const app = new Koa();
+    app.use(koaLimit(options as KoaRateLimitOptions));
+    app.use((ctx) => {
+      if (PATHS.includes(ctx.path)) ctx.body = 'ok';
+    });
+    return listen(createServer(app.callback()));
+  },
+};
+
+export const honoHarness: AdapterHarness = {
+  name: 'hono',
+  start(options) {
+    const app = new Hono();
+    app.use(honoLimit(options as HonoRateLimitOptions));
+    for (const path of PATHS) app.get(path, (c) => c.text('ok'));
+    return new Promise((resolve) => {
+      const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info) => {
+        resolve({
+          url: `http://127.0.0.1:${info.port}`,
+          close: () =>
+            new Promise<void>((done) => {
+              (server as Server).closeAllConnections();
+              server.close(() => done());
+            }),
+        });
+      });
+    });
+  },
+};
+
+export const nodeHarness: AdapterHarness = {
+  name: 'node:http',
+  start(options) {
+    const wrap = nodeLimit(options as NodeRateLimitOptions);
+    return listen(
+      createServer(
+        wrap((req, res) => {
+          res.statusCode = PATHS.includes((req.url ?? '/').split('?')[0] as string) ? 200 : 404;
+          res.end('ok');
+        }),
+      ),
+    );
+  },
+};
+
+/** Every adapter, Express in both majors. */
+export const HARNESSES: readonly AdapterHarness[] = [
+  express5Harness,
+  express4Harness,
+  fastifyHarness,
+  koaHarness,
+  honoHarness,
+  nodeHarness,
+];

@@ -1,0 +1,4 @@
+import { honoHarness } from './harness.js';
+import { runAdapterSuite } from './suite.js';
+
+runAdapterSuite(honoHarness);

@@ -1,0 +1,4 @@
+import { koaHarness } from './harness.js';
+import { runAdapterSuite } from './suite.js';
+
+runAdapterSuite(koaHarness);

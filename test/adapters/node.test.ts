@@ -1,0 +1,4 @@
+import { nodeHarness } from './harness.js';
+import { runAdapterSuite } from './suite.js';
+
+runAdapterSuite(nodeHarness);
