@@ -134,4 +134,9 @@ export interface RulesEngine {
   readonly store: Store;
   /** Every rule of the current RuleSet, for dashboards. */
   describeRules(): RuleDescription[];
+  /**
+   * Releases what the engine made itself: the memory store it created when given none, and the
+   * in-memory insurance counters. A store passed in is the caller's to close.
+   */
+  close(): Promise<void>;
 }

@@ -38,6 +38,7 @@ export function createRulesEngine(options: RulesEngineOptions): RulesEngine {
     });
   }
   let ruleSet = options.ruleSet;
+  const ownStore = options.store === undefined;
   const store = options.store ?? createMemoryStore();
   const clock = options.clock ?? systemClock;
   const globalShadow = options.shadow === true;
@@ -106,6 +107,10 @@ export function createRulesEngine(options: RulesEngineOptions): RulesEngine {
     },
     store,
     describeRules: () => describeRules(ruleSet),
+    async close() {
+      await failover.close();
+      if (ownStore) await store.close();
+    },
   };
 }
 
