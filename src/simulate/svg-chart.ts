@@ -5,7 +5,7 @@ import { type RunSeries, seriesOf } from './series.js';
 /** Size and colours of a chart. */
 const W = 760;
 const LEFT = 52;
-const RIGHT = 18;
+const RIGHT = 64;
 const PLOT_W = W - LEFT - RIGHT;
 const TOP = 50;
 const BARS_H = 120;
@@ -116,12 +116,15 @@ function chartBody(result: SimulationResult, run: AlgorithmRun): string {
   const limitY = round(yLine(result.limit), 1);
   parts.push(
     `<line x1="${LEFT}" y1="${limitY}" x2="${LEFT + PLOT_W}" y2="${limitY}" stroke="${COLOR.limit}" stroke-width="1.2" stroke-dasharray="6 4"/>`,
-    `<text x="${LEFT + PLOT_W - 4}" y="${limitY - 4}" text-anchor="end" fill="${COLOR.limit}">limit ${result.limit}</text>`,
   );
   if (s.shapedTrailing !== undefined) {
     parts.push(stepPath(s.shapedTrailing, x, yLine, COLOR.shaped, ' stroke-dasharray="4 3"'));
   }
   parts.push(stepPath(s.trailing, x, yLine, COLOR.trailing, ''));
+  // In the right margin, where no data is drawn.
+  parts.push(
+    `<text x="${LEFT + PLOT_W + 6}" y="${limitY + 4}" fill="${COLOR.limit}" font-weight="600">limit ${result.limit}</text>`,
+  );
   // Mark the peak: the number the table reports, where it happened.
   const peakBin = s.trailing.indexOf(Math.max(...s.trailing));
   if (peakBin >= 0 && run.peak.units > 0) {
@@ -129,7 +132,7 @@ function chartBody(result: SimulationResult, run: AlgorithmRun): string {
     const py = round(yLine(s.trailing[peakBin] as number), 1);
     parts.push(
       `<circle cx="${px}" cy="${py}" r="3.5" fill="${COLOR.trailing}"/>`,
-      `<text x="${px + 6}" y="${Math.max(lineTop + 10, py - 6)}" fill="${COLOR.trailing}" font-weight="600">peak ${s.trailing[peakBin]}</text>`,
+      label(px + 6, Math.max(lineTop + 10, py - 6), `peak ${s.trailing[peakBin]}`, COLOR.trailing),
     );
   }
 
@@ -142,6 +145,16 @@ function chartBody(result: SimulationResult, run: AlgorithmRun): string {
   );
   parts.push(legend(axisY + AXIS_H + 12, s.shapedTrailing !== undefined));
   return parts.join('\n');
+}
+
+/** A label drawn over lines, on a white patch so it stays readable (paint-order halos are not universal). */
+function label(x: number, y: number, text: string, color: string, anchor: 'start' | 'end' = 'start'): string {
+  const width = text.length * 7 + 6;
+  const left = anchor === 'start' ? x - 3 : x - width + 3;
+  return (
+    `<rect x="${round(left, 1)}" y="${round(y - 11, 1)}" width="${width}" height="15" fill="#ffffff" fill-opacity="0.85"/>` +
+    `<text x="${round(x, 1)}" y="${round(y, 1)}" text-anchor="${anchor}" fill="${color}" font-weight="600">${escapeXml(text)}</text>`
+  );
 }
 
 function rect(x: number, y: number, w: number, h: number, fill: string): string {
@@ -175,14 +188,24 @@ function periodLines(result: SimulationResult, s: RunSeries, top: number, bottom
 function timeLabels(result: SimulationResult, s: RunSeries, y: number): string[] {
   const spanMs = s.binMs * s.admitted.length;
   const every = labelEvery(spanMs / result.periodMs, 12);
+  // One unit for the whole axis: the largest that writes every label step as a whole number.
+  const stepMs = every * result.periodMs;
+  const [unitMs, unit] = AXIS_UNITS.find(([size]) => stepMs % size === 0) ?? [1, 'ms'];
   const out: string[] = [];
   for (let k = 0; k * result.periodMs <= spanMs; k += every) {
     const xx = round(LEFT + (k * result.periodMs * PLOT_W) / spanMs, 1);
-    const label = k === 0 ? '0' : formatDuration(k * result.periodMs);
+    const label = k === 0 ? '0' : `${round((k * result.periodMs) / unitMs, 3)}${unit}`;
     out.push(`<text x="${xx}" y="${y}" text-anchor="middle" fill="${COLOR.muted}">${escapeXml(label)}</text>`);
   }
   return out;
 }
+
+const AXIS_UNITS: readonly [number, string][] = [
+  [3_600_000, 'h'],
+  [60_000, 'm'],
+  [1000, 's'],
+  [1, 'ms'],
+];
 
 /** Every how many periods to draw a line or label so that at most `most` appear. */
 function labelEvery(periods: number, most: number): number {

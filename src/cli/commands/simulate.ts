@@ -28,12 +28,15 @@ It is the way to see why a fixed window lets 2 × limit through at a window boun
 
 options:
   --trace NAME|FILE.csv  steady | bursty | boundary | poisson, or a CSV file of requests (default: boundary)
-  --algorithms LIST      all, or a comma-separated list of ${ALGORITHMS.join(', ')} (default: all)
+  --algorithms LIST      all (the default), or a comma-separated list of: fixed-window, sliding-log,
+                         sliding-window, token-bucket, leaky-bucket, gcra
   --limit N              requests per period (default: 10)
   --period D             the period: 500ms, 1s, 1m, ... (default: 1s)
   --burst B              capacity of token-bucket, leaky-bucket and gcra (default: the limit)
-  --duration D           length of a generated trace (default: steady 10, bursty 12, boundary 9, poisson 100 periods)
-  --load F               rate of the steady and poisson traces as a multiple of the limit (default: 1.5 and 1)
+  --duration D           length of a generated trace, e.g. 30s, 1h
+                         (default: steady 10, bursty 12, boundary 9, poisson 100 periods)
+  --load F               rate of the steady and poisson traces as a multiple of the limit
+                         (default: 1.5 for steady, 1 for poisson)
   --seed N               seed of the random traces, bursty and poisson (default: 1)
   --out FILE             write FILE.html (table and one chart per algorithm, self-contained) or FILE.svg
                          (the charts stacked; one algorithm gives one chart)
