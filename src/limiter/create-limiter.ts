@@ -3,6 +3,7 @@ import type { Decision } from '../core/decision.js';
 import { SluiceError } from '../core/errors.js';
 import type { MaybePromise, Store, StoreItem } from '../stores/store.js';
 import { combineDecisions } from './combine.js';
+import { createFailurePolicy, type FailurePolicy, isStoreFailure } from './failure-policy.js';
 import type { LimiterOptions, ResolvedLimit } from './options.js';
 import { resolveCost, resolveLimiterOptions } from './options.js';
 
@@ -66,18 +67,30 @@ export interface Limiter {
  * ] });
  */
 export function createLimiter(options: LimiterOptions): Limiter {
-  const { limits, store, clock } = resolveLimiterOptions(options);
+  const { limits, store, clock, failure } = resolveLimiterOptions(options);
   const multi = options.limits !== undefined;
   const single = limits[0] as ResolvedLimit;
 
   function run(key: LimiterKey, options: CheckOptions | undefined, commit: boolean): MaybePromise<LimiterDecision> {
     const cost = resolveCost(options?.cost);
-    if (!multi) return store.check(singleKey(key, single.name), single.policy, cost, clock.now(), commit);
+    const nowMs = clock.now();
+    if (!multi) {
+      const item = { key: singleKey(key, single.name), policy: single.policy, cost };
+      return withFailure(
+        () => store.check(item.key, item.policy, cost, nowMs, commit),
+        () => failure.decide([item], nowMs, commit)[0] as Decision,
+      );
+    }
     const items = itemsFor(limits, key, cost);
-    const decisions = store.checkMany(items, clock.now(), commit);
-    return decisions instanceof Promise
-      ? decisions.then((ds) => withResults(items, ds))
-      : withResults(items, decisions);
+    return withFailure(
+      () => {
+        const decisions = store.checkMany(items, nowMs, commit);
+        return decisions instanceof Promise
+          ? decisions.then((ds) => withResults(items, ds))
+          : withResults(items, decisions);
+      },
+      () => withResults(items, failure.decide(items, nowMs, commit)),
+    );
   }
 
   function eachLimit(key: LimiterKey, act: (k: string, limit: ResolvedLimit) => MaybePromise<void>): Promise<void> {
@@ -88,7 +101,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return Promise.all(work).then(() => undefined);
   }
 
-  return {
+  const limiter: Limiter = {
     limits,
     store,
     clock,
@@ -106,10 +119,55 @@ export function createLimiter(options: LimiterOptions): Limiter {
     refund: (key, options) =>
       settle(() => {
         const cost = resolveCost(options?.cost);
-        return eachLimit(key, (k, limit) => store.refund(k, limit.policy, cost, clock.now()));
+        return eachLimit(key, (k, limit) => {
+          const nowMs = clock.now();
+          // A refund the store cannot take is dropped (the stand-in takes it under insurance): failing
+          // the caller's request over it would be worse.
+          return withFailure(
+            () => store.refund(k, limit.policy, cost, nowMs),
+            () => failure.refund({ key: k, policy: limit.policy, cost }, nowMs),
+          );
+        });
       }),
-    reset: (key) => settle(() => eachLimit(key, (k, limit) => store.reset(k, limit.policy))),
+    reset: (key) =>
+      settle(() =>
+        eachLimit(key, (k, limit) => {
+          failure.reset(k, limit.policy);
+          return store.reset(k, limit.policy);
+        }),
+      ),
   };
+  failures.set(limiter, failure);
+  return limiter;
+}
+
+/** Each limiter's failure policy, for checkAll (kept off the public Limiter type). */
+const failures = new WeakMap<Limiter, FailurePolicy>();
+const OPEN = createFailurePolicy({ fail: 'open' });
+
+/** The failure policy of a limiter made by createLimiter (fail-open for any other). */
+export function failureOf(limiter: Limiter): FailurePolicy {
+  return failures.get(limiter) ?? OPEN;
+}
+
+/**
+ * Runs a store call; when the store fails (not when it is misused), answers with `fallback` instead:
+ * the limiter's failure policy.
+ */
+export function withFailure<T>(call: () => MaybePromise<T>, fallback: () => T): MaybePromise<T> {
+  let result: MaybePromise<T>;
+  try {
+    result = call();
+  } catch (error) {
+    if (isStoreFailure(error)) return fallback();
+    throw error;
+  }
+  return result instanceof Promise
+    ? result.catch((error: unknown) => {
+        if (isStoreFailure(error)) return fallback();
+        throw error;
+      })
+    : result;
 }
 
 /** Runs `work` and always answers with a promise, turning a synchronous throw into a rejection. */

@@ -5,6 +5,7 @@ import type { PolicyOptions, ResolvedPolicy } from '../core/policy.js';
 import { resolvePolicy } from '../core/policy.js';
 import { createMemoryStore } from '../stores/memory/memory-store.js';
 import type { Store } from '../stores/store.js';
+import { createFailurePolicy, type FailureOptions, type FailurePolicy } from './failure-policy.js';
 
 /** One of several limits of a limiter. */
 export interface LimitOptions extends PolicyOptions {
@@ -13,7 +14,7 @@ export interface LimitOptions extends PolicyOptions {
 }
 
 /** Options of `createLimiter`: one policy inline, or several under `limits`. */
-export interface LimiterOptions extends Partial<PolicyOptions> {
+export interface LimiterOptions extends Partial<PolicyOptions>, FailureOptions {
   /** Several limits checked together, all or nothing. Exclusive with an inline `limit`/`period`. */
   limits?: readonly LimitOptions[];
   /** Where counters live. @default a new memory store */
@@ -38,9 +39,11 @@ export interface ResolvedLimiterOptions {
   readonly limits: readonly ResolvedLimit[];
   readonly store: Store;
   readonly clock: Clock;
+  /** What to do when the store fails (`fail`, `insuranceShare`). */
+  readonly failure: FailurePolicy;
 }
 
-const LIMITER_KEYS = new Set(['limits', 'store', 'clock', 'name']);
+const LIMITER_KEYS = new Set(['limits', 'store', 'clock', 'name', 'fail', 'insuranceShare']);
 const LIMIT_KEYS = new Set(['name']);
 
 /** Validates limiter options once, at construction; every error names the option at fault. */
@@ -48,7 +51,11 @@ export function resolveLimiterOptions(options: LimiterOptions): ResolvedLimiterO
   if (options === null || typeof options !== 'object') {
     throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'createLimiter: expected an options object');
   }
-  const { limits, store, clock, name, ...inline } = options;
+  const { limits, store, clock, name, fail, insuranceShare, ...inline } = options;
+  const failure = createFailurePolicy({
+    ...(fail === undefined ? {} : { fail }),
+    ...(insuranceShare === undefined ? {} : { insuranceShare }),
+  });
   if (name !== undefined && (typeof name !== 'string' || name === '')) {
     throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'name: expected a non-empty string', { option: 'name' });
   }
@@ -97,7 +104,7 @@ export function resolveLimiterOptions(options: LimiterOptions): ResolvedLimiterO
     const p = resolvePolicy(inline as PolicyOptions, '', LIMITER_KEYS);
     resolved = [{ name: 'default', policy: scope ? { ...p, id: `${scope}${p.id}` } : p }];
   }
-  return { limits: resolved, store: store ?? createMemoryStore(), clock: clock ?? systemClock };
+  return { limits: resolved, store: store ?? createMemoryStore(), clock: clock ?? systemClock, failure };
 }
 
 function isStore(value: unknown): value is Store {
