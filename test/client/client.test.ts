@@ -371,3 +371,43 @@ describe('client: options', () => {
     });
   });
 });
+
+describe('client: the headers sluice itself sends', () => {
+  for (const headers of ['x', 'draft', 'both'] as const) {
+    it(`without Retry-After, waits what the ${headers} headers of sluice/node say`, async () => {
+      const time = createVirtualTime(1_000_000);
+      const server = await startLimitedServer({
+        clock: time.clock,
+        limit: 1,
+        periodMs: 5000,
+        headers,
+        withoutRetryAfter: true,
+      });
+      servers.push(server);
+      const { client, retries } = clientOn(time);
+      assert.equal((await client.fetch(server.url)).status, 200);
+      const res = await client.fetch(server.url);
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get('retry-after'), null);
+      assert.deepEqual(time.sleeps, [5000]);
+      assert.equal(retries[0]?.source, headers === 'x' ? 'x-ratelimit-reset' : 'ratelimit');
+    });
+  }
+
+  it('with headers: false and no Retry-After, falls back to backoff', async () => {
+    const time = createVirtualTime(1_000_000);
+    const server = await startLimitedServer({
+      clock: time.clock,
+      limit: 1,
+      periodMs: 5000,
+      headers: false,
+      withoutRetryAfter: true,
+    });
+    servers.push(server);
+    const { client, retries } = clientOn(time, { retries: 2, maxWaitMs: 1000 });
+    await client.fetch(server.url);
+    assert.equal((await client.fetch(server.url)).status, 429);
+    assert.ok(retries.length > 0 && retries.every((r) => r.source === 'backoff'));
+    assert.ok(time.sleeps.reduce((a, b) => a + b, 0) <= 1000);
+  });
+});

@@ -1,13 +1,14 @@
 /**
- * HTTP servers for the client tests, on port 0: one limited by sluice (a limiter on an injected clock,
- * answering with the headers of SPEC §4), and one that plays a script of responses, for header forms
- * sluice itself does not send (an HTTP date in Retry-After, GitHub's epoch X-RateLimit-Reset, …).
+ * HTTP servers for the client tests, on port 0: one limited by sluice's node:http middleware on an
+ * injected clock, and one that plays a script of responses, for header forms sluice itself does not
+ * send (an HTTP date in Retry-After, GitHub's epoch X-RateLimit-Reset, …).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { rateLimit } from '../../src/adapters/node.js';
 import type { Clock } from '../../src/core/clock.js';
 import type { AlgorithmName } from '../../src/core/policy.js';
-import { createLimiter } from '../../src/limiter/create-limiter.js';
+import type { HeaderMode } from '../../src/http/headers.js';
 
 /** One request as the server saw it. */
 export interface Arrival {
@@ -35,8 +36,13 @@ async function listen(
     req.on('end', () => {
       const body = Buffer.concat(chunks).toString('utf8');
       const atMs = clock.now();
+      const arrival = { atMs, method: req.method ?? '', body, status: 0 };
+      // In arrival order; the status is filled in when the answer is sent (the middleware may be async).
+      arrivals.push(arrival);
+      res.on('finish', () => {
+        arrival.status = res.statusCode;
+      });
       answer(req, res, body);
-      arrivals.push({ atMs, method: req.method ?? '', body, status: res.statusCode });
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -59,45 +65,35 @@ export interface LimitedServerOptions {
   readonly periodMs: number;
   readonly algorithm?: AlgorithmName;
   readonly burst?: number;
+  /** Which rate-limit headers the middleware sends. @default 'both' */
+  readonly headers?: HeaderMode;
+  /** Take `Retry-After` off the 429, so the client must read the other headers. @default false */
+  readonly withoutRetryAfter?: boolean;
 }
 
 /**
- * A server limited by a sluice limiter, keyed on nothing (one shared limit), with SPEC §4's headers:
- * X-RateLimit-*, RateLimit-Policy, RateLimit, and Retry-After with the JSON body on a 429.
+ * A `node:http` server behind sluice's own middleware (`sluice/node`), keyed by client IP, on the
+ * injected clock: the headers and 429 body are exactly what sluice sends (SPEC §4).
  */
 export function startLimitedServer(options: LimitedServerOptions): Promise<TestServer> {
-  const limiter = createLimiter({
+  const limited = rateLimit({
     algorithm: options.algorithm ?? 'fixed-window',
     limit: options.limit,
     period: options.periodMs,
     ...(options.burst === undefined ? {} : { burst: options.burst }),
+    ...(options.headers === undefined ? {} : { headers: options.headers }),
     clock: options.clock,
-  });
-  const windowS = Math.ceil(options.periodMs / 1000);
-  return listen(
-    options.clock,
-    (_req, res, _body) => {
-      const d = limiter.checkSync('all');
-      const resetS = Math.ceil(d.resetMs / 1000);
-      res.setHeader('X-RateLimit-Limit', String(d.limit));
-      res.setHeader('X-RateLimit-Remaining', String(d.remaining));
-      res.setHeader('X-RateLimit-Reset', String(resetS));
-      res.setHeader('RateLimit-Policy', `"default";q=${d.limit};w=${windowS}`);
-      res.setHeader('RateLimit', `"default";r=${d.remaining};t=${resetS}`);
-      if (d.allowed) {
-        res.end('ok');
-        return;
-      }
-      const retryS = Math.max(1, Math.ceil(d.retryAfterMs / 1000));
-      res.statusCode = 429;
-      res.setHeader('Retry-After', String(retryS));
-      res.setHeader('Content-Type', 'application/json');
-      res.end(
-        JSON.stringify({ error: { code: 'RATE_LIMIT_EXCEEDED', message: 'Too many requests', retry_after: retryS } }),
-      );
-    },
-    [],
-  );
+    ...(options.withoutRetryAfter
+      ? {
+          handler: (_req: IncomingMessage, res: ServerResponse) => {
+            res.removeHeader('Retry-After');
+            res.statusCode = 429;
+            res.end();
+          },
+        }
+      : {}),
+  })((_req, res) => res.end('ok'));
+  return listen(options.clock, (req, res) => limited(req, res), []);
 }
 
 /** A scripted response: status and headers; `headers` may be computed from the clock. */
