@@ -87,6 +87,11 @@ export interface RulesEngineOptions {
    * @default undefined: the store's error is thrown (the service answers UNAVAILABLE, as envoy ratelimit does)
    */
   fail?: FailMode;
+  /**
+   * With `fail: 'insurance'`, the fraction of each limit the in-memory stand-in allows (e.g. `0.25` when
+   * four processes share the limit). @default 1
+   */
+  insuranceShare?: number;
   /** Put every rule in shadow mode (envoy ratelimit's global `SHADOW_MODE`). @default false */
   shadow?: boolean;
 }
@@ -134,9 +139,6 @@ export interface RulesEngine {
   readonly store: Store;
   /** Every rule of the current RuleSet, for dashboards. */
   describeRules(): RuleDescription[];
-  /**
-   * Releases what the engine made itself: the memory store it created when given none, and the
-   * in-memory insurance counters. A store passed in is the caller's to close.
-   */
+  /** Closes the memory store the engine created when given none; a store passed in is the caller's to close. */
   close(): Promise<void>;
 }

@@ -42,7 +42,7 @@ export function createRulesEngine(options: RulesEngineOptions): RulesEngine {
   const store = options.store ?? createMemoryStore();
   const clock = options.clock ?? systemClock;
   const globalShadow = options.shadow === true;
-  const failover = createFailover(store, options.fail);
+  const failover = createFailover(store, options.fail, options.insuranceShare);
   const overrides = new OverrideCache();
 
   function decide(request: RateLimitRequest): MaybePromise<RateLimitResponse> {
@@ -108,7 +108,6 @@ export function createRulesEngine(options: RulesEngineOptions): RulesEngine {
     store,
     describeRules: () => describeRules(ruleSet),
     async close() {
-      await failover.close();
       if (ownStore) await store.close();
     },
   };

@@ -158,6 +158,18 @@ descriptors:
       assert.deepEqual([third?.code, third?.decision?.degraded], ['OVER_LIMIT', true]);
     });
 
+    it('insurance takes its share of the limit; a fail-closed descriptor rejects the whole request', async () => {
+      const engine = createRulesEngine({ ruleSet: FAILING, store: down, insuranceShare: 0.5 });
+      const mixed = await engine.shouldRateLimit(request('api', [['insured', 'v']], [['closed', 'v']]));
+      assert.deepEqual(
+        mixed.statuses.map((s) => s.code),
+        ['OK', 'OVER_LIMIT'],
+      );
+      // The rejected request did not charge the insurance counter; half of 2 is 1 request.
+      assert.equal((await engine.shouldRateLimit(request('api', [['insured', 'v']]))).overallCode, 'OK');
+      assert.equal((await engine.shouldRateLimit(request('api', [['insured', 'v']]))).overallCode, 'OVER_LIMIT');
+    });
+
     it('with no policy anywhere the store error is thrown; the engine option is the default', async () => {
       const strict = createRulesEngine({ ruleSet: FAIL_SILENT, store: down });
       await assert.rejects(strict.shouldRateLimit(request('api', [['any', 'v']])), /redis is down/);
