@@ -190,17 +190,20 @@ function timeLabels(result: SimulationResult, s: RunSeries, y: number): string[]
   const every = labelEvery(spanMs / result.periodMs, 12);
   // One unit for the whole axis: the largest that writes every label step as a whole number.
   const stepMs = every * result.periodMs;
-  const [unitMs, unit] = AXIS_UNITS.find(([size]) => stepMs % size === 0) ?? [1, 'ms'];
+  let [unitMs, unit] = AXIS_UNITS.find(([size]) => stepMs % size === 0) ?? [1, 'ms'];
+  // Unless the numbers get unreadable (a year in seconds): then the largest unit that fits, rounded.
+  if (spanMs / unitMs >= 100_000) [unitMs, unit] = AXIS_UNITS.find(([size]) => spanMs / size >= 2) ?? [unitMs, unit];
   const out: string[] = [];
   for (let k = 0; k * result.periodMs <= spanMs; k += every) {
     const xx = round(LEFT + (k * result.periodMs * PLOT_W) / spanMs, 1);
-    const label = k === 0 ? '0' : `${round((k * result.periodMs) / unitMs, 3)}${unit}`;
+    const label = k === 0 ? '0' : `${round((k * result.periodMs) / unitMs, 1)}${unit}`;
     out.push(`<text x="${xx}" y="${y}" text-anchor="middle" fill="${COLOR.muted}">${escapeXml(label)}</text>`);
   }
   return out;
 }
 
 const AXIS_UNITS: readonly [number, string][] = [
+  [86_400_000, 'd'],
   [3_600_000, 'h'],
   [60_000, 'm'],
   [1000, 's'],
