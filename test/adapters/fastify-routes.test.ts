@@ -1,0 +1,100 @@
+/**
+ * Fastify's per-route settings (`config.rateLimit`), 404s, and a plugin registered after routes.
+ */
+import assert from 'node:assert/strict';
+import type { AddressInfo } from 'node:net';
+import { describe, it } from 'node:test';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { rateLimit } from '../../src/adapters/fastify.js';
+import { createManualClock } from '../../src/core/clock.js';
+import { T0 } from './suite.js';
+
+async function serve(app: FastifyInstance, body: (get: (path: string) => Promise<Response>) => Promise<void>) {
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.server.address() as AddressInfo;
+  try {
+    await body((path) => fetch(`http://127.0.0.1:${port}${path}`));
+  } finally {
+    app.server.closeAllConnections();
+    await app.close();
+  }
+}
+
+describe('fastify plugin', () => {
+  it('per-route config: its own limit, off, or the global counters at another cost', async () => {
+    const app = Fastify();
+    await app.register(rateLimit({ limit: 3, period: '1m', clock: createManualClock(T0) }));
+    app.get('/', async () => 'ok');
+    app.get('/login', { config: { rateLimit: { limit: 1, period: '10s' } } }, async () => 'ok');
+    app.get('/free', { config: { rateLimit: false } }, async () => 'ok');
+    app.get('/heavy', { config: { rateLimit: { cost: 2 } } }, async () => 'ok');
+    await serve(app, async (get) => {
+      const login = await get('/login');
+      assert.equal(login.status, 200);
+      assert.equal(login.headers.get('ratelimit-policy'), '"GET /login";q=1;w=10');
+      assert.equal((await get('/login')).status, 429, 'the route has its own, smaller limit');
+      for (let i = 0; i < 5; i++) {
+        const free = await get('/free');
+        assert.equal(free.status, 200);
+        assert.equal(free.headers.get('ratelimit'), null);
+      }
+      const heavy = await get('/heavy');
+      assert.equal(heavy.headers.get('ratelimit'), '"default";r=1;t=60', 'cost 2 from the global 3');
+      assert.equal((await get('/')).headers.get('ratelimit'), '"default";r=0;t=60', 'same counters as the route');
+      assert.equal((await get('/')).status, 429);
+      const missing = await get('/missing');
+      assert.equal(missing.status, 429, 'a 404 counts too: scanners are limited');
+    });
+  });
+
+  it('covers routes declared before the plugin, and awaits async options', async () => {
+    const app = Fastify();
+    app.get('/early', async () => 'ok');
+    await app.register(
+      rateLimit({ limit: 1, period: '1m', clock: createManualClock(T0), key: async (req) => `k:${req.method}` }),
+    );
+    await serve(app, async (get) => {
+      assert.equal((await get('/early')).status, 200);
+      assert.equal((await get('/early')).status, 429);
+    });
+  });
+
+  it('a custom handler answers the rejection', async () => {
+    const app = Fastify();
+    await app.register(
+      rateLimit({
+        limit: 1,
+        period: '1m',
+        clock: createManualClock(T0),
+        handler: (_req, reply, rejection) => {
+          reply.code(418).send({ tea: rejection.retryAfter });
+        },
+      }),
+    );
+    app.get('/', async () => 'ok');
+    await serve(app, async (get) => {
+      await get('/');
+      const r = await get('/');
+      assert.equal(r.status, 418);
+      assert.equal(r.headers.get('retry-after'), '60');
+      assert.deepEqual(await r.json(), { tea: 60 });
+    });
+  });
+
+  it('an option that throws becomes a Fastify error (500)', async () => {
+    const app = Fastify();
+    await app.register(
+      rateLimit({
+        limit: 1,
+        period: '1m',
+        key: () => {
+          throw new Error('no key today');
+        },
+      }),
+    );
+    app.get('/', async () => 'ok');
+    await serve(app, async (get) => {
+      assert.equal((await get('/')).status, 500);
+    });
+  });
+});
