@@ -52,16 +52,29 @@ export class LocalCache {
   /**
    * Learns from a decision Redis just made for a request of `cost` at `nowMs` (`commit` false for a peek).
    * A unit-cost rejection with nothing remaining holds until its retry time; a block until it lapses.
+   * `fromMany`: the decision came from a multi-limit check, where a committed rejection (re)blocks every
+   * rejected limit that has a blockMs, even one already blocked (the memory store's checkMany).
    */
-  learn(id: string, policy: ResolvedPolicy, cost: number, nowMs: number, commit: boolean, d: Decision): void {
+  learn(
+    id: string,
+    policy: ResolvedPolicy,
+    cost: number,
+    nowMs: number,
+    commit: boolean,
+    d: Decision,
+    fromMany = false,
+  ): void {
     if (d.allowed) return;
     let entry: Entry | undefined;
-    if (d.reason === 'blocked') {
+    const justBlocked = commit && policy.blockMs > 0 && (fromMany || d.reason !== 'blocked');
+    if (justBlocked) {
+      // The script has just blocked the key until now + blockMs.
+      entry = { until: nowMs + policy.blockMs, resetAt: nowMs + policy.blockMs, blocked: true };
+    } else if (d.reason === 'blocked') {
       entry = { until: nowMs + d.retryAfterMs, resetAt: nowMs + d.resetMs, blocked: true };
     } else if (policy.blockMs > 0) {
-      // A committed rejection just blocked the key (inside the same script); a peek blocked nothing,
-      // and the next committed check must reach Redis to write the block.
-      if (commit) entry = { until: nowMs + policy.blockMs, resetAt: nowMs + policy.blockMs, blocked: true };
+      // A peek blocked nothing, and the next committed check must reach Redis to write the block.
+      return;
     } else if (d.reason === undefined && cost === 1 && d.remaining === 0 && d.retryAfterMs > 0) {
       entry = { until: nowMs + d.retryAfterMs, resetAt: nowMs + d.resetMs, blocked: false };
     }

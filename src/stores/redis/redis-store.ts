@@ -284,7 +284,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     if (cache !== undefined && new Set(all.map((m) => m.key)).size === all.length) {
       // (With a key twice, a rejection may have been followed by a refund: nothing to learn.)
       for (const [i, m] of all.entries()) {
-        cache.learn(m.key, m.item.policy, m.item.cost, nowMs, commit, result[i] as Decision);
+        cache.learn(m.key, m.item.policy, m.item.cost, nowMs, commit, result[i] as Decision, true);
       }
     }
     return result;
