@@ -1,4 +1,5 @@
 import { isSluiceError, type SluiceError } from '../core/errors.js';
+import type { RuleIssue } from './types.js';
 
 /**
  * Every kind of problem `loadRules`/`parseRules` report, one stable code each. The values are what
@@ -50,6 +51,15 @@ export const RULE_ISSUE_CODES = {
   /** An `http` action that is not a map with exactly one action name. */
   invalidAction: 'ERR_SLUICE_RULES_INVALID_ACTION',
 } as const;
+
+/**
+ * One issue as one line, the way compilers print them: `file:line:column CODE message`.
+ * @example console.error(result.issues.map(formatRuleIssue).join('\n'));
+ */
+export function formatRuleIssue(issue: RuleIssue): string {
+  const where = issue.line > 0 ? `${issue.file}:${issue.line}:${issue.column}` : issue.file;
+  return `${where} ${issue.code} ${issue.message}`;
+}
 
 /** One of the `RULE_ISSUE_CODES`. */
 export type RuleIssueCode = (typeof RULE_ISSUE_CODES)[keyof typeof RULE_ISSUE_CODES];

@@ -132,6 +132,11 @@ export interface RuleDescription {
 export interface RulesEngine {
   /** Decides a request; a rejected request consumes from none of its descriptors. */
   shouldRateLimit(request: RateLimitRequest): Promise<RateLimitResponse>;
+  /**
+   * Forgets the counters behind a request's descriptors (every limit each one matches, `replaces`
+   * ignored), e.g. for an admin "reset this key". Hits and shadow mode play no part.
+   */
+  reset(request: RateLimitRequest): Promise<void>;
   /** Swaps the rules in place. Counters of rules that did not change keep counting. */
   setRuleSet(ruleSet: RuleSet): void;
   /** The rules in use. */

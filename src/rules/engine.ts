@@ -93,6 +93,17 @@ export function createRulesEngine(options: RulesEngineOptions): RulesEngine {
         return Promise.reject(error);
       }
     },
+    async reset(request) {
+      validateRequest(request);
+      const work: unknown[] = [];
+      for (const descriptor of request.descriptors) {
+        // One descriptor at a time, so no other descriptor's `replaces` hides a limit from the reset.
+        const [plan] = planRequest(ruleSet, { domain: request.domain, descriptors: [descriptor] }, [0], overrides);
+        if (plan?.kind !== 'limited') continue;
+        for (const limit of plan.limits) work.push(store.reset(plan.key, limit.policy));
+      }
+      await Promise.all(work);
+    },
     setRuleSet(next) {
       if (!isRuleSet(next)) {
         throw new SluiceError(

@@ -13,7 +13,7 @@
  */
 
 export type { RequestErrorCode, RuleIssueCode } from './codes.js';
-export { isRequestError, REQUEST_ERROR_CODES, RULE_ISSUE_CODES } from './codes.js';
+export { formatRuleIssue, isRequestError, REQUEST_ERROR_CODES, RULE_ISSUE_CODES } from './codes.js';
 export { describeRules } from './describe.js';
 export { createRulesEngine } from './engine.js';
 export type {

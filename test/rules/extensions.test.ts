@@ -215,6 +215,26 @@ descriptors:
     assert.equal((await h.one('api', ['ip', 'i'])).limitRemaining, 5);
   });
 
+  it('reset forgets the counters behind a request, and only those', async () => {
+    const h = harness(
+      rules(`
+domain: api
+descriptors:
+  - key: user
+    rate_limits:
+      - { unit: minute, requests_per_unit: 2 }
+      - { unit: hour, requests_per_unit: 3, algorithm: sliding-log }
+`),
+    );
+    for (let i = 0; i < 2; i++) await h.ask('api', [['user', 'a']], [['user', 'b']]);
+    assert.equal((await h.one('api', ['user', 'a'])).code, 'OVER_LIMIT');
+    await h.engine.reset({ domain: 'api', descriptors: [{ entries: [{ key: 'user', value: 'a' }] }] });
+    assert.deepEqual(
+      [(await h.one('api', ['user', 'a'])).limitRemaining, (await h.one('api', ['user', 'b'])).code],
+      [1, 'OVER_LIMIT'],
+    );
+  });
+
   it('the engine-wide shadow option puts every rule in shadow mode', async () => {
     const h = harness(
       rules('domain: api\ndescriptors:\n  - { key: k, rate_limit: { unit: minute, requests_per_unit: 0 } }\n'),

@@ -8,7 +8,7 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, it } from 'node:test';
-import { loadRules, RULE_ISSUE_CODES } from '../../src/rules/index.js';
+import { formatRuleIssue, loadRules, RULE_ISSUE_CODES } from '../../src/rules/index.js';
 
 const dir = resolve(import.meta.dirname, '../fixtures/rules/invalid');
 
@@ -89,6 +89,8 @@ describe('rules fixtures: one file per validation error', () => {
       assert.equal(issue?.file, want.file ? join(dir, fixture, want.file) : join(dir, fixture));
       assert.deepEqual([issue?.line, issue?.column], [want.line, want.column]);
       assert.match(issue?.message ?? '', want.mentions);
+      if (issue)
+        assert.ok(formatRuleIssue(issue).startsWith(`${issue.file}:${want.line}:${want.column} ${want.code} `));
     });
   }
 
