@@ -24,7 +24,11 @@ export type {
 } from './decision-events.js';
 export { NEAR_LIMIT_RATIO } from './decision-events.js';
 export { EXAMPLE_CONFIG, EXAMPLE_CONFIG_NAME } from './example-config.js';
+export type { H2RlsClient, H2RlsRequest } from './grpc/h2-client.js';
+export { createH2RlsClient } from './grpc/h2-client.js';
 export { loadRateLimitService, PROTO_DIR, RLS_PROTO, RLS_SERVICE } from './grpc/proto.js';
+export type { RlsClient, RlsResponse } from './grpc/rls-client.js';
+export { createRlsClient } from './grpc/rls-client.js';
 export type { RouteHandler } from './http/api-server.js';
 export { HttpError, sendJson } from './http/respond.js';
 export type { Logger, LogLevel } from './logger.js';

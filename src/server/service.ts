@@ -19,6 +19,7 @@ import type { DecisionHub } from './decision-events.js';
 import { createDecisionHub } from './decision-events.js';
 import { createGateway } from './gateway.js';
 import { type GrpcHandle, startGrpcServer } from './grpc/grpc-server.js';
+import { startH2GrpcServer } from './grpc/h2-server.js';
 import { createHealth } from './health.js';
 import { createAdminAuth } from './http/admin-auth.js';
 import { createAdminRoutes } from './http/admin-routes.js';
@@ -49,6 +50,11 @@ export interface ServiceOptions {
   grpcPort?: number;
   /** Gateway port (with `upstream` only). @default 8000 */
   proxyPort?: number;
+  /**
+   * Which gRPC server answers: sluice's own RLS server on Node's HTTP/2 (`h2`, several times faster),
+   * or a @grpc/grpc-js server (`grpc-js`). Both speak the same wire protocol. @default 'h2'
+   */
+  grpcServer?: 'h2' | 'grpc-js';
   /** Token of the admin API; admin is off without one. */
   adminToken?: string;
   /** What to do when the store fails, for rules that do not say. @default the store's error: UNAVAILABLE / 503 */
@@ -216,7 +222,9 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
   try {
     const httpPort = await listen(api, options.port ?? 8080, host);
     started.push({ close: () => closeServer(api, graceMs) });
-    const grpc: GrpcHandle = await startGrpcServer({ host, port: options.grpcPort ?? 8081, decider, metrics, logger });
+    const grpcOptions = { host, port: options.grpcPort ?? 8081, decider, metrics, logger };
+    const grpc: GrpcHandle =
+      options.grpcServer === 'grpc-js' ? await startGrpcServer(grpcOptions) : await startH2GrpcServer(grpcOptions);
     started.push({ close: () => grpc.close(graceMs) });
     const proxyPort = gateway === undefined ? undefined : await listen(gateway, options.proxyPort ?? 8000, host);
     if (gateway !== undefined) started.push({ close: () => closeServer(gateway, graceMs) });

@@ -26,6 +26,7 @@ options:
   --port N               HTTP API port (default 8080; 0 = any free port)       [env PORT]
   --grpc-port N          gRPC port (default 8081)                              [env GRPC_PORT]
   --proxy-port N         gateway port (default 8000)                           [env PROXY_PORT]
+  --grpc-server IMPL     h2 (sluice's RLS server on Node's HTTP/2, default) or grpc-js
   --fail MODE            open | closed | insurance: when the store fails, for rules that do not say
                          (default: the store's error, i.e. gRPC UNAVAILABLE / HTTP 503)
   --shadow               every rule in shadow mode: count and report, never reject
@@ -75,6 +76,7 @@ export function serveOptions(
       host: { type: 'string' },
       port: { type: 'string' },
       'grpc-port': { type: 'string' },
+      'grpc-server': { type: 'string' },
       'proxy-port': { type: 'string' },
       fail: { type: 'string' },
       shadow: { type: 'boolean' },
@@ -114,6 +116,11 @@ export function serveOptions(
   if (grpcPort !== undefined) options.grpcPort = grpcPort;
   const proxyPort = port(values['proxy-port'] ?? env.PROXY_PORT, '--proxy-port');
   if (proxyPort !== undefined) options.proxyPort = proxyPort;
+  const grpcServer = values['grpc-server'];
+  if (grpcServer !== undefined) {
+    if (grpcServer !== 'h2' && grpcServer !== 'grpc-js') throw new UsageError('--grpc-server: h2 or grpc-js');
+    options.grpcServer = grpcServer;
+  }
   if (values.fail !== undefined) {
     if (!FAIL_MODES.includes(values.fail as FailMode)) throw new UsageError(`--fail: use ${FAIL_MODES.join(', ')}`);
     options.fail = values.fail as FailMode;
