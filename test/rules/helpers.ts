@@ -8,7 +8,8 @@ import {
   type RulesEngine,
   type RulesEngineOptions,
 } from '../../src/rules/index.js';
-import { createMemoryStore, type MemoryStore } from '../../src/stores/memory/memory-store.js';
+import { createMemoryStore } from '../../src/stores/memory/memory-store.js';
+import type { Store } from '../../src/stores/store.js';
 
 /** 2024-01-01T00:00:00Z: aligned to every unit but week and month, so windows start at the test's start. */
 export const T0 = Date.UTC(2024, 0, 1);
@@ -23,17 +24,17 @@ export function rules(...texts: string[]): RuleSet {
 export interface Harness {
   engine: RulesEngine;
   clock: ManualClock;
-  store: MemoryStore;
+  store: Store;
   /** Asks about one domain with descriptors given as `[['key', 'value'], ...]` lists. */
   ask(domain: string, ...descriptors: [string, string][][]): ReturnType<RulesEngine['shouldRateLimit']>;
   /** Shorthand for the only status of a one-descriptor request. */
   one(domain: string, ...entries: [string, string][]): Promise<DescriptorStatus>;
 }
 
-/** An engine on a memory store and a manual clock at T0. */
+/** An engine on a memory store (unless given another) and a manual clock at T0. */
 export function harness(ruleSet: RuleSet, options: Partial<RulesEngineOptions> = {}): Harness {
   const clock = createManualClock(T0);
-  const store = createMemoryStore({ sweepIntervalMs: 0 });
+  const store = options.store ?? createMemoryStore({ sweepIntervalMs: 0 });
   const engine = createRulesEngine({ ruleSet, store, clock, ...options });
   const ask = (domain: string, ...descriptors: [string, string][][]) =>
     engine.shouldRateLimit(request(domain, ...descriptors));
