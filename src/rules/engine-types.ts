@@ -65,6 +65,8 @@ export interface DescriptorStatus {
   ruleName?: string;
   /** Identity of the matched rule (domain + descriptor path), for metrics and logs. */
   ruleId?: string;
+  /** The matched rule asks for metrics per full descriptor value (`detailed_metric: true`). */
+  detailedMetric?: boolean;
   /** The underlying decision (combined over the rule's limits), when a limit applied. */
   decision?: Decision;
 }

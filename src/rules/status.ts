@@ -51,6 +51,7 @@ export function limitedStatus(
   };
   if (limit.name !== undefined) status.ruleName = limit.name;
   if (plan.node) status.ruleId = plan.node.id;
+  if (plan.node?.detailedMetric) status.detailedMetric = true;
   if (shadow && !combined.allowed) status.shadow = true;
   return status;
 }

@@ -100,6 +100,7 @@ descriptors:
     assert.equal((await h.one('envoy-quirks', ['free', 'x'])).limitRemaining, 4_294_967_295);
     assert.equal((await h.one('envoy-quirks', ['forgot', 'x'])).code, 'OVER_LIMIT');
     assert.equal(h.engine.describeRules()[0]?.detailedMetric, true);
+    assert.equal((await h.one('envoy-quirks', ['metered', 'x'])).detailedMetric, true);
   });
 
   it('reports wrong types everywhere, naming the field path', () => {
