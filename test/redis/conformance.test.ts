@@ -2,11 +2,20 @@
  * The store conformance suite, unchanged, against the Redis store: on a standalone redis-server, on
  * a 3-master Redis Cluster, and through a node-redis client. Client clock, because the suite drives time.
  */
+import assert from 'node:assert/strict';
 import { Cluster, Redis } from 'ioredis';
 import { createClient } from 'redis';
 import { createRedisStore } from '../../src/stores/redis/index.js';
 import { startRedis, startRedisCluster } from '../helpers/redis-server.js';
 import { runStoreConformance } from '../stores/suite.js';
+import { keysWithoutTtl } from './ttl-check.js';
+
+/** After the suite: every key it left behind expires by itself. */
+async function assertAllKeysExpire(client: Redis | Cluster): Promise<void> {
+  const { seen, missing } = await keysWithoutTtl(client);
+  assert.ok(seen > 0, 'the suite wrote keys');
+  assert.deepEqual(missing, [], 'keys without a TTL');
+}
 
 runStoreConformance('redis (ioredis, standalone)', async () => {
   const server = await startRedis();
@@ -16,6 +25,7 @@ runStoreConformance('redis (ioredis, standalone)', async () => {
   return {
     store,
     close: async () => {
+      await assertAllKeysExpire(client);
       await store.close();
       client.disconnect();
       await server.stop();
@@ -31,6 +41,7 @@ runStoreConformance('redis (ioredis, 3-master cluster)', async () => {
   return {
     store,
     close: async () => {
+      await assertAllKeysExpire(client);
       await store.close();
       client.disconnect();
       await cluster.stop();

@@ -12,6 +12,7 @@ import { ALGORITHMS, type AlgorithmName, isBucketAlgorithm, resolvePolicy } from
 import { createMemoryStore } from '../../src/stores/memory/memory-store.js';
 import { createRedisStore, type RedisStore } from '../../src/stores/redis/index.js';
 import { type RedisServerHandle, startRedis } from '../helpers/redis-server.js';
+import { keysWithoutTtl } from './ttl-check.js';
 
 const T0 = 1_700_000_040_000;
 const NUM_RUNS = Number(process.env.SLUICE_PROPERTY_RUNS ?? 100);
@@ -63,6 +64,7 @@ describe('differential: memory store vs Redis store', () => {
     redis = createRedisStore({ client, clock: 'client', timeoutMs: 5000 });
   });
   after(async () => {
+    if (client) assert.deepEqual((await keysWithoutTtl(client)).missing, [], 'keys without a TTL');
     await redis?.close();
     client?.disconnect();
     await server?.stop();

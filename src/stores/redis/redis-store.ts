@@ -55,6 +55,13 @@ export interface RedisStoreStats {
 /** The Redis store. */
 export interface RedisStore extends Store {
   readonly synchronous: false;
+  check(key: string, policy: ResolvedPolicy, cost: number, nowMs: number, commit: boolean): Promise<Decision>;
+  checkMany(items: readonly StoreItem[], nowMs: number, commit: boolean): Promise<Decision[]>;
+  refund(key: string, policy: ResolvedPolicy, cost: number, nowMs: number): Promise<void>;
+  reset(key: string, policy: ResolvedPolicy): Promise<void>;
+  acquire(key: string, limit: number, leaseMs: number, nowMs: number): Promise<LeaseDecision>;
+  release(lease: Lease, nowMs: number): Promise<boolean>;
+  /** Counters of commands, decisions, local cache hits and failures. */
   stats(): RedisStoreStats;
 }
 
