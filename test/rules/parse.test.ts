@@ -53,6 +53,9 @@ descriptors:
   - key: empty
     value: ""
     rate_limit: { unit: hour, requests_per_unit: 3 }
+  - key: release
+    value: 2024-01-31
+    rate_limit: { unit: day, requests_per_unit: 3 }
 `),
     );
     assert.equal((await h.one('yaml-details', ['status', '200'])).currentLimit?.requestsPerUnit, 2);
@@ -60,6 +63,8 @@ descriptors:
     assert.deepEqual([version.currentLimit?.requestsPerUnit, version.currentLimit?.unit], [1, 'MINUTE']);
     await h.one('yaml-details', ['version', '1.10']);
     assert.equal((await h.one('yaml-details', ['version', '1.10'])).shadow, true);
+    // A YAML 1.1 timestamp is a value like any other, as written.
+    assert.equal((await h.one('yaml-details', ['release', '2024-01-31'])).currentLimit?.unit, 'DAY');
     // An empty value is no value: a bare key that matches anything.
     assert.equal((await h.one('yaml-details', ['empty', 'whatever'])).currentLimit?.unit, 'HOUR');
   });

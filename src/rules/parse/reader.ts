@@ -108,7 +108,7 @@ export class Reader {
   }
 
   /**
-   * A string field. Numbers and booleans are taken as written (`value: 200` is the string "200"), as
+   * A string field. Any other scalar is taken as written (`value: 200` is the string "200", not 200), as
    * envoy ratelimit's YAML decoder does; an empty value reads as "".
    */
   string(field: Field | undefined, path: string): string | undefined {
@@ -118,9 +118,8 @@ export class Reader {
     if (isScalar(v)) {
       if (v.value === null) return '';
       if (typeof v.value === 'string') return v.value;
-      if (typeof v.value === 'number' || typeof v.value === 'boolean' || typeof v.value === 'bigint') {
-        return v.source ?? String(v.value);
-      }
+      // Numbers, booleans, YAML 1.1 timestamps (2001-12-14) and sexagesimals (1:20): as written.
+      return v.source ?? String(v.value);
     }
     this.report(RULE_ISSUE_CODES.wrongType, `${path}: expected a string, got ${describe(v)}`, field.at);
     return undefined;
