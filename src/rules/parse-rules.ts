@@ -54,7 +54,10 @@ function parseSource(
   if (doc.errors.length > 0) {
     for (const error of doc.errors) {
       const { line, col } = lines.linePos(error.pos[0]);
-      const message = error.message.split('\n')[0] ?? error.message;
+      const message =
+        error.code === 'MULTIPLE_DOCS'
+          ? 'a rules file holds one document (one domain); put each --- document in a file of its own'
+          : (error.message.split('\n')[0] ?? error.message);
       issues.push({ code: C.badYaml, message: `not valid YAML: ${message}`, file: source.file, line, column: col });
     }
     return undefined;

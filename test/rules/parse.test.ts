@@ -100,8 +100,12 @@ descriptors:
     rate_limit: { unlimited: true, unit: unknown }
   - key: forgot
     rate_limit: { unit: second }
+  - key: nothing
+    rate_limit:
+http:
 `),
     );
+    assert.equal((await h.one('envoy-quirks', ['nothing', 'x'])).currentLimit, undefined);
     assert.equal((await h.one('envoy-quirks', ['free', 'x'])).limitRemaining, 4_294_967_295);
     assert.equal((await h.one('envoy-quirks', ['forgot', 'x'])).code, 'OVER_LIMIT');
     assert.equal(h.engine.describeRules()[0]?.detailedMetric, true);
@@ -123,6 +127,7 @@ descriptors:
       },
       { file: 'empty.yaml', text: '' },
       { file: 'list.yaml', text: '- domain: d\n' },
+      { file: 'two.yaml', text: 'domain: a\n---\ndomain: b\n' },
     ]);
     assert.equal(result.ok, false);
     if (result.ok) return;
@@ -135,6 +140,7 @@ descriptors:
         ['types2.yaml', RULE_ISSUE_CODES.wrongType, 5, 'descriptors[0].rate_limit'],
         ['empty.yaml', RULE_ISSUE_CODES.emptyDomain, 1, 'the file is empty; it needs at least domain'],
         ['list.yaml', RULE_ISSUE_CODES.wrongType, 1, '(top level)'],
+        ['two.yaml', RULE_ISSUE_CODES.badYaml, 2, 'not valid YAML'],
       ],
     );
   });

@@ -20,7 +20,7 @@ const ACTIONS: Readonly<Record<string, readonly string[]>> = {
 
 /** Validates the top-level `http:` section: `{ rate_limits: [{ actions: [...], hits_addend? }] }`. */
 export function parseHttp(r: Reader, field: Field | undefined): HttpRateLimit[] {
-  if (field === undefined) return [];
+  if (field?.value === undefined) return [];
   const f = r.fields(field.value, 'http', ['rate_limits'], field.at);
   const rateLimits = f?.get('rate_limits');
   if (f === undefined || rateLimits === undefined) return [];

@@ -79,7 +79,9 @@ export class Reader {
         continue;
       }
       const at = (pair.value as Node | null) ?? keyNode;
-      out.set(name, { name, keyNode, value: this.resolve(pair.value), at });
+      const value = this.resolve(pair.value);
+      // `name:` with nothing after it is absent, as in envoy ratelimit's decoder (a nil pointer).
+      out.set(name, { name, keyNode, value: isScalar(value) && value.value === null ? undefined : value, at });
     }
     // Merged maps fill in only what the map itself does not say, as YAML merge keys do.
     for (const source of merged) {
