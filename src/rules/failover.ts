@@ -26,7 +26,8 @@ export function createFailover(store: Store, fallback: FailMode | undefined, ins
     }
     return policy;
   };
-  // Fail at construction on a bad share, not at the first outage.
+  // Fail at construction on a bad option, not at the first outage.
+  if (fallback !== undefined) policyOf(fallback);
   if (insuranceShare !== undefined) policyOf('insurance');
 
   function degrade(items: readonly FailItem[], nowMs: number, commit: boolean, error: unknown): Decision[] {

@@ -170,6 +170,11 @@ descriptors:
       assert.equal((await engine.shouldRateLimit(request('api', [['insured', 'v']]))).overallCode, 'OVER_LIMIT');
     });
 
+    it('bad failure options are refused at construction', () => {
+      assert.throws(() => createRulesEngine({ ruleSet: FAILING, fail: 'sometimes' as never }), /fail/);
+      assert.throws(() => createRulesEngine({ ruleSet: FAILING, insuranceShare: 2 }), /insuranceShare/);
+    });
+
     it('with no policy anywhere the store error is thrown; the engine option is the default', async () => {
       const strict = createRulesEngine({ ruleSet: FAIL_SILENT, store: down });
       await assert.rejects(strict.shouldRateLimit(request('api', [['any', 'v']])), /redis is down/);
