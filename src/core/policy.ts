@@ -154,9 +154,13 @@ export function resolvePolicy(
     options.blockDuration === undefined ? 0 : parseDuration(options.blockDuration, `${path}blockDuration`);
   const capacity = limit === 0 ? 0 : burst;
   const { scale, intervalTicks } = ticksFor(limit, periodMs);
-  // Keep every intermediate an exact double (see ResolvedPolicy): counts × period for the window
-  // algorithms, the bucket size in ticks for the others.
-  const magnitude = isBucketAlgorithm(algorithm) ? capacity * intervalTicks : limit * periodMs;
+  // Keep every intermediate an exact double (see ResolvedPolicy): the bucket size in ticks, and
+  // counts × period for the sliding window's weighted estimate. Fixed windows and logs only count.
+  const magnitude = isBucketAlgorithm(algorithm)
+    ? capacity * intervalTicks
+    : algorithm === 'sliding-window'
+      ? limit * periodMs
+      : 0;
   if (magnitude > MAX_MAGNITUDE) {
     throw new SluiceError(
       'ERR_SLUICE_INVALID_LIMIT',
