@@ -1,26 +1,33 @@
 import type { Decision } from '../core/decision.js';
-import { limitHeaderInfo, rateLimitHeaders as pairsFor, retryAfterSeconds } from '../http/headers.js';
-import type { RejectionKind } from '../http/rejection.js';
-import { defaultBody, defaultMessage, rejectionInfo } from '../http/rejection.js';
+import type { LimitHeaderInfo, RejectionInfo, RejectionKind } from '../http/index.js';
+import {
+  defaultBody,
+  defaultMessage,
+  rateLimitHeaders as headerListFor,
+  limitHeaderInfo,
+  REJECTION_STATUS,
+  retryAfterSeconds,
+} from '../http/index.js';
 
-const infoCache = new Map<string, ReturnType<typeof limitHeaderInfo>>();
+const infoCache = new Map<string, LimitHeaderInfo>();
 
 /**
  * The rate-limit headers of SPEC section 4 for one decision, built by the HTTP middleware core
- * (src/http) so the service, the gateway and the middleware answer with exactly the same fields; plus
- * `Retry-After` on a rejection. Names are lower-case (HTTP/2 and Envoy's `response_headers_to_add`).
+ * (`sluice/http`) so the service, the gateway and the middleware answer with exactly the same fields;
+ * plus `Retry-After` on a rejection. Names are lower-case (HTTP/2 and Envoy's `response_headers_to_add`).
  */
 export function rateLimitHeaders(decision: Decision, name: string, windowMs: number): Record<string, string> {
-  const cacheKey = `${name}\u0000${windowMs}`;
+  const cacheKey = `${name}\u0000${windowMs}\u0000${decision.limit}`;
   let info = infoCache.get(cacheKey);
   if (info === undefined) {
-    info = limitHeaderInfo(printable(name), windowMs);
+    info = limitHeaderInfo(printable(name), windowMs, decision.limit);
     // Names come from the config (bounded), but keep the cache bounded whatever happens.
     if (infoCache.size >= 10_000) infoCache.clear();
     infoCache.set(cacheKey, info);
   }
   const headers: Record<string, string> = {};
-  for (const [k, v] of pairsFor(decision, info, 'both')) headers[k.toLowerCase()] = v;
+  const list = headerListFor(decision, info, 'both');
+  for (let i = 0; i + 1 < list.length; i += 2) headers[(list[i] as string).toLowerCase()] = list[i + 1] as string;
   if (!decision.allowed) {
     const retry = retryAfterSeconds(decision.retryAfterMs);
     if (retry !== undefined) headers['retry-after'] = String(retry);
@@ -28,13 +35,17 @@ export function rateLimitHeaders(decision: Decision, name: string, windowMs: num
   return headers;
 }
 
-/** The JSON body of a rejection, as the middleware writes it: `{"error":{"code","message","retry_after"}}`. */
+/** The status and JSON body of a rejection, as the middleware writes them: `{"error":{"code","message","retry_after"}}`. */
 export function rejectionBody(
   kind: RejectionKind,
   decision: Decision | undefined,
   limitName?: string,
 ): { status: number; body: string } {
-  const info = rejectionInfo(kind, decision, limitName, 429);
+  let retryAfter: number | null = null;
+  // A deny-list match has no time to offer; a store that is down gets one second so clients back off.
+  if (kind === 'limited' && decision !== undefined) retryAfter = retryAfterSeconds(decision.retryAfterMs) ?? null;
+  if (kind === 'unavailable') retryAfter = 1;
+  const info: RejectionInfo = { kind, status: REJECTION_STATUS[kind], retryAfter, decision, limitName };
   return { status: info.status, body: JSON.stringify(defaultBody(info, defaultMessage(info))) };
 }
 

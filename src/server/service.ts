@@ -24,6 +24,7 @@ import { createHealth } from './health.js';
 import { createAdminAuth } from './http/admin-auth.js';
 import { createAdminRoutes } from './http/admin-routes.js';
 import { createApiServer, type RouteHandler } from './http/api-server.js';
+import { createDashboardRoutes } from './http/dashboard-routes.js';
 import { DEFAULT_MAX_BODY_BYTES, sendJson } from './http/respond.js';
 import { createStaticHandler, DASHBOARD_DIR } from './http/static-files.js';
 import type { Logger, LogLevel } from './logger.js';
@@ -31,6 +32,7 @@ import { createLogger } from './logger.js';
 import type { ServiceMetrics } from './metrics.js';
 import { createMetrics } from './metrics.js';
 import { createRedisBackend, type RedisOptions, type StoreBackend } from './redis-backend.js';
+import { createStatsCollector } from './stats/stats-collector.js';
 
 /** Options of {@link startService}. Every port may be 0 (any free port; read the bound one from the handle). */
 export interface ServiceOptions {
@@ -187,6 +189,19 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       uptimeS: Math.round(process.uptime()),
     });
   });
+  // The dashboard's data: decisions per second per rule and the most pressed keys, fed by the hub.
+  const dashboardRoutes = createDashboardRoutes({
+    stats: createStatsCollector({ hub, now }),
+    rules: () => engine.describeRules(),
+    config: () => config.status,
+    health,
+    lists,
+    storeName: store.name,
+    registry: metrics.registry,
+    adminEnabled: options.adminToken !== undefined && options.adminToken !== '',
+    now,
+  });
+  for (const [path, handler] of Object.entries(dashboardRoutes)) if (!routes.has(path)) routes.set(path, handler);
   const dashboardDir = options.dashboardDir === undefined ? DASHBOARD_DIR : options.dashboardDir;
   const api = createApiServer({
     decider,

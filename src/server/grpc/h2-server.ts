@@ -113,6 +113,16 @@ export async function startH2GrpcServer(options: H2GrpcServerOptions): Promise<G
   });
   server.on('stream', (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => {
     stream.on('error', () => {});
+    try {
+      onStream(stream, headers);
+    } catch (error) {
+      // Nothing a client sends may take the service down.
+      logger.error({ err: error }, 'gRPC stream failed');
+      fail(stream, GRPC_STATUS.INTERNAL, 'internal error');
+    }
+  });
+
+  function onStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
     if (headers[':method'] !== 'POST') {
       stream.respond({ ':status': 405 }, { endStream: true });
       return;
@@ -161,7 +171,7 @@ export async function startH2GrpcServer(options: H2GrpcServerOptions): Promise<G
         else handle(stream, plain);
       });
     });
-  });
+  }
 
   const port = await new Promise<number>((resolve, reject) => {
     server.once('error', reject);
