@@ -4,6 +4,8 @@ import { isSluiceError, SluiceError } from '../core/errors.js';
 import type { ResolvedPolicy } from '../core/policy.js';
 import { resolvePolicy } from '../core/policy.js';
 import { resolveCost } from '../limiter/options.js';
+import type { FailMode } from '../rules/index.js';
+import { createMemoryStore, type MemoryStore } from '../stores/memory/memory-store.js';
 import type { Store } from '../stores/store.js';
 import type { AccessLists } from './access-lists.js';
 import { isStoreError } from './decide.js';
@@ -47,6 +49,11 @@ export interface CheckApiOptions {
   now: () => number;
   /** Most distinct policies kept resolved; the oldest is dropped beyond. @default 10_000 */
   maxPolicies?: number;
+  /**
+   * When the store fails: allow (`open`, marked `degraded`), reject (`closed`, reason
+   * `store-unavailable`), or decide on an in-process store (`insurance`). @default a per-check error
+   */
+  fail?: FailMode;
 }
 
 const ITEM_KEYS = new Set(['key', 'cost']);
@@ -61,6 +68,41 @@ export function createCheckApi(options: CheckApiOptions): CheckApi {
   const { store, lists, hub, metrics, now } = options;
   const maxPolicies = options.maxPolicies ?? 10_000;
   const policies = new Map<string, ResolvedPolicy>();
+  let insurance: MemoryStore | undefined;
+
+  /** The failure policy's answer when the store could not decide. */
+  function failed(
+    error: unknown,
+    key: string,
+    policy: ResolvedPolicy,
+    cost: number,
+    atMs: number,
+  ): Decision | undefined {
+    if (!isStoreError(error) || options.fail === undefined) return undefined;
+    if (options.fail === 'open') {
+      return {
+        allowed: true,
+        limit: policy.limit,
+        remaining: policy.limit,
+        resetMs: 0,
+        retryAfterMs: 0,
+        degraded: true,
+      };
+    }
+    if (options.fail === 'closed') {
+      return {
+        allowed: false,
+        limit: policy.limit,
+        remaining: 0,
+        resetMs: 0,
+        retryAfterMs: 1000,
+        reason: 'store-unavailable',
+        degraded: true,
+      };
+    }
+    insurance ??= createMemoryStore({ maxKeys: 100_000 });
+    return { ...insurance.check(CHECK_KEY_PREFIX + key, policy, cost, atMs, true), degraded: true };
+  }
 
   function policyFor(item: Record<string, unknown>, path: string): ResolvedPolicy {
     const { key: _key, cost: _cost, ...policy } = item;
@@ -111,7 +153,9 @@ export function createCheckApi(options: CheckApiOptions): CheckApi {
         decision = await store.check(CHECK_KEY_PREFIX + key, policy, cost, atMs, true);
       } catch (error) {
         if (isStoreError(error)) metrics.observeStore(0, true);
-        return errorResult(error);
+        const fallback = failed(error, key, policy, cost, atMs);
+        if (fallback === undefined) return errorResult(error);
+        decision = fallback;
       }
     }
     hub.emit({

@@ -170,7 +170,14 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
   );
   const now = () => clock.now();
   const decider = createDecider({ engine, lists, hub, metrics, now });
-  const checkApi = createCheckApi({ store, lists, hub, metrics, now });
+  const checkApi = createCheckApi({
+    store,
+    lists,
+    hub,
+    metrics,
+    now,
+    ...(options.fail === undefined ? {} : { fail: options.fail }),
+  });
   let draining = false;
   const health = createHealth({
     storeName: store.name,
@@ -178,7 +185,24 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     failClosed: options.fail === undefined || options.fail === 'closed',
     draining: () => draining,
   });
-  const routes = new Map<string, RouteHandler>(Object.entries(options.routes ?? {}));
+  // The dashboard's stats: per-rule decisions per second and the keys nearest their limits, bounded.
+  const stats = createStatsCollector({ hub, now });
+  const routes = new Map<string, RouteHandler>(
+    Object.entries(
+      createDashboardRoutes({
+        stats,
+        rules: () => engine.describeRules(),
+        config: () => config.status,
+        health,
+        lists,
+        storeName: store.name,
+        registry: metrics.registry,
+        adminEnabled: options.adminToken !== undefined && options.adminToken !== '',
+        now,
+      }),
+    ),
+  );
+  for (const [path, handler] of Object.entries(options.routes ?? {})) routes.set(path, handler);
   routes.set('/api/rules', (_req, res) => sendJson(res, 200, { config: config.status, rules: engine.describeRules() }));
   routes.set('/api/status', async (_req, res) => {
     const h = await health();
@@ -189,19 +213,6 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       uptimeS: Math.round(process.uptime()),
     });
   });
-  // The dashboard's data: decisions per second per rule and the most pressed keys, fed by the hub.
-  const dashboardRoutes = createDashboardRoutes({
-    stats: createStatsCollector({ hub, now }),
-    rules: () => engine.describeRules(),
-    config: () => config.status,
-    health,
-    lists,
-    storeName: store.name,
-    registry: metrics.registry,
-    adminEnabled: options.adminToken !== undefined && options.adminToken !== '',
-    now,
-  });
-  for (const [path, handler] of Object.entries(dashboardRoutes)) if (!routes.has(path)) routes.set(path, handler);
   const dashboardDir = options.dashboardDir === undefined ? DASHBOARD_DIR : options.dashboardDir;
   const api = createApiServer({
     decider,
@@ -264,6 +275,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
         closing ??= (async () => {
           draining = true;
           stopWatching();
+          stats.close();
           await Promise.all(started.map((s) => s.close()));
           if (backend.owned) await store.close();
           await backend.close();

@@ -1,0 +1,140 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import { loadRateLimitService } from './proto.js';
+import {
+  decodeOverallCode,
+  decodeRateLimitRequest,
+  encodeRateLimitRequestFrame,
+  encodeRateLimitResponse,
+  WireError,
+} from './wire.js';
+
+/** protobufjs (through proto-loader) is the reference the hand-written codec must agree with. */
+const method = loadRateLimitService().ShouldRateLimit as unknown as {
+  requestSerialize(value: unknown): Buffer;
+  requestDeserialize(bytes: Buffer): Record<string, unknown>;
+  responseSerialize(value: unknown): Buffer;
+  responseDeserialize(bytes: Buffer): Record<string, unknown>;
+};
+
+const UNITS = ['SECOND', 'MINUTE', 'HOUR', 'DAY', 'MONTH', 'YEAR', 'WEEK'] as const;
+const text = fc.string({ maxLength: 12, unit: 'grapheme' });
+const uint32 = fc.integer({ min: 0, max: 0xffffffff });
+
+const request = fc.record({
+  domain: text,
+  descriptors: fc.array(
+    fc.record(
+      {
+        entries: fc.array(fc.record({ key: text, value: text }), { maxLength: 3 }),
+        limit: fc.record({ requestsPerUnit: uint32, unit: fc.constantFrom(...UNITS) }),
+        hitsAddend: fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }),
+      },
+      { requiredKeys: ['entries'] },
+    ),
+    { maxLength: 4 },
+  ),
+  hitsAddend: uint32,
+});
+
+const response = fc.record({
+  overallCode: fc.constantFrom('OK', 'OVER_LIMIT'),
+  statuses: fc.array(
+    fc.record(
+      {
+        code: fc.constantFrom('OK', 'OVER_LIMIT'),
+        currentLimit: fc.record({ name: text, requestsPerUnit: uint32, unit: fc.constantFrom(...UNITS) }),
+        limitRemaining: uint32,
+        durationUntilReset: fc.record({
+          seconds: fc.integer({ min: 0, max: 10 ** 10 }),
+          nanos: fc.integer({ min: 0, max: 999_999_999 }),
+        }),
+      },
+      { requiredKeys: ['code', 'limitRemaining'] },
+    ),
+    { maxLength: 4 },
+  ),
+  responseHeadersToAdd: fc.array(fc.record({ key: text, value: text }), { maxLength: 4 }),
+});
+
+/** The fields proto3 leaves out when they hold their default, dropped so both sides compare alike. */
+function normalize(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(normalize);
+  if (value === null || typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) {
+    if (v === 0 || v === '' || v === null || v === undefined || v === 'UNKNOWN') continue;
+    if (Array.isArray(v) && v.length === 0) continue;
+    out[k] = normalize(v);
+  }
+  return out;
+}
+
+describe('RLS wire codec', () => {
+  it('decodes every request protobufjs encodes, as proto-loader would', () => {
+    fc.assert(
+      fc.property(request, (req) => {
+        const message = {
+          ...req,
+          descriptors: req.descriptors.map((d) => ({
+            ...d,
+            ...(d.hitsAddend === undefined ? {} : { hitsAddend: { value: d.hitsAddend } }),
+          })),
+        };
+        const bytes = method.requestSerialize(message);
+        assert.deepEqual(normalize(decodeRateLimitRequest(bytes)), normalize(method.requestDeserialize(bytes)));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('encodes requests that protobufjs reads back', () => {
+    fc.assert(
+      fc.property(request, (req) => {
+        const bytes = encodeRateLimitRequestFrame(req).subarray(5);
+        const back = method.requestDeserialize(bytes);
+        const expected = {
+          ...req,
+          descriptors: req.descriptors.map((d) => ({
+            ...d,
+            ...(d.hitsAddend === undefined ? {} : { hitsAddend: { value: d.hitsAddend } }),
+          })),
+        };
+        assert.deepEqual(normalize(back), normalize(expected));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('encodes responses that protobufjs reads back as they were', () => {
+    fc.assert(
+      fc.property(response, (res) => {
+        const mine = encodeRateLimitResponse(res);
+        // protobufjs writes explicitly set defaults, proto3 encoders may leave them out: compare meaning.
+        assert.deepEqual(normalize(method.responseDeserialize(mine)), normalize(res));
+        assert.equal(decodeOverallCode(mine), res.overallCode);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('keeps a descriptor hits_addend of 0 apart from no hits_addend', () => {
+    const bytes = encodeRateLimitRequestFrame({
+      domain: 'd',
+      descriptors: [{ entries: [], hitsAddend: 0 }, { entries: [] }],
+    }).subarray(5);
+    const decoded = decodeRateLimitRequest(bytes);
+    assert.deepEqual(decoded.descriptors[0]?.hitsAddend, { value: 0 });
+    assert.equal(decoded.descriptors[1]?.hitsAddend, undefined);
+  });
+
+  it('skips unknown fields and rejects truncated bytes', () => {
+    // field 9 (varint 7), then domain "d"
+    const withUnknown = Buffer.from([0x48, 0x07, 0x0a, 0x01, 0x64]);
+    assert.equal(decodeRateLimitRequest(withUnknown).domain, 'd');
+    assert.throws(() => decodeRateLimitRequest(Buffer.from([0x0a, 0x05, 0x64])), WireError);
+    assert.throws(() => decodeRateLimitRequest(Buffer.from([0x80])), WireError);
+    assert.throws(() => decodeRateLimitRequest(Buffer.from([0x0b])), WireError);
+  });
+});
