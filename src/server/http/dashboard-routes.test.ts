@@ -48,7 +48,8 @@ describe('dashboard routes', () => {
         res.writeHead(404).end();
         return;
       }
-      Promise.resolve(route(req, res, url)).catch((error: unknown) => sendError(res, toHttpError(error)));
+      // As the API server does: a handler may throw an HttpError synchronously or reject.
+      (async () => route(req, res, url))().catch((error: unknown) => sendError(res, toHttpError(error)));
     });
     await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
