@@ -1,5 +1,5 @@
 import type { Clock } from '../core/clock.js';
-import { isSluiceError, SluiceError } from '../core/errors.js';
+import { isSluiceError } from '../core/errors.js';
 import { resolvePolicy } from '../core/policy.js';
 import type { RulesEngine } from '../rules/index.js';
 import type { Store } from '../stores/store.js';
@@ -62,15 +62,7 @@ export function createAdminActions(options: AdminActionsOptions): AdminActions {
     async reset(body) {
       if (!isObject(body)) throw new HttpError(400, 'ERR_SLUICE_INVALID_REQUEST', 'expected a JSON object');
       if ('domain' in body) {
-        const request = envoyRequest(body);
-        const reset = (engine as RulesEngine & { reset?: (r: typeof request) => Promise<unknown> }).reset;
-        if (typeof reset !== 'function') {
-          throw new SluiceError(
-            'ERR_SLUICE_NOT_IMPLEMENTED',
-            'resetting a rule key is not supported by this rules engine',
-          );
-        }
-        await reset.call(engine, request);
+        await engine.reset(envoyRequest(body));
         return { reset: true };
       }
       const { key, policy } = checkItem(body);
