@@ -20,7 +20,8 @@ options:
   --config PATH          rules file or directory; repeat for several          [env SLUICE_CONFIG, comma-separated]
   --redis URL            Redis server, e.g. redis://127.0.0.1:6379             [env REDIS_URL]
   --redis-cluster LIST   Redis Cluster seed nodes, host:port,host:port,...
-  --redis-prefix P       key prefix of the counters in Redis
+  --redis-prefix P       key prefix of the counters in Redis (default sluice:)
+  --redis-timeout D      longest wait for Redis per decision before the failure policy answers (default 50ms)
   --upstream URL         gateway mode: proxy to URL after rate limiting
   --host HOST            interface to listen on (default 0.0.0.0)              [env HOST]
   --port N               HTTP API port (default 8080; 0 = any free port)       [env PORT]
@@ -72,6 +73,7 @@ export function serveOptions(
       redis: { type: 'string' },
       'redis-cluster': { type: 'string' },
       'redis-prefix': { type: 'string' },
+      'redis-timeout': { type: 'string' },
       upstream: { type: 'string' },
       host: { type: 'string' },
       port: { type: 'string' },
@@ -107,6 +109,9 @@ export function serveOptions(
   }
   if (options.redis !== undefined && values['redis-prefix'] !== undefined)
     options.redis.prefix = values['redis-prefix'];
+  if (options.redis !== undefined && values['redis-timeout'] !== undefined) {
+    options.redis.timeoutMs = parseDuration(values['redis-timeout'], '--redis-timeout');
+  }
   if (values.upstream !== undefined) options.upstream = values.upstream;
   const host = values.host ?? env.HOST;
   if (host) options.host = host;
@@ -156,7 +161,7 @@ export const serveCommand: Command = {
     try {
       parsed = serveOptions(argv, process.env);
     } catch (error) {
-      if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      if (error instanceof UsageError || /^ERR_(PARSE_ARGS|SLUICE)/.test(String((error as { code?: string }).code))) {
         io.err(`sluice serve: ${(error as Error).message}\n\n${HELP}`);
         return 2;
       }
