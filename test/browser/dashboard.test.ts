@@ -14,7 +14,7 @@ import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Browser, chromium, type Page } from 'playwright-core';
-import { type ServiceProcess, startServiceProcess } from './service-process.js';
+import { type SluiceProcess, startSluice } from '../integration/helpers.js';
 
 const CHROMIUM = process.env.SLUICE_CHROMIUM ?? '/usr/bin/chromium';
 const CHROMIUM_ARGS = [
@@ -30,12 +30,18 @@ const TOKEN = 'dashboard-test-token-0123456789abcdef';
 const root = resolve(import.meta.dirname, '..', '..');
 const screenshot = join(tmpdir(), 'sluice-dashboard.png');
 
+/** The service under test and its HTTP API's base URL. */
+interface Service {
+  readonly process: SluiceProcess;
+  readonly url: string;
+}
+
 interface Descriptor {
   entries: { key: string; value: string }[];
 }
 
 /** `POST /json`; answers the HTTP status. */
-async function ask(service: ServiceProcess, domain: string, descriptors: Descriptor[]): Promise<number> {
+async function ask(service: Service, domain: string, descriptors: Descriptor[]): Promise<number> {
   const res = await fetch(`${service.url}/json`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
@@ -52,7 +58,7 @@ const entry = (key: string, value: string): Descriptor => ({ entries: [{ key, va
  * (a few busy, most quiet), one API key far over its limit (`key-hot`), shadowed searches and a client
  * hammering the login. The spread comes from a fixed-seed generator, so every run sends the same.
  */
-function startTraffic(service: ServiceProcess): { stop(): Promise<void>; sent(): number } {
+function startTraffic(service: Service): { stop(): Promise<void>; sent(): number } {
   let running = true;
   let sent = 0;
   let seed = 42;
@@ -106,24 +112,23 @@ async function counter(page: Page, rule: string, testid: string): Promise<number
 }
 
 describe('dashboard in Chromium', { skip: existsSync(CHROMIUM) ? false : `no Chromium at ${CHROMIUM}` }, () => {
-  let service: ServiceProcess;
+  let service: Service;
   let browser: Browser;
   const problems: string[] = [];
 
   before(async () => {
-    [service, browser] = await Promise.all([
-      startServiceProcess({
-        args: ['--config', join(root, 'test/browser/config'), '--no-watch'],
-        env: { SLUICE_ADMIN_TOKEN: TOKEN },
-      }),
+    const [sluice, launched] = await Promise.all([
+      startSluice(['--config', join(root, 'test/browser/config'), '--no-watch'], { SLUICE_ADMIN_TOKEN: TOKEN }),
       chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS }),
     ]);
+    service = { process: sluice, url: `http://127.0.0.1:${sluice.http}` };
+    browser = launched;
   });
 
   after(async () => {
     await browser?.close();
-    const code = await service?.stop();
-    assert.equal(code, 0, 'the service exits 0 on SIGTERM with a dashboard connected');
+    const exit = await service?.process.stop();
+    assert.equal(exit?.code, 0, 'the service exits 0 on SIGTERM after serving the dashboard');
   });
 
   it('shows rules, live counters and top keys, and edits the deny list', { timeout: 60_000 }, async () => {
