@@ -224,6 +224,24 @@ describe('dashboard in Chromium', { skip: existsSync(CHROMIUM) ? false : `no Chr
       await page.screenshot({ path: screenshot, fullPage: true });
       console.log(`screenshot: ${screenshot} (${traffic.sent()} requests sent)`);
       if (process.env.SLUICE_UPDATE_DOCS === '1') copyFileSync(screenshot, join(root, 'docs/dashboard.png'));
+
+      // Keys are chosen by clients: markup in one shows as text and never runs (after the screenshot, to keep
+      // the picture tidy).
+      const hostile = '<img src=x onerror="window.__sluiceXss=1">';
+      const login = {
+        entries: [
+          { key: 'path', value: '/login' },
+          { key: 'remote_address', value: hostile },
+        ],
+      };
+      for (let i = 0; i < 6; i++) await ask(service, 'auth', [login]);
+      const shown = page.locator(
+        `[data-testid="top-key"][data-key="path=/login/remote_address=${hostile.replace(/"/g, '\\"')}"] code`,
+      );
+      await shown.waitFor({ timeout: 5000 });
+      assert.equal(await shown.textContent(), `path=/login/remote_address=${hostile}`);
+      assert.equal(await page.locator('#top-keys img').count(), 0);
+      assert.equal(await page.evaluate(() => (window as { __sluiceXss?: number }).__sluiceXss), undefined);
       assert.deepEqual(problems, [], 'no page errors, console errors or external requests');
     } finally {
       await traffic.stop();
