@@ -1,0 +1,157 @@
+/**
+ * The service under load: `sluice bench` (a child process, as a user runs it) against `sluice serve`
+ * (another child process), over gRPC and HTTP, on the memory store and on Redis. Both share this
+ * machine's cores, so besides decisions/s and latency it reports the service's own CPU time per decision
+ * (from /proc), which does not depend on how much CPU the load generator took.
+ *
+ * The peer is a @grpc/grpc-js server (`--grpc-server grpc-js`): what a Node RLS would be built on.
+ *
+ *   node --import tsx bench/service.ts                 # 10 s per run, 64 in flight
+ *   SLUICE_BENCH_SECONDS=5 node --import tsx bench/service.ts
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { resolve } from 'node:path';
+import { startRedis } from '../test/helpers/redis-server.js';
+import { fmt, table } from './lib/measure.js';
+
+const ROOT = resolve(import.meta.dirname, '..');
+const CLI = ['--import', 'tsx', resolve(ROOT, 'src/cli/main.ts')];
+const SECONDS = Number(process.env.SLUICE_BENCH_SECONDS ?? 10);
+const CONCURRENCY = Number(process.env.SLUICE_BENCH_CONCURRENCY ?? 64);
+
+interface Service {
+  pid: number;
+  http: number;
+  grpc: number;
+  stop(): Promise<void>;
+}
+
+async function serve(args: string[]): Promise<Service> {
+  const child = spawn(
+    process.execPath,
+    [...CLI, 'serve', '--host', '127.0.0.1', '--port', '0', '--grpc-port', '0', '--log-level', 'info', ...args],
+    {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'ignore'],
+    },
+  );
+  const ports = await new Promise<{ http: number; grpc: number }>((done, fail) => {
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => {
+      out += c.toString();
+      const line = out.split('\n').find((l) => l.includes('"listening"'));
+      if (line) done(JSON.parse(line));
+    });
+    child.once('exit', (code) => fail(new Error(`sluice serve exited ${code}`)));
+  });
+  child.stdout.resume();
+  return {
+    pid: child.pid as number,
+    ...ports,
+    stop: () =>
+      new Promise((done) => {
+        child.once('exit', () => done());
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+/** CPU seconds (user + system) a process has used, from /proc/<pid>/stat. */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+interface BenchJson {
+  decisions: number;
+  decisionsPerS: number;
+  errors: number;
+  latencyMs: { p50: number; p99: number };
+}
+
+function bench(args: string[], seconds: number): BenchJson {
+  const run = spawnSync(
+    process.execPath,
+    [
+      ...CLI,
+      'bench',
+      '--json',
+      '--duration',
+      `${seconds}s`,
+      '--warmup',
+      '0s',
+      '--concurrency',
+      String(CONCURRENCY),
+      ...args,
+    ],
+    { cwd: ROOT, encoding: 'utf8' },
+  );
+  if (run.status !== 0) throw new Error(`sluice bench failed: ${run.stderr}`);
+  return JSON.parse(run.stdout.trim().split('\n').at(-1) as string) as BenchJson;
+}
+
+interface Row {
+  name: string;
+  result: BenchJson;
+  cpuUsPerDecision: number;
+}
+
+async function scenario(name: string, serveArgs: string[], benchArgs: (s: Service) => string[]): Promise<Row> {
+  const service = await serve(serveArgs);
+  try {
+    bench(benchArgs(service), 2); // warm up the JIT and the connections' peers
+    const before = cpuSeconds(service.pid);
+    const result = bench(benchArgs(service), SECONDS);
+    const used = cpuSeconds(service.pid) - before;
+    return { name, result, cpuUsPerDecision: (used * 1e6) / Math.max(1, result.decisions) };
+  } finally {
+    await service.stop();
+  }
+}
+
+const redis = await startRedis();
+const rows: Row[] = [];
+try {
+  const grpc = (s: Service) => ['--grpc', `127.0.0.1:${s.grpc}`];
+  const json = (s: Service) => ['--http', `http://127.0.0.1:${s.http}`, '--endpoint', 'json'];
+  const check = (s: Service) => ['--http', `http://127.0.0.1:${s.http}`, '--endpoint', 'check'];
+  rows.push(await scenario('gRPC, memory', [], grpc));
+  rows.push(await scenario('gRPC, memory, grpc-js server (peer)', ['--grpc-server', 'grpc-js'], grpc));
+  rows.push(await scenario('HTTP /json, memory', [], json));
+  rows.push(await scenario('HTTP /v1/check, memory', [], check));
+  rows.push(await scenario('gRPC, Redis', ['--redis', redis.url, '--redis-timeout', '1s'], grpc));
+  rows.push(await scenario('HTTP /json, Redis', ['--redis', redis.url, '--redis-timeout', '1s'], json));
+} finally {
+  await redis.stop();
+}
+
+const base = rows[0] as Row;
+console.log(
+  `sluice bench against sluice serve: ${SECONDS} s per run, ${CONCURRENCY} requests in flight, ${cpus().length} cores shared by both (${cpus()[0]?.model ?? 'cpu'}).\n`,
+);
+console.log(
+  table(
+    [
+      'scenario',
+      'decisions/s',
+      'p50 ms',
+      'p99 ms',
+      'errors',
+      'service CPU µs/decision',
+      'decisions per service CPU-s',
+      'decisions/s vs gRPC memory',
+    ],
+    rows.map((r) => [
+      r.name,
+      fmt(r.result.decisionsPerS),
+      fmt(r.result.latencyMs.p50, 2),
+      fmt(r.result.latencyMs.p99, 2),
+      fmt(r.result.errors),
+      fmt(r.cpuUsPerDecision, 1),
+      fmt(1e6 / r.cpuUsPerDecision),
+      `${fmt(r.result.decisionsPerS / base.result.decisionsPerS, 2)}×`,
+    ]),
+  ),
+);
