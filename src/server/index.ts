@@ -29,6 +29,7 @@ export { createH2RlsClient } from './grpc/h2-client.js';
 export { loadRateLimitService, PROTO_DIR, RLS_PROTO, RLS_SERVICE } from './grpc/proto.js';
 export type { RlsClient, RlsResponse } from './grpc/rls-client.js';
 export { createRlsClient } from './grpc/rls-client.js';
+export { encodeRateLimitRequestFrame } from './grpc/wire.js';
 export type { RouteHandler } from './http/api-server.js';
 export { HttpError, sendJson } from './http/respond.js';
 export type { Logger, LogLevel } from './logger.js';

@@ -6,4 +6,10 @@ import { simulateCommand } from './simulate.js';
 import { validateCommand } from './validate.js';
 
 /** Every `sluice` subcommand, in the order `sluice --help` lists them. */
-export const commands: readonly Command[] = [serveCommand, validateCommand, checkCommand, simulateCommand, benchCommand];
+export const commands: readonly Command[] = [
+  serveCommand,
+  validateCommand,
+  checkCommand,
+  simulateCommand,
+  benchCommand,
+];

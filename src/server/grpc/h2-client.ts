@@ -7,8 +7,11 @@ export type H2RlsRequest = Parameters<typeof encodeRateLimitRequestFrame>[0];
 
 /** A lean RLS client on Node's HTTP/2, for load generation: it reads only `overall_code` back. */
 export interface H2RlsClient {
-  /** Resolves with the response's overall code (`OK`, `OVER_LIMIT`), or rejects with the gRPC status. */
-  shouldRateLimit(request: H2RlsRequest): Promise<string>;
+  /**
+   * Resolves with the response's overall code (`OK`, `OVER_LIMIT`), or rejects with the gRPC status. A
+   * Buffer is sent as is: a request already framed with `encodeRateLimitRequestFrame`.
+   */
+  shouldRateLimit(request: H2RlsRequest | Buffer): Promise<string>;
   close(): void;
 }
 
@@ -54,7 +57,7 @@ export function createH2RlsClient(target: string): H2RlsClient {
           const body = Buffer.concat(chunks);
           resolve(decodeOverallCode(body.subarray(5)));
         });
-        stream.end(encodeRateLimitRequestFrame(request));
+        stream.end(Buffer.isBuffer(request) ? request : encodeRateLimitRequestFrame(request));
       });
     },
     close: () => session?.close(),
