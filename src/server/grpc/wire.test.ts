@@ -119,6 +119,30 @@ describe('RLS wire codec', () => {
     );
   });
 
+  it('encodes nested messages of 128 bytes and more (multi-byte lengths)', () => {
+    for (const size of [126, 127, 128, 200, 16_383, 16_384, 70_000]) {
+      const res = {
+        overallCode: 'OVER_LIMIT',
+        statuses: [
+          {
+            code: 'OK',
+            currentLimit: { name: 'n'.repeat(size), requestsPerUnit: 5, unit: 'MINUTE' },
+            limitRemaining: 3,
+          },
+        ],
+        responseHeadersToAdd: [
+          { key: 'k', value: 'v'.repeat(size) },
+          { key: 'after', value: 'x' },
+        ],
+      };
+      assert.deepEqual(
+        normalize(method.responseDeserialize(encodeRateLimitResponse(res))),
+        normalize(res),
+        `size ${size}`,
+      );
+    }
+  });
+
   it('keeps a descriptor hits_addend of 0 apart from no hits_addend', () => {
     const bytes = encodeRateLimitRequestFrame({
       domain: 'd',

@@ -169,7 +169,11 @@ function decodeDescriptor(buf: Buffer, start: number, end: number): WireDescript
   return out;
 }
 
-/** Collects bytes; nested messages are written to their own writer and copied in with their length. */
+/**
+ * Collects bytes. A nested message is written in place after a one-byte length placeholder
+ * (`begin`/`end`); the rare one of 128 bytes or more shifts itself right to make room for a longer
+ * length. No buffer per nested message: responses are built with one allocation.
+ */
 class Writer {
   private buf: Buffer;
   length = 0;
@@ -218,6 +222,36 @@ class Writer {
     return this;
   }
 
+  /** Starts nested message `field`; returns where its content starts, for `end`. */
+  begin(field: number): number {
+    this.varint((field << 3) | 2);
+    this.ensure(1);
+    this.length++;
+    return this.length;
+  }
+
+  /** Ends the nested message started at `start`, writing its length before it. */
+  end(start: number): this {
+    const length = this.length - start;
+    if (length < 128) {
+      this.buf[start - 1] = length;
+      return this;
+    }
+    let extra = 0;
+    for (let v = length; v >= 128; v = Math.floor(v / 128)) extra++;
+    this.ensure(extra);
+    this.buf.copyWithin(start + extra, start, this.length);
+    let at = start - 1;
+    let v = length;
+    while (v > 0x7f) {
+      this.buf[at++] = (v % 128) | 0x80;
+      v = Math.floor(v / 128);
+    }
+    this.buf[at] = v;
+    this.length += extra;
+    return this;
+  }
+
   /** The bytes written (a view, not a copy). */
   finish(): Buffer {
     return this.buf.subarray(0, this.length);
@@ -234,29 +268,29 @@ export function encodeRateLimitResponseFrame(response: WireResponse): Buffer {
   w.varint(0).varint(0).varint(0).varint(0).varint(0);
   w.uint(1, CODE_NUMBERS[response.overallCode ?? 'UNKNOWN'] ?? 0);
   for (const s of response.statuses ?? []) {
-    const sw = new Writer(64);
-    sw.uint(1, CODE_NUMBERS[s.code ?? 'UNKNOWN'] ?? 0);
+    const status = w.begin(2);
+    w.uint(1, CODE_NUMBERS[s.code ?? 'UNKNOWN'] ?? 0);
     const limit = s.currentLimit;
     if (limit !== undefined && limit !== null) {
-      const lw = new Writer(64);
-      lw.uint(1, limit.requestsPerUnit ?? 0)
+      const at = w.begin(2);
+      w.uint(1, limit.requestsPerUnit ?? 0)
         .uint(2, UNIT_NUMBERS[limit.unit ?? 'UNKNOWN'] ?? 0)
         .string(3, limit.name ?? '');
-      sw.message(2, lw);
+      w.end(at);
     }
-    sw.uint(3, s.limitRemaining ?? 0);
+    w.uint(3, s.limitRemaining ?? 0);
     const d = s.durationUntilReset;
     if (d !== undefined && d !== null) {
-      const dw = new Writer(16);
-      dw.uint(1, d.seconds ?? 0).uint(2, d.nanos ?? 0);
-      sw.message(4, dw);
+      const at = w.begin(4);
+      w.uint(1, d.seconds ?? 0).uint(2, d.nanos ?? 0);
+      w.end(at);
     }
-    w.message(2, sw);
+    w.end(status);
   }
   for (const h of response.responseHeadersToAdd ?? []) {
-    const hw = new Writer(64);
-    hw.string(1, h.key).string(2, h.value);
-    w.message(3, hw);
+    const at = w.begin(3);
+    w.string(1, h.key).string(2, h.value);
+    w.end(at);
   }
   const frame = w.finish();
   frame[0] = 0;
