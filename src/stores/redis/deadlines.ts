@@ -24,6 +24,14 @@ export class Deadlines {
   /** Starts timing a command; mark the returned deadline `done` when it settles. */
   add(onTimeout: () => void): Deadline {
     const deadline: Deadline = { at: performance.now() + this.timeoutMs, done: false, onTimeout };
+    // Drop settled deadlines from the front here too, not only when the timer fires: a caller whose
+    // commands all settle within microtasks may keep the timer from running for a long while.
+    const { queue } = this;
+    while (this.head < queue.length && (queue[this.head] as Deadline).done) this.head++;
+    if (this.head > 1024 && this.head * 2 >= queue.length) {
+      this.queue = queue.slice(this.head);
+      this.head = 0;
+    }
     this.queue.push(deadline);
     if (this.timer === undefined) this.arm(this.timeoutMs);
     return deadline;
