@@ -1,0 +1,111 @@
+/**
+ * `sluice validate`, `sluice check` and `sluice bench` as a script would run them: exit codes and output.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { CLI, ROOT, type SluiceProcess, startSluice, tempFile, unique } from './helpers.js';
+
+const CONFIG = join(ROOT, 'test', 'integration', 'fixtures', 'envoy.yaml');
+
+function sluice(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [...CLI, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => {
+      stdout += c.toString();
+    });
+    child.stderr.on('data', (c: Buffer) => {
+      stderr += c.toString();
+    });
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe('sluice validate', () => {
+  it('exits 0 for valid rules and 1 with file:line for each problem', async () => {
+    const good = await sluice(['validate', CONFIG]);
+    assert.equal(good.code, 0);
+    assert.match(good.stdout, /^ok: 1 domain \(it\)/);
+    const bad = tempFile(
+      'bad.yaml',
+      'domain: x\ndescriptors:\n  - key: a\n    rate_limit: { unit: fortnight, requests_per_unit: 1 }\n  - key: ""\n',
+    );
+    try {
+      const res = await sluice(['validate', bad.path]);
+      assert.equal(res.code, 1);
+      assert.match(res.stderr, new RegExp(`${bad.path}:4:\\d+ ERR_SLUICE_RULES_UNKNOWN_UNIT`));
+      assert.match(res.stderr, /2 problems/);
+    } finally {
+      bad.remove();
+    }
+    assert.equal((await sluice(['validate'])).code, 2);
+  });
+});
+
+describe('sluice check and sluice bench against a running service', () => {
+  let service: SluiceProcess;
+  before(async () => {
+    service = await startSluice(['--config', CONFIG]);
+  });
+  after(async () => {
+    assert.equal((await service?.stop())?.code, 0);
+  });
+
+  it('check exits 0 while OK and 1 once OVER_LIMIT, over HTTP and gRPC', async () => {
+    const url = `http://127.0.0.1:${service.http}`;
+    const key = unique('c');
+    const first = await sluice(['check', '--url', url, '--domain', 'it', '--descriptor', `specific=${key}`]);
+    assert.equal(first.code, 0, first.stderr);
+    assert.match(first.stdout, /^OK\n {2}specific=.*: OK 1\/day, remaining 0/);
+    const second = await sluice([
+      'check',
+      '--grpc',
+      `127.0.0.1:${service.grpc}`,
+      '--domain',
+      'it',
+      '--descriptor',
+      `specific=${key}`,
+      '-q',
+    ]);
+    assert.equal(second.code, 1);
+    assert.equal(second.stdout, '');
+    const v1 = await sluice(['check', '--url', url, '--key', key, '--limit', '0', '--period', '1m', '--json']);
+    assert.equal(v1.code, 1);
+    assert.equal(JSON.parse(v1.stdout).allowed, false);
+    const down = await sluice(['check', '--url', 'http://127.0.0.1:9', '--key', key, '--limit', '1', '--period', '1m']);
+    assert.equal(down.code, 2);
+  });
+
+  it('bench reports decisions per second and latency percentiles', async () => {
+    const res = await sluice([
+      'bench',
+      '--grpc',
+      `127.0.0.1:${service.grpc}`,
+      '--domain',
+      'it',
+      '--descriptor',
+      'per_minute=b',
+      '--duration',
+      '1s',
+      '--warmup',
+      '0s',
+      '--concurrency',
+      '8',
+      '--json',
+    ]);
+    assert.equal(res.code, 0, res.stderr);
+    const result = JSON.parse(res.stdout) as {
+      decisions: number;
+      decisionsPerS: number;
+      errors: number;
+      latencyMs: { p50: number; p99: number };
+    };
+    assert.ok(result.decisions > 0);
+    assert.equal(result.errors, 0);
+    assert.ok(result.latencyMs.p99 >= result.latencyMs.p50);
+    assert.match(res.stderr, /bench: 1\.0\/1\.0 s/, 'progress is shown');
+  });
+});
