@@ -136,6 +136,10 @@ export function createMetrics(options: MetricsOptions): ServiceMetrics {
     child.inc();
     if (event.list !== undefined) listHits.inc({ list: event.list });
   });
+  // Per-call counters: labelled children kept in small maps (statuses and routes are few).
+  const httpChildren = new Map<string, Counter.Internal>();
+  const grpcChildren = new Map<string, Counter.Internal>();
+  const gatewayChildren = new Map<string, Counter.Internal>();
   const storeErrorsChild = storeErrors.labels({ store });
   const storeLatencyChild = storeLatency.labels({ store });
 
@@ -148,8 +152,19 @@ export function createMetrics(options: MetricsOptions): ServiceMetrics {
       if (failed) storeErrorsChild.inc();
     },
     reload: (result) => reloads.inc({ result }),
-    http: (route, status) => httpResponses.inc({ route, status: String(status) }),
-    grpc: (code) => grpcCalls.inc({ code }),
-    gateway: (status) => gatewayResponses.inc({ status: String(status) }),
+    http: (route, status) =>
+      cached(httpChildren, `${route} ${status}`, () => httpResponses.labels({ route, status: String(status) })).inc(),
+    grpc: (code) => cached(grpcChildren, code, () => grpcCalls.labels({ code })).inc(),
+    gateway: (status) =>
+      cached(gatewayChildren, String(status), () => gatewayResponses.labels({ status: String(status) })).inc(),
   };
+}
+
+function cached(map: Map<string, Counter.Internal>, id: string, make: () => Counter.Internal): Counter.Internal {
+  let child = map.get(id);
+  if (child === undefined) {
+    child = make();
+    if (map.size < 1000) map.set(id, child);
+  }
+  return child;
 }
