@@ -27,6 +27,7 @@ const access: RequestAccess<Request> = {
   header: (req, name) => nodeHeader(req.headers, name),
   method: (req) => req.method,
   url: (req) => req.originalUrl ?? req.url,
+  headers: (req) => req.headers,
 };
 
 const EXTRA_KEYS: ReadonlySet<string> = new Set(['handler']);
@@ -47,9 +48,8 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
 
   function apply(outcome: HttpOutcome, req: Request, res: Response, next: NextFunction): void {
     const headers = outcome.headers;
-    for (let i = 0; i < headers.length; i++) {
-      const h = headers[i] as (typeof headers)[number];
-      res.setHeader(h[0], h[1]);
+    for (let i = 0; i < headers.length; i += 2) {
+      res.setHeader(headers[i] as string, headers[i + 1] as string);
     }
     if (outcome.pass) {
       next();

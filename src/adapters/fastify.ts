@@ -45,6 +45,7 @@ const access: RequestAccess<FastifyRequest> = {
   header: (request, name) => nodeHeader(request.raw.headers, name),
   method: (request) => request.raw.method ?? 'GET',
   url: (request) => request.raw.url ?? '/',
+  headers: (request) => request.raw.headers,
 };
 
 const EXTRA_KEYS: ReadonlySet<string> = new Set(['handler']);
@@ -86,9 +87,8 @@ export function rateLimit(options: FastifyRateLimitOptions): FastifyPluginCallba
 
   function apply(outcome: HttpOutcome, request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) {
     const headers = outcome.headers;
-    for (let i = 0; i < headers.length; i++) {
-      const h = headers[i] as (typeof headers)[number];
-      reply.header(h[0], h[1]);
+    for (let i = 0; i < headers.length; i += 2) {
+      reply.header(headers[i] as string, headers[i + 1] as string);
     }
     if (outcome.pass) return done();
     if (options.handler !== undefined && outcome.rejection !== undefined) {

@@ -33,21 +33,24 @@ const access: RequestAccess<Context> = {
     const start = url.indexOf('/', url.indexOf('//') + 2);
     return start === -1 ? '/' : url.slice(start);
   },
+  headers: (c) => c.req.header(),
 };
 
 const EXTRA_KEYS: ReadonlySet<string> = new Set(['handler']);
 
+function setAll(target: Headers, headers: HttpOutcome['headers']): void {
+  for (let i = 0; i < headers.length; i += 2) target.set(headers[i] as string, headers[i + 1] as string);
+}
+
 /** Sets headers on the response the handler made; copies it once if its headers are immutable. */
 function setHeaders(c: Context, headers: HttpOutcome['headers']): void {
   if (headers.length === 0) return;
-  let target = c.res.headers;
   try {
-    for (const [name, value] of headers) target.set(name, value);
+    setAll(c.res.headers, headers);
   } catch {
-    // A Response from fetch() has immutable headers.
+    // A Response from fetch() (or Response.redirect) has immutable headers.
     c.res = new Response(c.res.body, c.res);
-    target = c.res.headers;
-    for (const [name, value] of headers) target.set(name, value);
+    setAll(c.res.headers, headers);
   }
 }
 
@@ -76,11 +79,11 @@ export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler {
     if (handler !== undefined && outcome.rejection !== undefined) {
       const res = await handler(c, outcome.rejection);
       const copy = new Response(res.body, res);
-      for (const [name, value] of outcome.headers) copy.headers.set(name, value);
+      setAll(copy.headers, outcome.headers);
       return copy;
     }
     const headers = new Headers();
-    for (const [name, value] of outcome.headers) headers.set(name, value);
+    setAll(headers, outcome.headers);
     headers.set('Content-Type', outcome.contentType);
     return new Response(outcome.body, { status: outcome.status, headers });
   };

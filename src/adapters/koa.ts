@@ -23,6 +23,7 @@ const access: RequestAccess<Context> = {
   header: (ctx, name) => nodeHeader(ctx.req.headers, name),
   method: (ctx) => ctx.method,
   url: (ctx) => ctx.originalUrl,
+  headers: (ctx) => ctx.req.headers,
 };
 
 const EXTRA_KEYS: ReadonlySet<string> = new Set(['handler']);
@@ -42,9 +43,8 @@ export function rateLimit(options: KoaRateLimitOptions): Middleware {
 
   function apply(outcome: HttpOutcome, ctx: Context, next: Next): unknown {
     const headers = outcome.headers;
-    for (let i = 0; i < headers.length; i++) {
-      const h = headers[i] as (typeof headers)[number];
-      ctx.set(h[0], h[1]);
+    for (let i = 0; i < headers.length; i += 2) {
+      ctx.set(headers[i] as string, headers[i + 1] as string);
     }
     if (outcome.pass) return next();
     if (handler !== undefined && outcome.rejection !== undefined) return handler(ctx, next, outcome.rejection);

@@ -31,6 +31,7 @@ const access: RequestAccess<IncomingMessage> = {
   header: (req, name) => nodeHeader(req.headers, name),
   method: (req) => req.method ?? 'GET',
   url: (req) => req.url ?? '/',
+  headers: (req) => req.headers,
 };
 
 const EXTRA_KEYS: ReadonlySet<string> = new Set(['handler', 'onError']);
@@ -55,9 +56,8 @@ export function rateLimit(options: NodeRateLimitOptions): (listener: Listener) =
 
   function apply(outcome: HttpOutcome, req: IncomingMessage, res: ServerResponse, listener: Listener): void {
     const headers = outcome.headers;
-    for (let i = 0; i < headers.length; i++) {
-      const h = headers[i] as (typeof headers)[number];
-      res.setHeader(h[0], h[1]);
+    for (let i = 0; i < headers.length; i += 2) {
+      res.setHeader(headers[i] as string, headers[i + 1] as string);
     }
     if (outcome.pass) {
       listener(req, res);

@@ -4,8 +4,12 @@ import { SluiceError } from '../core/errors.js';
 /** Which rate-limit headers to send: `X-RateLimit-*`, the IETF draft's `RateLimit`/`RateLimit-Policy`, both, or none. */
 export type HeaderMode = 'x' | 'draft' | 'both' | false;
 
-/** Response headers as plain data: `[name, value]` pairs, set by each adapter in its own way. */
-export type HeaderPair = readonly [name: string, value: string];
+/**
+ * Response headers as plain data: names and values alternating, `[name1, value1, name2, value2, …]`
+ * (the layout of Node's `rawHeaders`: one flat array per response, no array per header), set by each
+ * adapter in its own way.
+ */
+export type HeaderList = readonly string[];
 
 /** What the headers say about a limit besides its decision: its name and window. */
 export interface LimitHeaderInfo {
@@ -13,6 +17,12 @@ export interface LimitHeaderInfo {
   readonly quotedName: string;
   /** The window in whole seconds, rounded up. */
   readonly windowS: number;
+  /** The limit the fixed strings below were made for (decisions of the limit carry the same). */
+  readonly limit: number;
+  /** `String(limit)`, made once. */
+  readonly limitText: string;
+  /** The `RateLimit-Policy` value, made once. */
+  readonly policyText: string;
 }
 
 /** Seconds from milliseconds, rounded up: a client that waits this long is never early. */
@@ -40,9 +50,11 @@ export function toSfString(value: string, option = 'name'): string {
   return `${out}"`;
 }
 
-/** Builds the header facts of a limit once, so no request formats its name again. */
-export function limitHeaderInfo(name: string, periodMs: number, option = 'name'): LimitHeaderInfo {
-  return { quotedName: toSfString(name, option), windowS: toSeconds(periodMs) };
+/** Builds the header facts of a limit once, so no request formats its name or policy again. */
+export function limitHeaderInfo(name: string, periodMs: number, limit: number, option = 'name'): LimitHeaderInfo {
+  const quotedName = toSfString(name, option);
+  const windowS = toSeconds(periodMs);
+  return { quotedName, windowS, limit, limitText: String(limit), policyText: `${quotedName};q=${limit};w=${windowS}` };
 }
 
 /**
@@ -52,30 +64,38 @@ export function limitHeaderInfo(name: string, periodMs: number, option = 'name')
  * `RateLimit-Policy: "<name>";q=<limit>;w=<window-s>` and `RateLimit: "<name>";r=<remaining>;t=<reset-s>`.
  * `X-RateLimit-Degraded: 1` is added when the decision was taken without the store (fail-open).
  * `Retry-After` is not among them: it belongs to the rejection (see `rejectionHeaders`).
- * @example rateLimitHeaders(decision, limitHeaderInfo('per-ip', 60_000), 'both')
+ * @example rateLimitHeaders(decision, limitHeaderInfo('per-ip', 60_000, 100), 'both')
  */
-export function rateLimitHeaders(decision: Decision, info: LimitHeaderInfo, mode: HeaderMode): HeaderPair[] {
+export function rateLimitHeaders(decision: Decision, info: LimitHeaderInfo, mode: HeaderMode): string[] {
   if (mode === false) return [];
-  const headers: HeaderPair[] = [];
+  const degraded = decision.degraded === true;
   // No limit applied (every limit's key was null): there is nothing to describe.
-  if (Number.isFinite(decision.limit)) {
-    const remaining = String(decision.remaining);
-    const resetS = String(toSeconds(decision.resetMs));
-    if (mode !== 'draft') {
-      headers.push(
-        ['X-RateLimit-Limit', String(decision.limit)],
-        ['X-RateLimit-Remaining', remaining],
-        ['X-RateLimit-Reset', resetS],
-      );
-    }
-    if (mode !== 'x') {
-      headers.push(
-        ['RateLimit-Policy', `${info.quotedName};q=${decision.limit};w=${info.windowS}`],
-        ['RateLimit', `${info.quotedName};r=${remaining};t=${resetS}`],
-      );
-    }
-  }
-  if (decision.degraded === true) headers.push(['X-RateLimit-Degraded', '1']);
+  if (!Number.isFinite(decision.limit)) return degraded ? ['X-RateLimit-Degraded', '1'] : [];
+  const same = decision.limit === info.limit;
+  const limit = same ? info.limitText : String(decision.limit);
+  const remaining = String(decision.remaining);
+  const resetS = String(toSeconds(decision.resetMs));
+  const state = `${info.quotedName};r=${remaining};t=${resetS}`;
+  const policy = same ? info.policyText : `${info.quotedName};q=${limit};w=${info.windowS}`;
+  // One array literal per mode: this runs on every request.
+  const headers =
+    mode === 'both'
+      ? [
+          'X-RateLimit-Limit',
+          limit,
+          'X-RateLimit-Remaining',
+          remaining,
+          'X-RateLimit-Reset',
+          resetS,
+          'RateLimit-Policy',
+          policy,
+          'RateLimit',
+          state,
+        ]
+      : mode === 'x'
+        ? ['X-RateLimit-Limit', limit, 'X-RateLimit-Remaining', remaining, 'X-RateLimit-Reset', resetS]
+        : ['RateLimit-Policy', policy, 'RateLimit', state];
+  if (degraded) headers.push('X-RateLimit-Degraded', '1');
   return headers;
 }
 

@@ -21,6 +21,7 @@ const access: RequestAccess<FakeRequest> = {
   header: (r, name) => r.headers?.[name],
   method: (r) => r.method ?? 'GET',
   url: (r) => r.url ?? '/',
+  headers: (r) => r.headers ?? {},
 };
 
 const T0 = 1_700_000_040_000;
@@ -29,7 +30,10 @@ function limiter(options: RateLimitOptions<FakeRequest>) {
   return createHttpLimiter({ clock: createManualClock(T0), ...options }, access);
 }
 
-const header = (o: HttpOutcome, name: string) => o.headers.find(([n]) => n === name)?.[1];
+const header = (o: HttpOutcome, name: string) => {
+  const i = o.headers.indexOf(name);
+  return i === -1 ? undefined : o.headers[i + 1];
+};
 
 function throwsCode(fn: () => unknown, code: string, option: string) {
   assert.throws(fn, (e: unknown) => {

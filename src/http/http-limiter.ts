@@ -1,11 +1,12 @@
 import { SluiceError } from '../core/errors.js';
 import type { CheckOptions, LimiterDecision, LimiterKey } from '../limiter/create-limiter.js';
+import type { ResolvedLimit } from '../limiter/options.js';
 import { createMemoryStore } from '../stores/memory/memory-store.js';
 import type { Store } from '../stores/store.js';
 import { type AccessList, createAccessList, isAccessList } from './access-list.js';
 import { createClientIpResolver } from './client-ip.js';
-import { type HeaderMode, type HeaderPair, rateLimitHeaders } from './headers.js';
-import { compileLimits, isEmptySet, type LimitSet } from './limits.js';
+import { type HeaderList, type HeaderMode, rateLimitHeaders } from './headers.js';
+import { compileLimits, isEmptySet, type LimitPlan, type LimitSet, NO_PLAN, type SetLimit } from './limits.js';
 import { RATE_LIMIT_OPTION_KEYS, type RateLimitOptions } from './options.js';
 import {
   defaultBody,
@@ -16,14 +17,15 @@ import {
   rejectionInfo,
 } from './rejection.js';
 import { type Awaitable, type HttpRequestInfo, type RequestAccess, RequestView } from './request.js';
+import { createRulesCheck } from './rules-check.js';
 import { bindingLimit, largestDelay } from './select.js';
 
 /** What to do with a request: pass it on (setting `headers`), or answer it with `status`, `headers`, `body`. */
 export interface HttpOutcome {
   /** True: continue to the handler, after setting `headers` on the response. */
   readonly pass: boolean;
-  /** Headers to set, on a pass as on a rejection. */
-  readonly headers: readonly HeaderPair[];
+  /** Headers to set, on a pass as on a rejection: `[name1, value1, name2, value2, …]`. */
+  readonly headers: HeaderList;
   /** Status of a rejection (429, 403, 503); 0 on a pass. */
   readonly status: number;
   /** Body of a rejection; `''` on a pass. */
@@ -52,7 +54,7 @@ const TEXT_TYPE = 'text/plain; charset=utf-8';
 /** The outcome of a request no limit applies to (skipped, allow-listed, keyless) or in shadow mode. */
 export const PASS: HttpOutcome = Object.freeze({
   pass: true,
-  headers: Object.freeze([]) as readonly HeaderPair[],
+  headers: Object.freeze([]) as HeaderList,
   status: 0,
   body: '',
   contentType: '',
@@ -70,7 +72,8 @@ const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(r
  * @example
  * const limiter = createHttpLimiter({ limit: 100, period: '1m' }, nodeRequestAccess);
  * const outcome = await limiter.decide(req);
- * for (const [name, value] of outcome.headers) res.setHeader(name, value);
+ * const h = outcome.headers;
+ * for (let i = 0; i < h.length; i += 2) res.setHeader(h[i], h[i + 1]);
  */
 export function createHttpLimiter<Req>(
   options: RateLimitOptions<Req>,
@@ -78,9 +81,13 @@ export function createHttpLimiter<Req>(
   extraKeys: ReadonlySet<string> = new Set(),
 ): HttpLimiter<Req> {
   checkOptions(options, extraKeys);
-  const store = options.store ?? createMemoryStore();
+  const rules = options.rules;
+  const store = rules?.store ?? options.store ?? createMemoryStore();
   const shape = options.mode === 'shape';
-  const plan = compileLimits(options, { store, clock: options.clock, shape });
+  // With rules, the limits come from the rules' `http:` section; there is no plan of our own.
+  const plan: LimitPlan<Req> =
+    rules === undefined ? compileLimits(options, { store, clock: options.clock, shape }) : NO_PLAN;
+  const rulesCheck = rules === undefined ? undefined : createRulesCheck(rules);
   const resolver = createClientIpResolver(options);
   const allow = toAccessList(options.allow, 'allow');
   const deny = toAccessList(options.deny, 'deny');
@@ -115,7 +122,8 @@ export function createHttpLimiter<Req>(
 
   function lists(req: Req, ip: string, ipKey: string, info: HttpRequestInfo): Awaitable<HttpOutcome> {
     if (allow.hasIps && allow.matchesIp(ip)) return PASS;
-    if (deny.hasIps && deny.matchesIp(ip)) return reject('denied', undefined, '', req);
+    if (deny.hasIps && deny.matchesIp(ip)) return reject('denied', undefined, undefined, req);
+    if (rulesCheck !== undefined) return viaRules(rulesCheck, req, ip, info);
     const set = plan.fixed ?? plan.resolve(req, info);
     return set instanceof Promise
       ? set.then((s) => withSet(req, ip, ipKey, info, s))
@@ -161,7 +169,7 @@ export function createHttpLimiter<Req>(
   function withKey(req: Req, ip: string, info: HttpRequestInfo, set: LimitSet<Req>, key: LimiterKey | undefined) {
     if (key === undefined) return PASS;
     if (allow.hasKeys && anyKey(key, allow)) return PASS;
-    if (deny.hasKeys && anyKey(key, deny)) return reject('denied', undefined, '', req);
+    if (deny.hasKeys && anyKey(key, deny)) return reject('denied', undefined, undefined, req);
     if (costFn === undefined) return check(req, ip, set, key, fixedCost);
     const cost = costFn(req, info);
     return cost instanceof Promise
@@ -182,17 +190,25 @@ export function createHttpLimiter<Req>(
     cost: CheckOptions | undefined,
     decision: LimiterDecision,
   ): Awaitable<HttpOutcome> {
-    const binding = bindingLimit(set, decision);
+    let limit: SetLimit<Req>;
+    let bound: LimiterDecision;
+    if (set.single) {
+      limit = set.limits[0] as SetLimit<Req>;
+      bound = decision;
+    } else {
+      const binding = bindingLimit(set, decision);
+      limit = binding.limit;
+      bound = binding.decision;
+    }
     if (!decision.allowed) {
       const kind: RejectionKind = decision.reason === 'store-unavailable' ? 'unavailable' : 'limited';
-      if (kind === 'limited') onLimited?.({ req, ip, decision, limitName: binding.limit.name, shadow });
-      return shadow ? PASS : reject(kind, binding.decision, binding.limit.name, req, binding.limit.header);
+      if (kind === 'limited') onLimited?.({ req, ip, decision, limitName: limit.name, shadow });
+      return shadow ? PASS : reject(kind, bound, limit, req);
     }
     if (shadow) return PASS;
-    const headers = rateLimitHeaders(binding.decision, binding.limit.header, headerMode);
     const outcome: HttpOutcome = {
       pass: true,
-      headers,
+      headers: rateLimitHeaders(bound, limit.header, headerMode),
       status: 0,
       body: '',
       contentType: '',
@@ -206,16 +222,14 @@ export function createHttpLimiter<Req>(
       // Any request now would queue at least as long, so none remains; once the place is back, the
       // queue empties when the requests ahead have drained, i.e. after this request's delay.
       const over: LimiterDecision = {
-        ...binding.decision,
+        ...bound,
         allowed: false,
         remaining: 0,
         resetMs: delayMs,
         retryAfterMs: delayMs - maxDelayMs,
       };
-      onLimited?.({ req, ip, decision: over, limitName: binding.limit.name, shadow: false });
-      return set.limiter
-        .refund(key, cost)
-        .then(() => reject('limited', over, binding.limit.name, req, binding.limit.header));
+      onLimited?.({ req, ip, decision: over, limitName: limit.name, shadow: false });
+      return set.limiter.refund(key, cost).then(() => reject('limited', over, limit, req));
     }
     return delayMs > 0 ? sleep(delayMs).then(() => outcome) : outcome;
   }
@@ -223,17 +237,59 @@ export function createHttpLimiter<Req>(
   function reject(
     kind: RejectionKind,
     decision: LimiterDecision | undefined,
-    limitName: string,
+    limit: SetLimit<Req> | undefined,
     req: Req,
-    header?: LimitSet<Req>['limits'][number]['header'],
   ): HttpOutcome {
-    const rejection = rejectionInfo(kind, decision, limitName || undefined, limitedStatus);
-    const headers =
-      kind === 'limited' && decision !== undefined && header !== undefined
-        ? [...rateLimitHeaders(decision, header, headerMode), ...rejectionHeaders(rejection)]
-        : rejectionHeaders(rejection);
+    const rejection = rejectionInfo(kind, decision, limit?.name, limitedStatus);
+    let headers: string[];
+    if (kind === 'limited' && decision !== undefined && limit !== undefined) {
+      headers = rateLimitHeaders(decision, limit.header, headerMode);
+      if (rejection.retryAfter !== null) headers.push('Retry-After', String(rejection.retryAfter));
+    } else {
+      headers = rejectionHeaders(rejection);
+    }
     const { body, contentType } = render(rejection, req);
     return { pass: false, status: rejection.status, headers, body, contentType, rejection, decision };
+  }
+
+  async function viaRules(
+    check: NonNullable<typeof rulesCheck>,
+    req: Req,
+    ip: string,
+    info: HttpRequestInfo,
+  ): Promise<HttpOutcome> {
+    const cost = costFn === undefined ? (fixedCost?.cost ?? 1) : await costFn(req, info);
+    const verdict = await check({
+      method: access.method(req),
+      url: access.url(req),
+      headers: access.headers(req),
+      ip,
+      cost,
+    });
+    if (verdict === undefined) return PASS;
+    for (const status of verdict.shadowed) {
+      if (status.decision !== undefined && !status.decision.allowed) {
+        const name = status.ruleName ?? status.ruleId ?? verdict.limitName;
+        onLimited?.({ req, ip, decision: status.decision, limitName: name, shadow: true });
+      }
+    }
+    const limit: SetLimit<Req> = { name: verdict.limitName, header: verdict.header, key: { kind: 'default' } };
+    const decision = verdict.decision;
+    if (!decision.allowed) {
+      const kind: RejectionKind = decision.reason === 'store-unavailable' ? 'unavailable' : 'limited';
+      if (kind === 'limited') onLimited?.({ req, ip, decision, limitName: limit.name, shadow });
+      return shadow ? PASS : reject(kind, decision, limit, req);
+    }
+    if (shadow) return PASS;
+    return {
+      pass: true,
+      headers: rateLimitHeaders(decision, limit.header, headerMode),
+      status: 0,
+      body: '',
+      contentType: '',
+      rejection: undefined,
+      decision,
+    };
   }
 
   function render(rejection: RejectionInfo, req: Req): { body: string; contentType: string } {
@@ -247,6 +303,34 @@ export function createHttpLimiter<Req>(
     return { body: JSON.stringify(defaultBody(rejection, message)), contentType: JSON_TYPE };
   }
 
+  // The plain configuration — one fixed limit keyed by client IP, on the memory store, nothing computed
+  // per request — skips every step that would do nothing and asks the store directly (no promise, no
+  // failure wrapper: the memory store cannot be unavailable). This is the path that must cost next to
+  // nothing next to the framework itself.
+  const fixed = plan.fixed;
+  const fast =
+    rules === undefined &&
+    fixed !== undefined &&
+    fixed.single &&
+    !needsInfo &&
+    store.synchronous &&
+    options.allow === undefined &&
+    options.deny === undefined &&
+    !shape;
+  if (fast) {
+    const policy = (fixed.limiter.limits[0] as ResolvedLimit).policy;
+    const clock = fixed.limiter.clock;
+    const costUnits = fixedCost?.cost ?? 1;
+    return {
+      store,
+      decide(req) {
+        const ip = resolver.clientIp(peer(req), req, access.header);
+        const key = ip === '' ? 'unknown' : resolver.ipKey(ip);
+        const decision = store.check(key, policy, costUnits, clock.now(), true) as LimiterDecision;
+        return finish(req, ip, fixed, key, fixedCost, decision);
+      },
+    };
+  }
   return { decide, store };
 }
 
@@ -332,6 +416,28 @@ function checkOptions<Req>(options: RateLimitOptions<Req>, extraKeys: ReadonlySe
     throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'message: expected a string or a function', {
       option: 'message',
     });
+  }
+  if (options.rules !== undefined) {
+    const rules = options.rules as { shouldRateLimit?: unknown; ruleSet?: unknown };
+    if (typeof rules !== 'object' || rules === null || typeof rules.shouldRateLimit !== 'function') {
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_OPTION',
+        'rules: expected a rules engine (createRulesEngine from sluice/rules)',
+        {
+          option: 'rules',
+        },
+      );
+    }
+    const clash = ['limit', 'period', 'algorithm', 'burst', 'blockDuration', 'limits', 'key', 'store'].filter(
+      (k) => options[k as keyof RateLimitOptions<Req>] !== undefined,
+    );
+    if (clash.length > 0 || options.mode === 'shape') {
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_OPTION',
+        `rules: the rules decide limits, keys and store; drop ${clash.length > 0 ? clash.join(', ') : "mode: 'shape'"}`,
+        { option: 'rules' },
+      );
+    }
   }
   if (options.mode !== 'shape' && (options.maxDelayMs !== undefined || options.sleep !== undefined)) {
     throw new SluiceError('ERR_SLUICE_INVALID_OPTION', "maxDelayMs, sleep: only apply with mode: 'shape'", {

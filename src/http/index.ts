@@ -20,7 +20,7 @@ export { createAccessList, isAccessList } from './access-list.js';
 export type { ClientIpOptions, ClientIpResolver, ProxyHeader } from './client-ip.js';
 export { createClientIpResolver, PROXY_GROUPS } from './client-ip.js';
 export { parseForwarded, parseXForwardedFor } from './forwarded.js';
-export type { HeaderMode, HeaderPair, LimitHeaderInfo } from './headers.js';
+export type { HeaderList, HeaderMode, LimitHeaderInfo } from './headers.js';
 export { limitHeaderInfo, rateLimitHeaders, retryAfterSeconds, toSeconds, toSfString } from './headers.js';
 export type { HttpLimiter, HttpOutcome } from './http-limiter.js';
 export { createHttpLimiter, PASS } from './http-limiter.js';

@@ -118,7 +118,7 @@ export function compileLimits<Req>(options: RateLimitOptions<Req>, context: Plan
     const path = single ? '' : `limits[${i}].`;
     if (e.kind === 'static') validate(e.policy, path);
     if (e.kind === 'limit-fn') validate({ ...e.policy, limit: 1 } as HttpPolicy, path);
-    if (e.kind !== 'entry-fn') limitHeaderInfo(e.name, 1, single ? 'name' : `${path}name`);
+    if (e.kind !== 'entry-fn') limitHeaderInfo(e.name, 1, 1, single ? 'name' : `${path}name`);
   }
 
   const build = (resolved: readonly Resolved<Req>[]): LimitSet<Req> => {
@@ -132,11 +132,14 @@ export function compileLimits<Req>(options: RateLimitOptions<Req>, context: Plan
     const limiter = single
       ? createLimiter({ ...base, ...(resolved[0]?.policy as PolicyOptions) })
       : createLimiter({ ...base, limits: resolved.map((r): LimitOptions => ({ name: r.name, ...r.policy })) });
-    const limits = resolved.map((r, i) => ({
-      name: r.name,
-      header: limitHeaderInfo(r.name, limiter.limits[i]?.policy.periodMs ?? 1000),
-      key: r.key,
-    }));
+    const limits = resolved.map((r, i) => {
+      const policy = limiter.limits[i]?.policy;
+      return {
+        name: r.name,
+        header: limitHeaderInfo(r.name, policy?.periodMs ?? 1000, policy?.limit ?? 0),
+        key: r.key,
+      };
+    });
     return { limiter, limits, single };
   };
 
@@ -176,6 +179,10 @@ export function compileLimits<Req>(options: RateLimitOptions<Req>, context: Plan
 /** The set of a request no limit applies to: its limiter is never called (see `isEmptySet`). */
 // biome-ignore lint/suspicious/noExplicitAny: a shared sentinel, valid for every request type
 const EMPTY_SET: LimitSet<any> = { limiter: undefined as unknown as Limiter, limits: [], single: false };
+
+/** The plan of a middleware whose limits come from rules: it is never asked. */
+// biome-ignore lint/suspicious/noExplicitAny: a shared sentinel, valid for every request type
+export const NO_PLAN: LimitPlan<any> = { fixed: undefined, resolve: () => EMPTY_SET };
 
 /** True for the set of a request that no limit applies to. */
 export function isEmptySet<Req>(set: LimitSet<Req>): boolean {

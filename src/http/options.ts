@@ -2,6 +2,7 @@ import type { Clock } from '../core/clock.js';
 import type { Decision } from '../core/decision.js';
 import type { Duration } from '../core/duration.js';
 import type { AlgorithmName } from '../core/policy.js';
+import type { RulesEngine } from '../rules/engine-types.js';
 import type { Store } from '../stores/store.js';
 import type { AccessList } from './access-list.js';
 import type { ClientIpOptions } from './client-ip.js';
@@ -76,6 +77,12 @@ export interface RateLimitOptions<Req = unknown> extends ClientIpOptions {
   blockDuration?: Duration;
   /** Several limits, all or nothing: a request passes only if every limit that applies passes. */
   limits?: readonly HttpLimitEntry<Req>[];
+  /**
+   * Limits from rules instead (`createRulesEngine` of `sluice/rules`): the `http:` section of each domain
+   * turns the request into descriptors, and the engine decides them. Exclusive with inline limits,
+   * `limits`, `key` and `store` (the engine has them).
+   */
+  rules?: RulesEngine;
   /** Names this middleware: the policy name of an inline limit in headers, and its counters' namespace. @default 'default' */
   name?: string;
   /** The key to count under; null/undefined = no limit applies. @default the client IP (IPv6 masked) */
@@ -126,6 +133,7 @@ export const RATE_LIMIT_OPTION_KEYS: ReadonlySet<string> = new Set([
   'burst',
   'blockDuration',
   'limits',
+  'rules',
   'name',
   'key',
   'store',

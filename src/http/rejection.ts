@@ -1,5 +1,4 @@
 import type { Decision } from '../core/decision.js';
-import type { HeaderPair } from './headers.js';
 import { retryAfterSeconds } from './headers.js';
 
 /**
@@ -79,6 +78,6 @@ export function rejectionInfo(
 }
 
 /** `Retry-After` for a rejection, when there is one. */
-export function rejectionHeaders(info: RejectionInfo): HeaderPair[] {
-  return info.retryAfter === null ? [] : [['Retry-After', String(info.retryAfter)]];
+export function rejectionHeaders(info: RejectionInfo): string[] {
+  return info.retryAfter === null ? [] : ['Retry-After', String(info.retryAfter)];
 }

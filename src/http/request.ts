@@ -34,6 +34,8 @@ export interface RequestAccess<Req> {
   method(req: Req): string;
   /** The request target: path and query. */
   url(req: Req): string;
+  /** Every header, lower-case names (for rules' `http:` actions). */
+  headers(req: Req): Readonly<Record<string, string | readonly string[] | undefined>>;
 }
 
 /** The neutral view, computed lazily from the native request. */
