@@ -52,16 +52,19 @@ const ALLOWED: DescriptorStatus = { code: 'OK', limitRemaining: 0, durationUntil
 export function createDecider(options: DeciderOptions): Decider {
   const { engine, lists, hub, metrics, now } = options;
 
-  async function ask(request: RateLimitRequest): Promise<RateLimitResponse> {
+  function ask(request: RateLimitRequest): Promise<RateLimitResponse> {
     const started = performance.now();
-    try {
-      const response = await engine.shouldRateLimit(request);
-      metrics.observeStore((performance.now() - started) / 1000, false);
-      return response;
-    } catch (error) {
-      if (isStoreError(error)) metrics.observeStore((performance.now() - started) / 1000, true);
-      throw error;
-    }
+    // Plain promise callbacks rather than async/await: this runs for every decision.
+    return engine.shouldRateLimit(request).then(
+      (response) => {
+        metrics.observeStore((performance.now() - started) / 1000, false);
+        return response;
+      },
+      (error: unknown) => {
+        if (isStoreError(error)) metrics.observeStore((performance.now() - started) / 1000, true);
+        throw error;
+      },
+    );
   }
 
   async function withLists(
@@ -84,61 +87,70 @@ export function createDecider(options: DeciderOptions): Decider {
   }
 
   return {
-    async decide(request, source) {
-      const { response, marks } = await withLists(request);
-      const atMs = now();
-      const decisions: Decision[] = [];
-      let bindingName = '';
-      let bindingWindow = 0;
-      let binding: Decision | undefined;
-      for (const [i, status] of response.statuses.entries()) {
-        const list = marks?.[i];
-        const limit = status.currentLimit;
-        const outcome: DecisionOutcome = status.shadow
-          ? 'shadow'
-          : status.code === 'OVER_LIMIT'
-            ? 'over_limit'
-            : outcomeOf(true, limit?.limit, status.limitRemaining);
-        const descriptor = request.descriptors[i];
-        hub.emit({
-          source,
-          domain: request.domain,
-          rule: status.ruleId ?? '',
-          key: descriptor === undefined ? '' : descriptor.entries.map((e) => `${e.key}=${e.value}`).join('/'),
-          outcome,
-          ...(limit === undefined
-            ? {}
-            : { limit: limit.limit, remaining: status.limitRemaining, resetMs: status.durationUntilResetMs }),
-          ...(list === undefined ? {} : { list }),
-          atMs,
-        });
-        if (status.decision !== undefined && !status.shadow) {
-          decisions.push(status.decision);
-          const combined = combineDecisions(decisions);
-          if (combined === status.decision || binding === undefined) {
-            binding = combined;
-            bindingName = status.ruleName ?? limit?.name ?? status.ruleId ?? request.domain;
-            bindingWindow = limit?.periodMs ?? 1000;
-          }
-        }
-      }
-      if (marks?.includes('deny')) {
-        // A deny entry decides the request, whatever the looked-at limits say.
-        binding = {
-          allowed: false,
-          limit: 0,
-          remaining: 0,
-          resetMs: 0,
-          retryAfterMs: Number.POSITIVE_INFINITY,
-          reason: 'denied',
-        };
-        bindingName = 'denied';
-        bindingWindow = 1000;
-      }
-      const headers = binding === undefined ? {} : rateLimitHeaders(binding, bindingName, bindingWindow);
-      return { ...response, headers, ...(binding === undefined ? {} : { binding }) };
+    decide(request, source) {
+      if (lists.size === 0) return ask(request).then((response) => settle(request, response, undefined, source));
+      return withLists(request).then(({ response, marks }) => settle(request, response, marks, source));
     },
   };
+
+  function settle(
+    request: RateLimitRequest,
+    response: RateLimitResponse,
+    marks: (ListName | undefined)[] | undefined,
+    source: DecisionSource,
+  ): Decided {
+    const atMs = now();
+    const decisions: Decision[] = [];
+    let bindingName = '';
+    let bindingWindow = 0;
+    let binding: Decision | undefined;
+    for (const [i, status] of response.statuses.entries()) {
+      const list = marks?.[i];
+      const limit = status.currentLimit;
+      const outcome: DecisionOutcome = status.shadow
+        ? 'shadow'
+        : status.code === 'OVER_LIMIT'
+          ? 'over_limit'
+          : outcomeOf(true, limit?.limit, status.limitRemaining);
+      const descriptor = request.descriptors[i];
+      hub.emit({
+        source,
+        domain: request.domain,
+        rule: status.ruleId ?? '',
+        key: descriptor === undefined ? '' : descriptor.entries.map((e) => `${e.key}=${e.value}`).join('/'),
+        outcome,
+        ...(limit === undefined
+          ? {}
+          : { limit: limit.limit, remaining: status.limitRemaining, resetMs: status.durationUntilResetMs }),
+        ...(list === undefined ? {} : { list }),
+        atMs,
+      });
+      if (status.decision !== undefined && !status.shadow) {
+        decisions.push(status.decision);
+        const combined = combineDecisions(decisions);
+        if (combined === status.decision || binding === undefined) {
+          binding = combined;
+          bindingName = status.ruleName ?? limit?.name ?? status.ruleId ?? request.domain;
+          bindingWindow = limit?.periodMs ?? 1000;
+        }
+      }
+    }
+    if (marks?.includes('deny')) {
+      // A deny entry decides the request, whatever the looked-at limits say.
+      binding = {
+        allowed: false,
+        limit: 0,
+        remaining: 0,
+        resetMs: 0,
+        retryAfterMs: Number.POSITIVE_INFINITY,
+        reason: 'denied',
+      };
+      bindingName = 'denied';
+      bindingWindow = 1000;
+    }
+    const headers = binding === undefined ? {} : rateLimitHeaders(binding, bindingName, bindingWindow);
+    return { ...response, headers, ...(binding === undefined ? {} : { binding }) };
+  }
 }
 
 function listOf(
