@@ -150,13 +150,21 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
   const { store } = backend;
   const hub = createDecisionHub();
   const metrics = createMetrics({ hub, storeName: store.name, storeStats: () => storeStats(store) });
-  const engine = createRulesEngine({
-    ruleSet: first.ruleSet,
-    store,
-    clock,
-    ...(options.fail === undefined ? {} : { fail: options.fail }),
-    ...(options.shadow === undefined ? {} : { shadow: options.shadow }),
-  });
+  let engine: RulesEngine;
+  try {
+    engine = createRulesEngine({
+      ruleSet: first.ruleSet,
+      store,
+      clock,
+      ...(options.fail === undefined ? {} : { fail: options.fail }),
+      ...(options.shadow === undefined ? {} : { shadow: options.shadow }),
+    });
+  } catch (error) {
+    // A bad option must not leave a Redis connection holding the process open.
+    if (backend.owned) await store.close();
+    await backend.close();
+    throw error;
+  }
   const lists = createAccessLists();
   const config = createConfigSource(
     paths,
