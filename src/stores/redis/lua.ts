@@ -25,10 +25,12 @@ export const ALGORITHM_CODES = {
   gcra: 6,
 } as const;
 
+import { CHECK_SNIPPETS } from './lua-checks.js';
+
 const PRELUDE = `
 local sub, find, sformat, floor, ceil, max, min = string.sub, string.find, string.format, math.floor, math.ceil, math.max, math.min
-local call = redis.call
-local function fmt(x) return sformat('%.17g', x) end
+-- Globals are table lookups on every use: keep the ones the hot loop touches in locals.
+local call, tonumber, KEYS, ARGV = redis.call, tonumber, KEYS, ARGV
 local NOW, SERVER
 if ARGV[1] == '' then
   -- Server time: every application server agrees, whatever its own clock says.
@@ -40,7 +42,56 @@ else
   SERVER = false
 end
 local GRACE = tonumber(ARGV[2])
+`;
+
+/** The block check and the block written by a committed rejection (the memory store's decide()). */
+const BLOCKED = `
+  local blocked = false
+  if blockMs > 0 then
+    local bv = call('GET', bkey)
+    if bv then
+      local untilMs = tonumber(bv)
+      if untilMs > NOW then ok, remaining, reset, retry, reason, blocked = 0, 0, untilMs - NOW, untilMs - NOW, 2, true end
+    end
+  end`;
+const BLOCK = `if ok == 0 and commit and blockMs > 0 then
+    call('SET', bkey, sformat('%.17g', NOW + blockMs), 'PX', sformat('%.17g', blockMs + GRACE))
+  end`;
+
+/**
+ * The batch-check script of one algorithm: independent decisions, one after the other — the same as
+ * that many separate calls, in one round trip. ARGV[3] = policy count, then the policies, then per
+ * item: commit (1/0), cost, policy index. The algorithm's snippet is pasted into the loop.
+ */
+function batchScript(code: number): string {
+  return `${PRELUDE}
+local out, n, k = {}, 0, 1
+for i = 4 + tonumber(ARGV[3]) * 8, #ARGV, 3 do
+  local commit, cost = ARGV[i] == '1', tonumber(ARGV[i + 1])
+  local b = 4 + (tonumber(ARGV[i + 2]) - 1) * 8
+  local limit, period, capacity = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])
+  local scale, T, capT, blockMs = tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5]), tonumber(ARGV[b + 6]), tonumber(ARGV[b + 7])
+  local key, bkey = KEYS[k], KEYS[k + 1]
+  k = k + 2
+  local ok, remaining, reset, retry, reason, delay = 0, 0, 0, 0, 0, -1
+${BLOCKED}
+  if not blocked then
+    repeat
+${CHECK_SNIPPETS[code]}
+    until true
+    ${BLOCK}
+  end
+  out[n + 1], out[n + 2], out[n + 3], out[n + 4], out[n + 5], out[n + 6] = ok, remaining, reset, retry, reason, delay
+  n = n + 6
+end
+return out
+`;
+}
+
+/** Helpers of the less frequent scripts (several limits, refunds), where clarity beats speed. */
+const HELPERS = `
 local CHECK, REFUND = {}, {}
+local function fmt(x) return sformat('%.17g', x) end
 local function nums2(v)
   local i = find(v, ':', 1, true)
   return tonumber(sub(v, 1, i - 1)), tonumber(sub(v, i + 1))
@@ -67,69 +118,39 @@ local function read_policies(at)
   end
   return ps, i
 end
-local function blocked(bkey)
-  local v = call('GET', bkey)
-  if v then
-    local untilMs = tonumber(v)
-    if untilMs > NOW then return {0, 0, untilMs - NOW, untilMs - NOW, 2, -1} end
-  end
-  return nil
+-- One decision as a table {ok, remaining, reset, retry, reason, delay}.
+local function decide(key, bkey, p, cost, commit)
+  local blockMs = p.block
+  local ok, remaining, reset, retry, reason, delay = 0, 0, 0, 0, 0, -1
+${BLOCKED}
+  if blocked then return {ok, remaining, reset, retry, reason, delay} end
+  local d = CHECK[p.alg](key, p, cost, commit)
+  ok = d[1]
+  ${BLOCK}
+  return d
 end
 local function block(bkey, p)
   call('SET', bkey, fmt(NOW + p.block), 'PX', fmt(p.block + GRACE))
 end
--- The memory store's decide(): a blocked key is rejected first; a committed rejection blocks the key.
-local function decide(key, bkey, p, cost, commit)
-  if p.block > 0 then
-    local b = blocked(bkey)
-    if b then return b end
-  end
-  local d = CHECK[p.alg](key, p, cost, commit)
-  if d[1] == 0 and commit and p.block > 0 then block(bkey, p) end
-  return d
-end
 `;
 
-// State: with the client clock "window:count". With the server clock just the count, as an integer
-// (Redis shares small integers, so a key costs no more than a plain counter), and the window is the
-// key's expiry: PEXPIREAT the window's last millisecond. Redis hides a key once its frozen script
-// time is past that, so a visible key belongs to the current window.
-const FIXED_WINDOW = `
-CHECK[1] = function(key, p, cost, commit)
-  local P = p.period
-  local window = floor(NOW / P)
-  local v = call('GET', key)
-  local count = 0
-  if v then
-    if SERVER then
-      count = tonumber(v)
-    else
-      local w, c = nums2(v)
-      if w == window then count = c end
-    end
-  end
-  local toEnd = (window + 1) * P - NOW
-  if cost > p.capacity then
-    local reset = 0
-    if count > 0 then reset = toEnd end
-    return {0, max(0, p.limit - count), reset, -1, 1, -1}
-  end
-  if count + cost > p.limit then return {0, p.limit - count, toEnd, toEnd, 0, -1} end
-  local taken = 0
-  if commit then taken = cost end
-  if taken > 0 then
-    if SERVER then
-      if v then call('INCRBY', key, taken) else call('SET', key, taken) end
-      call('PEXPIREAT', key, fmt((window + 1) * P - 1))
-    else
-      put(key, fmt(window) .. ':' .. fmt(count + taken), toEnd)
-    end
-  end
-  local after = count + taken
-  local reset = 0
-  if after > 0 then reset = toEnd end
-  return {1, p.limit - after, reset, 0, 0, -1}
-end
+/** Each algorithm's snippet wrapped in a function of (key, policy, cost, commit) → decision table. */
+const CHECK_FUNCTIONS = Object.entries(CHECK_SNIPPETS)
+  .map(
+    ([code, snippet]) => `
+CHECK[${code}] = function(key, p, cost, commit)
+  local limit, period, capacity, scale, T, capT = p.limit, p.period, p.capacity, p.scale, p.T, p.capT
+  local ok, remaining, reset, retry, reason, delay = 0, 0, 0, 0, 0, -1
+  repeat
+${snippet}
+  until true
+  return {ok, remaining, reset, retry, reason, delay}
+end`,
+  )
+  .join('\n');
+
+// The refund step of each algorithm (`refund` in src/algorithms/*.ts).
+const REFUND_FUNCTIONS = `
 REFUND[1] = function(key, p, cost)
   local P = p.period
   local window = floor(NOW / P)
@@ -143,56 +164,6 @@ REFUND[1] = function(key, p, cost)
     if w == window then put(key, fmt(w) .. ':' .. fmt(max(0, c - cost)), (window + 1) * P - NOW) end
   end
 end
-`;
-
-// State: "window:previous count:current count".
-const SLIDING_WINDOW = `
-local function sw_remaining(p, prev, curr, elapsed)
-  local P = p.period
-  return max(0, floor((p.limit * P - prev * (P - elapsed)) / P) - curr)
-end
-local function sw_reset(P, prev, curr, elapsed)
-  if curr > 0 then return 2 * P - elapsed end
-  if prev > 0 then return P - elapsed end
-  return 0
-end
-local function sw_retry(p, prev, curr, elapsed, cost)
-  local P = p.period
-  local roomNow = (p.limit - curr - cost) * P
-  if roomNow >= 0 and prev > 0 then
-    local at = P - floor(roomNow / prev)
-    if at < P then return at - elapsed end
-  end
-  if curr == 0 then return P - elapsed end
-  local roomNext = (p.limit - cost) * P
-  local atNext = max(0, P - floor(roomNext / curr))
-  if atNext < P then return P - elapsed + atNext end
-  return 2 * P - elapsed
-end
-CHECK[2] = function(key, p, cost, commit)
-  local P = p.period
-  local window = floor(NOW / P)
-  local elapsed = NOW - window * P
-  local prev, curr = 0, 0
-  local v = call('GET', key)
-  if v then
-    local w, a, b = nums3(v)
-    if w == window then prev, curr = a, b elseif w == window - 1 then prev = b end
-  end
-  if cost > p.capacity then
-    return {0, sw_remaining(p, prev, curr, elapsed), sw_reset(P, prev, curr, elapsed), -1, 1, -1}
-  end
-  if prev * (P - elapsed) + (curr + cost) * P > p.limit * P then
-    return {0, sw_remaining(p, prev, curr, elapsed), sw_reset(P, prev, curr, elapsed),
-      sw_retry(p, prev, curr, elapsed, cost), 0, -1}
-  end
-  local taken = 0
-  if commit then taken = cost end
-  if taken > 0 then
-    put(key, fmt(window) .. ':' .. fmt(prev) .. ':' .. fmt(curr + taken), (window + 2) * P - NOW)
-  end
-  return {1, sw_remaining(p, prev, curr + taken, elapsed), sw_reset(P, prev, curr + taken, elapsed), 0, 0, -1}
-end
 REFUND[2] = function(key, p, cost)
   local P = p.period
   local window = floor(NOW / P)
@@ -201,14 +172,6 @@ REFUND[2] = function(key, p, cost)
   local w, a, b = nums3(v)
   if w == window then put(key, fmt(w) .. ':' .. fmt(a) .. ':' .. fmt(max(0, b - cost)), (window + 2) * P - NOW) end
 end
-`;
-
-// State: a binary string. A 16-byte header (total units of the live entries, byte position of the
-// first live entry) and then (timestamp, units) pairs of doubles, oldest first. Only admitted requests
-// are logged, one pair per distinct timestamp, so a key holds at most `limit` pairs. Expired pairs are
-// skipped by moving the head, and the string is rewritten only once the dead prefix is as long as the
-// live part, which keeps every step O(1) amortised (the memory store compacts its array the same way).
-const SLIDING_LOG = `
 local HDR = 16
 local function sl_load(key, P)
   local blob = call('GET', key)
@@ -224,56 +187,6 @@ local function sl_load(key, P)
     i = i + 16
   end
   return blob, n, total - units, i
-end
-CHECK[3] = function(key, p, cost, commit)
-  local P = p.period
-  local blob, n, count, idx = sl_load(key, P)
-  local function reset_of(c)
-    if c > 0 then return struct.unpack('<d', blob, n - 15) + P - NOW end
-    return 0
-  end
-  if cost > p.capacity then return {0, max(0, p.limit - count), reset_of(count), -1, 1, -1} end
-  if count + cost > p.limit then
-    -- Wait until enough of the oldest entries leave the window.
-    local freed, i = 0, idx
-    while count - freed + cost > p.limit do
-      local _, u = struct.unpack('<dd', blob, i)
-      freed = freed + u
-      i = i + 16
-    end
-    local ts = struct.unpack('<d', blob, i - 16)
-    return {0, p.limit - count, reset_of(count), ts + P - NOW, 0, -1}
-  end
-  local taken = 0
-  if commit then taken = cost end
-  if taken > 0 then
-    local after = count + taken
-    local lastPos = n - 15
-    local merge = lastPos >= idx and struct.unpack('<d', blob, lastPos) == NOW
-    local dead = idx - HDR - 1
-    if blob == nil or (dead > 0 and dead * 2 >= n - HDR) then
-      local live = ''
-      if blob then live = sub(blob, idx) end
-      if merge then
-        local ts, u = struct.unpack('<dd', blob, lastPos)
-        live = sub(live, 1, #live - 16) .. struct.pack('<dd', ts, u + taken)
-      else
-        live = live .. struct.pack('<dd', NOW, taken)
-      end
-      put(key, struct.pack('<dd', after, HDR + 1) .. live, P)
-    else
-      call('SETRANGE', key, 0, struct.pack('<dd', after, idx))
-      if merge then
-        local _, u = struct.unpack('<dd', blob, lastPos)
-        call('SETRANGE', key, lastPos + 7, struct.pack('<d', u + taken))
-      else
-        call('APPEND', key, struct.pack('<dd', NOW, taken))
-      end
-      call('PEXPIRE', key, fmt(P + GRACE))
-    end
-    return {1, p.limit - after, P, 0, 0, -1}
-  end
-  return {1, p.limit - count, reset_of(count), 0, 0, -1}
 end
 REFUND[3] = function(key, p, cost)
   local P = p.period
@@ -296,33 +209,6 @@ REFUND[3] = function(key, p, cost)
   end
   put(key, struct.pack('<dd', total, HDR + 1) .. live, struct.unpack('<d', live, #live - 15) + P - NOW)
 end
-`;
-
-// State: "level in ticks:last update ms" (src/algorithms/bucket.ts).
-const BUCKET = `
-local function bucket(shaping)
-  return function(key, p, cost, commit)
-    local v = call('GET', key)
-    local stored, last = 0, 0
-    if v then stored, last = nums2(v) end
-    local level = max(0, stored - max(0, NOW - last) * p.scale)
-    local T = p.T
-    if cost > p.capacity then return {0, floor((p.capT - level) / T), ceil(level / p.scale), -1, 1, -1} end
-    local after = level + cost * T
-    if after > p.capT then
-      return {0, floor((p.capT - level) / T), ceil(level / p.scale), ceil((after - p.capT) / p.scale), 0, -1}
-    end
-    local held = level
-    if commit and cost > 0 then
-      held = after
-      last = max(NOW, last)
-      put(key, fmt(after) .. ':' .. fmt(last), last + ceil(after / p.scale) - NOW)
-    end
-    local delay = -1
-    if shaping then delay = ceil(level / p.scale) end
-    return {1, floor((p.capT - held) / T), ceil(held / p.scale), 0, 0, delay}
-  end
-end
 local function bucket_refund(key, p, cost)
   local v = call('GET', key)
   if not v then return end
@@ -331,38 +217,8 @@ local function bucket_refund(key, p, cost)
   last = max(NOW, last)
   put(key, fmt(level) .. ':' .. fmt(last), last + ceil(level / p.scale) - NOW)
 end
-`;
-const TOKEN_BUCKET = `${BUCKET}
-CHECK[4] = bucket(false)
 REFUND[4] = bucket_refund
-`;
-const LEAKY_BUCKET = `${BUCKET}
-CHECK[5] = bucket(true)
 REFUND[5] = bucket_refund
-`;
-
-// State: the theoretical arrival time, in ticks (src/algorithms/gcra.ts).
-const GCRA = `
-CHECK[6] = function(key, p, cost, commit)
-  local v = call('GET', key)
-  local stored = 0
-  if v then stored = tonumber(v) end
-  local nowT = NOW * p.scale
-  local tat = max(stored, nowT)
-  local backlog = tat - nowT
-  local T = p.T
-  if cost > p.capacity then return {0, floor((p.capT - backlog) / T), ceil(backlog / p.scale), -1, 1, -1} end
-  local newTat = tat + cost * T
-  if newTat - nowT > p.capT then
-    return {0, floor((p.capT - backlog) / T), ceil(backlog / p.scale), ceil((newTat - nowT - p.capT) / p.scale), 0, -1}
-  end
-  local held = backlog
-  if commit and cost > 0 then
-    held = newTat - nowT
-    put(key, fmt(newTat), ceil(newTat / p.scale) - NOW)
-  end
-  return {1, floor((p.capT - held) / T), ceil(held / p.scale), 0, 0, -1}
-end
 REFUND[6] = function(key, p, cost)
   local v = call('GET', key)
   if not v then return end
@@ -370,37 +226,6 @@ REFUND[6] = function(key, p, cost)
   local s = max(nowT, max(tonumber(v), nowT) - cost * p.T)
   put(key, fmt(s), ceil(s / p.scale) - NOW)
 end
-`;
-
-/** Lua of each algorithm, by code. */
-const ALGORITHM_LUA: Record<number, string> = {
-  1: FIXED_WINDOW,
-  2: SLIDING_WINDOW,
-  3: SLIDING_LOG,
-  4: TOKEN_BUCKET,
-  5: LEAKY_BUCKET,
-  6: GCRA,
-};
-const ALL_ALGORITHMS = FIXED_WINDOW + SLIDING_WINDOW + SLIDING_LOG + BUCKET + GCRA;
-const ALL_BUCKETS = `
-CHECK[4] = bucket(false)
-REFUND[4] = bucket_refund
-CHECK[5] = bucket(true)
-REFUND[5] = bucket_refund
-`;
-
-// ARGV[3] = policy count, then policies, then per item: commit (1/0), cost, policy index.
-// Independent decisions, one after the other: the same as that many separate calls, in one round trip.
-const BATCH = `
-local ps, i = read_policies(3)
-local out, k, nargs = {}, 1, #ARGV
-while i <= nargs do
-  local d = decide(KEYS[k], KEYS[k + 1], ps[tonumber(ARGV[i + 2])], tonumber(ARGV[i + 1]), ARGV[i] == '1')
-  for j = 1, 6 do out[#out + 1] = d[j] end
-  i = i + 3
-  k = k + 2
-end
-return out
 `;
 
 // ARGV[3] = commit, ARGV[4] = also return the looks, ARGV[5] = policy count, then policies, then per
@@ -493,13 +318,13 @@ return call('ZREM', KEYS[1], ARGV[3])
 
 /** The source of the batch-check script of one algorithm (code 1–6). */
 export function checkScriptSource(code: number): string {
-  return PRELUDE + (ALGORITHM_LUA[code] ?? '') + BATCH;
+  return batchScript(code);
 }
 
 /** Script sources by name. */
 export const SCRIPT_SOURCES = {
-  many: PRELUDE + ALL_ALGORITHMS + ALL_BUCKETS + MANY,
-  refund: PRELUDE + ALL_ALGORITHMS + ALL_BUCKETS + REFUNDS,
-  acquire: PRELUDE + ACQUIRE,
-  release: PRELUDE + RELEASE,
+  many: PRELUDE + HELPERS + CHECK_FUNCTIONS + REFUND_FUNCTIONS + MANY,
+  refund: PRELUDE + HELPERS + REFUND_FUNCTIONS + REFUNDS,
+  acquire: PRELUDE + HELPERS + ACQUIRE,
+  release: PRELUDE + HELPERS + RELEASE,
 } as const;
