@@ -6,7 +6,8 @@ import { createTransport, type RedisClientLike } from './client.js';
 import { blockKey, leaseKey, slotOf, stateKey, tagOf, validatePrefix } from './keys.js';
 import { LocalCache } from './local-cache.js';
 import { Runner } from './runner.js';
-import { ACQUIRE_SCRIPT, CHECK_SCRIPTS, MANY_SCRIPT, policyArgs, REFUND_SCRIPT, RELEASE_SCRIPT } from './scripts.js';
+import { type ScriptItem, scriptArgs } from './script-args.js';
+import { ACQUIRE_SCRIPT, CHECK_SCRIPTS, MANY_SCRIPT, REFUND_SCRIPT, RELEASE_SCRIPT } from './scripts.js';
 
 /** Options of {@link createRedisStore}. */
 export interface RedisStoreOptions {
@@ -22,7 +23,10 @@ export interface RedisStoreOptions {
   clock?: 'server' | 'client';
   /** Longest wait for Redis, in ms; past it the call fails with ERR_SLUICE_STORE_TIMEOUT. @default 50 */
   timeoutMs?: number;
-  /** Called with every store failure (timeouts, lost connection, Redis errors), e.g. to log or count. */
+  /**
+   * Called with store failures (timeouts, Redis errors, a lost connection — reported once per outage,
+   * not once per call while the client is known to be down), e.g. to log or count them.
+   */
   onError?: (error: SluiceError) => void;
   /**
    * Answer keys known to be over their limit in-process, without a round trip, until they can pass
@@ -173,18 +177,15 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
 
   function sendChecks(items: readonly Pending[]): void {
     const first = items[0] as Pending;
-    const policies: ResolvedPolicy[] = [];
-    const keys: string[] = [];
-    const tail: string[] = [];
-    for (const item of items) {
-      let index = policies.indexOf(item.policy);
-      if (index === -1) index = policies.push(item.policy) - 1;
-      keys.push(item.key, item.bkey);
-      tail.push(item.commit ? '1' : '0', String(item.cost), String(index + 1));
-    }
-    const args = [nowArg(first.nowMs), grace, String(policies.length)];
-    for (const p of policies) for (const a of policyArgs(p)) args.push(a);
-    for (const a of tail) args.push(a);
+    const { keys, args } = scriptArgs(
+      [nowArg(first.nowMs), grace],
+      items.map(({ key, bkey, policy, commit, cost }) => ({
+        key,
+        bkey,
+        policy,
+        fields: [commit ? '1' : '0', String(cost)],
+      })),
+    );
     runner.script(CHECK_SCRIPTS[first.policy.algorithm], keys, args).then(
       (reply) => {
         const r = reply as unknown[];
@@ -221,6 +222,12 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     readonly bkey: string;
     readonly item: StoreItem;
   }
+  const toScriptItem = ({ key, bkey, item }: ManyItem): ScriptItem => ({
+    key,
+    bkey,
+    policy: item.policy,
+    fields: [String(item.cost)],
+  });
 
   /** Runs the all-or-nothing script on items that share a slot; with `wantLooks`, also the looks. */
   function runMany(
@@ -229,18 +236,10 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     commit: boolean,
     wantLooks: boolean,
   ): Promise<{ decisions: Decision[]; looks: Decision[] }> {
-    const policies: ResolvedPolicy[] = [];
-    const keys: string[] = [];
-    const tail: string[] = [];
-    for (const { key, bkey, item } of group) {
-      let index = policies.indexOf(item.policy);
-      if (index === -1) index = policies.push(item.policy) - 1;
-      keys.push(key, bkey);
-      tail.push(String(item.cost), String(index + 1));
-    }
-    const args = [nowArg(nowMs), grace, commit ? '1' : '0', wantLooks ? '1' : '0', String(policies.length)];
-    for (const p of policies) for (const a of policyArgs(p)) args.push(a);
-    for (const a of tail) args.push(a);
+    const { keys, args } = scriptArgs(
+      [nowArg(nowMs), grace, commit ? '1' : '0', wantLooks ? '1' : '0'],
+      group.map(toScriptItem),
+    );
     return runner.script(MANY_SCRIPT, keys, args).then((reply) => {
       const r = reply as unknown[];
       const n = group.length;
@@ -253,18 +252,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
   }
 
   function runRefunds(group: readonly ManyItem[], nowMs: number): Promise<unknown> {
-    const policies: ResolvedPolicy[] = [];
-    const keys: string[] = [];
-    const tail: string[] = [];
-    for (const { key, bkey, item } of group) {
-      let index = policies.indexOf(item.policy);
-      if (index === -1) index = policies.push(item.policy) - 1;
-      keys.push(key, bkey);
-      tail.push(String(item.cost), String(index + 1));
-    }
-    const args = [nowArg(nowMs), grace, String(policies.length)];
-    for (const p of policies) for (const a of policyArgs(p)) args.push(a);
-    for (const a of tail) args.push(a);
+    const { keys, args } = scriptArgs([nowArg(nowMs), grace], group.map(toScriptItem));
     return runner.script(REFUND_SCRIPT, keys, args);
   }
 
@@ -385,8 +373,10 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     },
 
     async close() {
+      // Checks already queued still go out; close() resolves once every command has settled (at most
+      // timeoutMs). The client is the caller's: it stays open.
       flush();
-      runner.close();
+      await runner.close();
     },
 
     stats: () => ({

@@ -24,6 +24,11 @@ export class Runner {
   readonly stats: RunnerStats = { commands: 0, errors: 0, timeouts: 0, scriptLoads: 0 };
   private readonly deadlines: Deadlines;
   closed = false;
+  /** Commands sent and not settled yet. */
+  private pending = 0;
+  private drained: (() => void) | undefined;
+  /** Set once "not connected" was reported, so an outage under load reports it once, not per call. */
+  private downReported = false;
 
   constructor(
     private readonly transport: RedisTransport,
@@ -46,9 +51,17 @@ export class Runner {
     return this.send(argv, firstKey, undefined);
   }
 
-  /** Times out every pending command; later calls fail with ERR_SLUICE_STORE_CLOSED. */
-  close(): void {
+  /**
+   * Stops taking commands (later calls fail with ERR_SLUICE_STORE_CLOSED), waits for the pending ones
+   * to settle — at most the command timeout — and stops the timer.
+   */
+  async close(): Promise<void> {
     this.closed = true;
+    if (this.pending > 0) {
+      await new Promise<void>((resolve) => {
+        this.drained = resolve;
+      });
+    }
     this.deadlines.clear();
   }
 
@@ -57,29 +70,32 @@ export class Runner {
     if (!this.transport.ready()) {
       // The client knows it is disconnected: fail now rather than pile commands into its offline queue.
       this.stats.errors++;
-      return Promise.reject(this.fail(new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', 'redis is not connected')));
+      const error = new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', 'redis is not connected');
+      if (this.downReported) return Promise.reject(error);
+      this.downReported = true;
+      return Promise.reject(this.fail(error));
     }
     this.stats.commands++;
+    this.pending++;
     return new Promise((resolve, reject) => {
       const deadline = this.deadlines.add(() => {
+        this.settled();
         this.stats.timeouts++;
         reject(
-          this.fail(
-            new SluiceError(
-              'ERR_SLUICE_STORE_TIMEOUT',
-              this.closed ? 'the redis store was closed' : `redis did not answer within ${this.timeoutMs} ms`,
-            ),
-          ),
+          this.fail(new SluiceError('ERR_SLUICE_STORE_TIMEOUT', `redis did not answer within ${this.timeoutMs} ms`)),
         );
       });
       const ok = (value: unknown) => {
         if (deadline.done) return;
         deadline.done = true;
+        this.settled();
+        this.downReported = false;
         resolve(value);
       };
       const failed = (error: unknown) => {
         if (deadline.done) return;
         deadline.done = true;
+        this.settled();
         this.stats.errors++;
         const message = error instanceof Error ? error.message : String(error);
         reject(
@@ -101,6 +117,13 @@ export class Runner {
         failed(error);
       });
     });
+  }
+
+  private settled(): void {
+    if (--this.pending === 0 && this.drained !== undefined) {
+      this.drained();
+      this.drained = undefined;
+    }
   }
 
   private fail(error: SluiceError): SluiceError {
