@@ -99,7 +99,7 @@ interface Pending {
  * import { createLimiter } from 'sluice';
  * import { createRedisStore } from 'sluice/redis';
  *
- * const store = createRedisStore({ client: new Redis(process.env.REDIS_URL) });
+ * const store = createRedisStore({ client: new Redis('redis://127.0.0.1:6379') });
  * const limiter = createLimiter({ algorithm: 'sliding-window', limit: 100, period: '1m', store, fail: 'open' });
  * const d = await limiter.check('user:42');
  */
