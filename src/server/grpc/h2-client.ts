@@ -54,7 +54,7 @@ export function createH2RlsClient(target: string): H2RlsClient {
             reject(new Error(`grpc-status ${status ?? 'missing'}`));
             return;
           }
-          const body = Buffer.concat(chunks);
+          const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
           resolve(decodeOverallCode(body.subarray(5)));
         });
         stream.end(Buffer.isBuffer(request) ? request : encodeRateLimitRequestFrame(request));
