@@ -7,7 +7,8 @@ export type HeaderMode = 'x' | 'draft' | 'both' | false;
 /**
  * Response headers as plain data: names and values alternating, `[name1, value1, name2, value2, …]`
  * (the layout of Node's `rawHeaders`: one flat array per response, no array per header), set by each
- * adapter in its own way.
+ * adapter in its own way. Names are lower-case: header names are case-insensitive (RFC 9110 §5.1),
+ * HTTP/2 and Fastify lower-case them anyway, and a name already lower-case costs Fastify nothing.
  */
 export type HeaderList = readonly string[];
 
@@ -70,7 +71,7 @@ export function rateLimitHeaders(decision: Decision, info: LimitHeaderInfo, mode
   if (mode === false) return [];
   const degraded = decision.degraded === true;
   // No limit applied (every limit's key was null): there is nothing to describe.
-  if (!Number.isFinite(decision.limit)) return degraded ? ['X-RateLimit-Degraded', '1'] : [];
+  if (!Number.isFinite(decision.limit)) return degraded ? ['x-ratelimit-degraded', '1'] : [];
   const same = decision.limit === info.limit;
   const limit = same ? info.limitText : String(decision.limit);
   const remaining = String(decision.remaining);
@@ -81,21 +82,21 @@ export function rateLimitHeaders(decision: Decision, info: LimitHeaderInfo, mode
   const headers =
     mode === 'both'
       ? [
-          'X-RateLimit-Limit',
+          'x-ratelimit-limit',
           limit,
-          'X-RateLimit-Remaining',
+          'x-ratelimit-remaining',
           remaining,
-          'X-RateLimit-Reset',
+          'x-ratelimit-reset',
           resetS,
-          'RateLimit-Policy',
+          'ratelimit-policy',
           policy,
-          'RateLimit',
+          'ratelimit',
           state,
         ]
       : mode === 'x'
-        ? ['X-RateLimit-Limit', limit, 'X-RateLimit-Remaining', remaining, 'X-RateLimit-Reset', resetS]
-        : ['RateLimit-Policy', policy, 'RateLimit', state];
-  if (degraded) headers.push('X-RateLimit-Degraded', '1');
+        ? ['x-ratelimit-limit', limit, 'x-ratelimit-remaining', remaining, 'x-ratelimit-reset', resetS]
+        : ['ratelimit-policy', policy, 'ratelimit', state];
+  if (degraded) headers.push('x-ratelimit-degraded', '1');
   return headers;
 }
 

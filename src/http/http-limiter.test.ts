@@ -91,8 +91,8 @@ describe('createHttpLimiter', () => {
     for (let i = 0; i < 3; i++) assert.equal((l.decide({ headers: { 'x-tenant': 'big' } }) as HttpOutcome).pass, true);
     const o = l.decide({ headers: { 'x-tenant': 'big' } }) as HttpOutcome;
     assert.equal(o.pass, false);
-    assert.equal(header(o, 'RateLimit-Policy'), '"tenant";q=3;w=60');
-    assert.equal(header(l.decide({}) as HttpOutcome, 'RateLimit-Policy'), '"ip";q=100;w=60');
+    assert.equal(header(o, 'ratelimit-policy'), '"tenant";q=3;w=60');
+    assert.equal(header(l.decide({}) as HttpOutcome, 'ratelimit-policy'), '"ip";q=100;w=60');
     assert.equal(calls, 7);
 
     const bad = limiter({ limits: [() => ({ limit: -1, period: '1m' })] });

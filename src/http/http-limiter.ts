@@ -244,7 +244,7 @@ export function createHttpLimiter<Req>(
     let headers: string[];
     if (kind === 'limited' && decision !== undefined && limit !== undefined) {
       headers = rateLimitHeaders(decision, limit.header, headerMode);
-      if (rejection.retryAfter !== null) headers.push('Retry-After', String(rejection.retryAfter));
+      if (rejection.retryAfter !== null) headers.push('retry-after', String(rejection.retryAfter));
     } else {
       headers = rejectionHeaders(rejection);
     }
@@ -299,9 +299,20 @@ export function createHttpLimiter<Req>(
       return { body: JSON.stringify(custom), contentType: JSON_TYPE };
     }
     const m = options.message;
-    const message = m === undefined ? defaultMessage(rejection) : typeof m === 'function' ? m(rejection) : m;
-    return { body: JSON.stringify(defaultBody(rejection, message)), contentType: JSON_TYPE };
+    if (typeof m === 'function')
+      return { body: JSON.stringify(defaultBody(rejection, m(rejection))), contentType: JSON_TYPE };
+    // The default body depends only on the kind and the wait: under attack the same few are sent
+    // over and over, so each is formatted once.
+    const id = `${rejection.kind}:${rejection.retryAfter}`;
+    let body = bodies.get(id);
+    if (body === undefined) {
+      body = JSON.stringify(defaultBody(rejection, m ?? defaultMessage(rejection)));
+      if (bodies.size >= 1000) bodies.clear();
+      bodies.set(id, body);
+    }
+    return { body, contentType: JSON_TYPE };
   }
+  const bodies = new Map<string, string>();
 
   // The plain configuration — one fixed limit keyed by client IP, on the memory store, nothing computed
   // per request — skips every step that would do nothing and asks the store directly (no promise, no

@@ -79,5 +79,5 @@ export function rejectionInfo(
 
 /** `Retry-After` for a rejection, when there is one. */
 export function rejectionHeaders(info: RejectionInfo): string[] {
-  return info.retryAfter === null ? [] : ['Retry-After', String(info.retryAfter)];
+  return info.retryAfter === null ? [] : ['retry-after', String(info.retryAfter)];
 }
