@@ -1,19 +1,30 @@
 /**
  * The examples in docs/ run. Every code block fenced as ```ts run is executed as its own program, with
- * `sluice` and `sluice/<entry>` imports pointed at the sources, and must exit 0 within 30 s.
+ * `sluice` and `sluice/<entry>` imports pointed at the sources, and must exit 0 within 30 s. Programs
+ * are written inside the project (so `import ... from 'ioredis'` resolves as in an application) and
+ * get REDIS_URL pointing at a redis-server this test starts.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { after, describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import { pathToFileURL } from 'node:url';
+import { type RedisServerHandle, startRedis } from './helpers/redis-server.js';
 
 const root = resolve(import.meta.dirname, '..');
 const docs = join(root, 'docs');
-const work = mkdtempSync(join(tmpdir(), 'sluice-docs-'));
-after(() => rmSync(work, { recursive: true, force: true }));
+const cache = join(root, 'node_modules', '.cache');
+mkdirSync(cache, { recursive: true });
+const work = mkdtempSync(join(cache, 'sluice-docs-'));
+let redis: RedisServerHandle | undefined;
+before(async () => {
+  redis = await startRedis();
+});
+after(async () => {
+  rmSync(work, { recursive: true, force: true });
+  await redis?.stop();
+});
 
 /** `sluice/x` → the source file behind package.json#exports['./x']. */
 function sourceOf(specifier: string): string {

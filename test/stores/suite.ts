@@ -55,7 +55,7 @@ class Reference {
   }
 }
 
-/** Decisions compared as JSON would carry them (Infinity and -0 normalised). */
+/** Decisions compared as JSON would carry them (Infinity as a string, since JSON has none). */
 function plain(d: Decision) {
   return { ...d, retryAfterMs: Number.isFinite(d.retryAfterMs) ? d.retryAfterMs : 'Infinity' };
 }
