@@ -75,11 +75,16 @@ export function createLimiter(options: LimiterOptions): Limiter {
     const cost = resolveCost(options?.cost);
     const nowMs = clock.now();
     if (!multi) {
-      const item = { key: singleKey(key, single.name), policy: single.policy, cost };
-      return withFailure(
-        () => store.check(item.key, item.policy, cost, nowMs, commit),
-        () => failure.decide([item], nowMs, commit)[0] as Decision,
-      );
+      const k = singleKey(key, single.name);
+      // The hot path: no closure and, on a synchronous store (memory), no promise either.
+      try {
+        const decision = store.check(k, single.policy, cost, nowMs, commit);
+        return decision instanceof Promise
+          ? decision.catch((error: unknown) => failSingle(error, k, cost, nowMs, commit))
+          : decision;
+      } catch (error) {
+        return failSingle(error, k, cost, nowMs, commit);
+      }
     }
     const items = itemsFor(limits, key, cost);
     return withFailure(
@@ -91,6 +96,12 @@ export function createLimiter(options: LimiterOptions): Limiter {
       },
       () => withResults(items, failure.decide(items, nowMs, commit)),
     );
+  }
+
+  /** The failure policy's answer for a single-limit check whose store call failed; misuse is rethrown. */
+  function failSingle(error: unknown, key: string, cost: number, nowMs: number, commit: boolean): Decision {
+    if (!isStoreFailure(error)) throw error;
+    return failure.decide([{ key, policy: single.policy, cost }], nowMs, commit)[0] as Decision;
   }
 
   function eachLimit(key: LimiterKey, act: (k: string, limit: ResolvedLimit) => MaybePromise<void>): Promise<void> {
