@@ -11,7 +11,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { cpus } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import { startRedis } from '../test/helpers/redis-server.js';
 import { fmt, table } from './lib/measure.js';
@@ -20,6 +20,8 @@ const ROOT = resolve(import.meta.dirname, '..');
 const CLI = ['--import', 'tsx', resolve(ROOT, 'src/cli/main.ts')];
 const SECONDS = Number(process.env.SLUICE_BENCH_SECONDS ?? 10);
 const CONCURRENCY = Number(process.env.SLUICE_BENCH_CONCURRENCY ?? 64);
+/** Load threads of `sluice bench`: two, so one event loop of the load generator is not the ceiling. */
+const THREADS = Number(process.env.SLUICE_BENCH_THREADS ?? 2);
 
 interface Service {
   pid: number;
@@ -80,6 +82,8 @@ function bench(args: string[], seconds: number): BenchJson {
       '--json',
       '--duration',
       `${seconds}s`,
+      '--threads',
+      String(THREADS),
       '--warmup',
       '0s',
       '--concurrency',
@@ -111,6 +115,9 @@ async function scenario(name: string, serveArgs: string[], benchArgs: (s: Servic
   }
 }
 
+const loadBefore = loadavg()
+  .map((l) => l.toFixed(2))
+  .join(' ');
 const redis = await startRedis();
 const rows: Row[] = [];
 try {
@@ -129,7 +136,7 @@ try {
 
 const base = rows[0] as Row;
 console.log(
-  `sluice bench against sluice serve: ${SECONDS} s per run, ${CONCURRENCY} requests in flight, ${cpus().length} cores shared by both (${cpus()[0]?.model ?? 'cpu'}).\n`,
+  `sluice bench (${THREADS} load threads) against sluice serve: ${SECONDS} s per run, ${CONCURRENCY} requests in flight, ${cpus().length} cores shared by both (${cpus()[0]?.model ?? 'cpu'}); load average before the run ${loadBefore}.\n`,
 );
 console.log(
   table(
