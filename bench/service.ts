@@ -30,15 +30,32 @@ interface Service {
   stop(): Promise<void>;
 }
 
+/**
+ * Node's HTTP/2 floor: a server that answers every ShouldRateLimit with the same fixed OK response,
+ * speaking the same wire protocol and doing nothing else. What no Node gRPC service can beat here.
+ */
+const FLOOR = `
+const http2 = require('node:http2');
+const frame = Buffer.from([0, 0, 0, 0, 2, 8, 1]);
+const server = http2.createServer();
+server.on('stream', (stream) => {
+  stream.on('data', () => {});
+  stream.on('end', () => {
+    stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+    stream.once('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+    stream.end(frame);
+  });
+});
+server.listen(0, '127.0.0.1', () => console.log(JSON.stringify({ msg: 'listening', http: 0, grpc: server.address().port })));
+process.on('SIGTERM', () => process.exit(0));
+`;
+
 async function serve(args: string[]): Promise<Service> {
-  const child = spawn(
-    process.execPath,
-    [...CLI, 'serve', '--host', '127.0.0.1', '--port', '0', '--grpc-port', '0', '--log-level', 'info', ...args],
-    {
-      cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'ignore'],
-    },
-  );
+  const argv =
+    args[0] === 'floor'
+      ? ['-e', FLOOR]
+      : [...CLI, 'serve', '--host', '127.0.0.1', '--port', '0', '--grpc-port', '0', '--log-level', 'info', ...args];
+  const child = spawn(process.execPath, argv, { cwd: ROOT, stdio: ['ignore', 'pipe', 'ignore'] });
   const ports = await new Promise<{ http: number; grpc: number }>((done, fail) => {
     let out = '';
     child.stdout.on('data', (c: Buffer) => {
@@ -121,11 +138,13 @@ const loadBefore = loadavg()
 const redis = await startRedis();
 const rows: Row[] = [];
 try {
-  const grpc = (s: Service) => ['--grpc', `127.0.0.1:${s.grpc}`];
+  // Several connections, as Envoy opens one per worker thread.
+  const grpc = (s: Service) => ['--grpc', `127.0.0.1:${s.grpc}`, '--connections', '4'];
   const json = (s: Service) => ['--http', `http://127.0.0.1:${s.http}`, '--endpoint', 'json'];
   const check = (s: Service) => ['--http', `http://127.0.0.1:${s.http}`, '--endpoint', 'check'];
   rows.push(await scenario('gRPC, memory', [], grpc));
   rows.push(await scenario('gRPC, memory, grpc-js server (peer)', ['--grpc-server', 'grpc-js'], grpc));
+  rows.push(await scenario("gRPC floor: Node's HTTP/2 answering a fixed OK", ['floor'], grpc));
   rows.push(await scenario('HTTP /json, memory', [], json));
   rows.push(await scenario('HTTP /v1/check, memory', [], check));
   rows.push(await scenario('gRPC, Redis', ['--redis', redis.url, '--redis-timeout', '1s'], grpc));
