@@ -4,7 +4,7 @@ import { isSluiceError } from '../core/errors.js';
 import { combineDecisions } from '../limiter/combine.js';
 import type { DescriptorStatus, RateLimitRequest, RateLimitResponse, RulesEngine } from '../rules/index.js';
 import type { AccessLists, ListName } from './access-lists.js';
-import type { DecisionHub, DecisionOutcome, DecisionSource } from './decision-events.js';
+import type { DecisionEvent, DecisionHub, DecisionOutcome, DecisionSource } from './decision-events.js';
 import { outcomeOf } from './decision-events.js';
 import { rateLimitHeaders } from './headers.js';
 import type { ServiceMetrics } from './metrics.js';
@@ -113,18 +113,22 @@ export function createDecider(options: DeciderOptions): Decider {
           ? 'over_limit'
           : outcomeOf(true, limit?.limit, status.limitRemaining);
       const descriptor = request.descriptors[i];
-      hub.emit({
+      // Built field by field (no spreads): this runs for every decision.
+      const event: { -readonly [K in keyof DecisionEvent]: DecisionEvent[K] } = {
         source,
         domain: request.domain,
         rule: status.ruleId ?? '',
-        key: descriptor === undefined ? '' : descriptor.entries.map((e) => `${e.key}=${e.value}`).join('/'),
+        key: descriptor === undefined ? '' : keyOf(descriptor.entries),
         outcome,
-        ...(limit === undefined
-          ? {}
-          : { limit: limit.limit, remaining: status.limitRemaining, resetMs: status.durationUntilResetMs }),
-        ...(list === undefined ? {} : { list }),
         atMs,
-      });
+      };
+      if (limit !== undefined) {
+        event.limit = limit.limit;
+        event.remaining = status.limitRemaining;
+        event.resetMs = status.durationUntilResetMs;
+      }
+      if (list !== undefined) event.list = list;
+      hub.emit(event);
       if (status.decision !== undefined && !status.shadow) {
         decisions.push(status.decision);
         const combined = combineDecisions(decisions);
@@ -148,9 +152,25 @@ export function createDecider(options: DeciderOptions): Decider {
       bindingName = 'denied';
       bindingWindow = 1000;
     }
-    const headers = binding === undefined ? {} : rateLimitHeaders(binding, bindingName, bindingWindow);
-    return { ...response, headers, ...(binding === undefined ? {} : { binding }) };
+    const decided: Decided = {
+      overallCode: response.overallCode,
+      statuses: response.statuses,
+      headers: binding === undefined ? {} : rateLimitHeaders(binding, bindingName, bindingWindow),
+    };
+    if (binding !== undefined) decided.binding = binding;
+    return decided;
   }
+}
+
+/** A descriptor as one string, `k=v/k=v`, for stats and logs. */
+function keyOf(entries: readonly { key: string; value: string }[]): string {
+  if (entries.length === 1) {
+    const e = entries[0] as { key: string; value: string };
+    return `${e.key}=${e.value}`;
+  }
+  let out = '';
+  for (const e of entries) out += out === '' ? `${e.key}=${e.value}` : `/${e.key}=${e.value}`;
+  return out;
 }
 
 function listOf(
