@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { cidrContains, formatIp, maskIp, parseCidr, parseIp } from './ip.js';
+import { cidrContains, formatIp, maskIp, maskToPrefix, parseCidr, parseIp } from './ip.js';
 
 const canon = (text: string) => {
   const bytes = parseIp(text);
@@ -91,5 +91,24 @@ describe('IP addresses', () => {
     assert.equal(masked('2001:db8:aaaa:bbcc:1:2:3:4', 64), '2001:db8:aaaa:bbcc::');
     assert.equal(masked('2001:db8:aaaa:bbcc:1:2:3:4', 128), '2001:db8:aaaa:bbcc:1:2:3:4');
     assert.equal(masked('2001:db8:aaaa:bbcc:1:2:3:4', 0), '::');
+  });
+
+  it('prints IPv6 in RFC 5952 form and masks to a prefix counted in the address family', () => {
+    const canonical = (text: string) => {
+      const ip = parseIp(text);
+      return ip && formatIp(ip);
+    };
+    assert.equal(canonical('2001:0DB8:0000:0000:0000:0000:0000:0001'), '2001:db8::1');
+    assert.equal(canonical('2001:db8:0:0:1:0:0:1'), '2001:db8::1:0:0:1');
+    assert.equal(canonical('2001:db8:1:0:1:1:1:1'), '2001:db8:1:0:1:1:1:1');
+    assert.equal(canonical('fe80::1%eth0'), 'fe80::1');
+    const v4 = parseIp('192.168.37.201');
+    const v6 = parseIp('2001:db8:abcd:12ff::1');
+    assert.ok(v4 && v6);
+    assert.equal(formatIp(maskToPrefix(v4, 20)), '192.168.32.0');
+    assert.equal(formatIp(maskToPrefix(v4, 0)), '0.0.0.0');
+    assert.equal(formatIp(maskToPrefix(v4, 32)), '192.168.37.201');
+    assert.equal(formatIp(maskToPrefix(v6, 56)), '2001:db8:abcd:1200::');
+    assert.equal(formatIp(maskToPrefix(v6, 128)), '2001:db8:abcd:12ff::1');
   });
 });

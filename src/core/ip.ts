@@ -1,6 +1,7 @@
 /**
  * IP addresses and CIDR blocks in plain TypeScript (no `node:net`), so the Hono adapter runs on any
- * runtime. Every address is held as 16 bytes; an IPv4 address is its IPv4-mapped IPv6 form
+ * runtime; shared by the HTTP middleware (client keys, trust proxy, access lists) and the rules'
+ * `remote_address` / `masked_remote_address` actions. Every address is held as 16 bytes; an IPv4 address is its IPv4-mapped IPv6 form
  * (`::ffff:a.b.c.d`), so one CIDR test covers both families and `::ffff:10.0.0.1` matches `10.0.0.0/8`.
  */
 
@@ -165,6 +166,15 @@ export function maskIp(bytes: IpBytes, bits: number): IpBytes {
     out[i] = (bytes[i] as number) & ((0xff << (8 - keep)) & 0xff);
   }
   return out;
+}
+
+/**
+ * Masks to a prefix length counted in the address's own family — IPv4 bits for an IPv4 address, IPv6
+ * bits otherwise — as Envoy's `masked_remote_address` does.
+ * @example formatIp(maskToPrefix(parseIp('192.168.37.201')!, 20)) // '192.168.32.0'
+ */
+export function maskToPrefix(bytes: IpBytes, prefixLength: number): IpBytes {
+  return maskIp(bytes, isV4(bytes) ? 96 + prefixLength : prefixLength);
 }
 
 /**

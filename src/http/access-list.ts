@@ -1,5 +1,5 @@
 import { SluiceError } from '../core/errors.js';
-import { type Cidr, cidrContains, formatIp, parseCidr, parseIp } from './ip.js';
+import { type Cidr, cidrContains, formatIp, parseCidr, parseIp } from '../core/ip.js';
 
 /**
  * An allow or deny list of IP addresses, CIDR blocks and keys, changeable while the server runs.

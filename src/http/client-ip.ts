@@ -1,6 +1,6 @@
 import { SluiceError } from '../core/errors.js';
+import { type Cidr, cidrContains, formatIp, type IpBytes, isV4, maskIp, parseCidr, parseIp } from '../core/ip.js';
 import { parseForwarded, parseXForwardedFor } from './forwarded.js';
-import { type Cidr, cidrContains, formatIp, type IpBytes, isV4, maskIp, parseCidr, parseIp } from './ip.js';
 
 /** Named groups of proxy addresses, as accepted in `trustProxy`. */
 export const PROXY_GROUPS: Readonly<Record<string, readonly string[]>> = {

@@ -15,6 +15,9 @@
  * });
  * @packageDocumentation
  */
+
+export type { Cidr, IpBytes } from '../core/ip.js';
+export { cidrContains, formatIp, maskIp, parseCidr, parseIp } from '../core/ip.js';
 export type { AccessList } from './access-list.js';
 export { createAccessList, isAccessList } from './access-list.js';
 export type { ClientIpOptions, ClientIpResolver, ProxyHeader } from './client-ip.js';
@@ -24,8 +27,6 @@ export type { HeaderList, HeaderMode, LimitHeaderInfo } from './headers.js';
 export { limitHeaderInfo, rateLimitHeaders, retryAfterSeconds, toSeconds, toSfString } from './headers.js';
 export type { HttpLimiter, HttpOutcome } from './http-limiter.js';
 export { createHttpLimiter, PASS } from './http-limiter.js';
-export type { Cidr, IpBytes } from './ip.js';
-export { cidrContains, formatIp, maskIp, parseCidr, parseIp } from './ip.js';
 export type {
   FailPolicy,
   HttpLimit,

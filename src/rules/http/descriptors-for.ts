@@ -1,5 +1,5 @@
+import { formatIp, isV4, maskToPrefix, parseIp } from '../../core/ip.js';
 import type { RuleSet } from '../types.js';
-import { formatIp, maskIp, parseIp } from './ip.js';
 import { createRequestView, matchHeader, matchQueryParameter, type RequestView } from './request-view.js';
 import type { HttpAction, HttpDescriptor, HttpDomainDescriptors, HttpRateLimit, HttpRequestInfo } from './types.js';
 
@@ -55,8 +55,8 @@ function apply(action: HttpAction, view: RequestView): Outcome {
     case 'masked_remote_address': {
       const ip = parseIp(view.remoteAddress);
       if (ip === undefined) return 'drop';
-      const length = ip.version === 4 ? action.v4PrefixLen : action.v6PrefixLen;
-      return { key: 'masked_remote_address', value: `${formatIp(maskIp(ip, length))}/${length}` };
+      const length = isV4(ip) ? action.v4PrefixLen : action.v6PrefixLen;
+      return { key: 'masked_remote_address', value: `${formatIp(maskToPrefix(ip, length))}/${length}` };
     }
     case 'request_headers': {
       const value = view.header(action.headerName)?.[0];
