@@ -38,3 +38,8 @@ for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP']) {
   });
 }
 child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+// `kill <npm's pid>` stops npm and its shell but not us: when our parent goes away, stop the service too.
+const parent = process.ppid;
+setInterval(() => {
+  if (process.ppid !== parent && child.exitCode === null) child.kill('SIGTERM');
+}, 500).unref();
