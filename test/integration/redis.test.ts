@@ -1,12 +1,12 @@
 /**
  * Two service processes on one test Redis share their limits exactly: concurrent requests spread over
  * both, over gRPC, /json and /v1/check, admit exactly the limit. With Redis gone, the health check says
- * so (503 under the default fail-closed behaviour).
+ * so (503 under the default fail-closed behaviour). One service also runs on a 3-master Redis Cluster.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createRlsClient, type RlsClient } from '../../src/server/index.js';
-import { type RedisServerHandle, startRedis } from '../helpers/redis-server.js';
+import { type RedisServerHandle, startRedis, startRedisCluster } from '../helpers/redis-server.js';
 import { postJson, type SluiceProcess, startSluice, tempFile, unique } from './helpers.js';
 
 const RULES = `domain: shared
@@ -79,5 +79,39 @@ describe('two services on one Redis', () => {
       descriptors: [{ entries: [{ key: 'user', value: unique('d') }] }],
     });
     assert.equal(refused.status, 503);
+  });
+});
+
+describe('a service on a Redis Cluster', () => {
+  it('decides over --redis-cluster, with descriptors in different hash slots', async () => {
+    const cluster = await startRedisCluster(3);
+    const seeds = cluster.ports.map((p) => `127.0.0.1:${p}`).join(',');
+    const service = await startSluice(['--redis-cluster', seeds, '--redis-timeout', '2s']);
+    try {
+      const base = `http://127.0.0.1:${service.http}`;
+      const key = unique('c');
+      const results: boolean[] = [];
+      for (let i = 0; i < 3; i++) {
+        const res = await postJson(`${base}/v1/check`, { checks: [{ key, limit: 2, period: '1h' }] });
+        results.push((res.json.results as { allowed: boolean }[])[0]?.allowed === true);
+      }
+      assert.deepEqual(results, [true, true, false]);
+      const both = await postJson(`${base}/json`, {
+        domain: 'example',
+        descriptors: [
+          { entries: [{ key: 'api_key', value: unique('k') }] },
+          { entries: [{ key: 'remote_address', value: '192.0.2.7' }] },
+        ],
+      });
+      assert.equal(both.status, 200);
+      assert.deepEqual(
+        (both.json.statuses as { currentLimit?: { name?: string } }[]).map((s) => s.currentLimit?.name),
+        ['per-key-minute', 'per-ip'],
+      );
+      assert.equal((await fetch(`${base}/healthcheck`)).status, 200);
+    } finally {
+      assert.equal((await service.stop()).code, 0);
+      await cluster.stop();
+    }
   });
 });
