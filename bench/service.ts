@@ -10,9 +10,10 @@
  *   SLUICE_BENCH_SECONDS=5 node --import tsx bench/service.ts
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { cpus, loadavg } from 'node:os';
-import { resolve } from 'node:path';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { encodeRateLimitRequestFrame } from '../src/server/index.js';
 import { startRedis } from '../test/helpers/redis-server.js';
 import { fmt, table } from './lib/measure.js';
 
@@ -119,12 +120,75 @@ interface Row {
   cpuUsPerDecision: number;
 }
 
-async function scenario(name: string, serveArgs: string[], benchArgs: (s: Service) => string[]): Promise<Row> {
-  const service = await serve(serveArgs);
+/**
+ * nghttp2's h2load (C; Debian package nghttp2-client), when installed: a load generator that costs far
+ * less CPU per call than any Node client, so more of the two cores go to the service. It sends one fixed
+ * request (one key, so most answers are OVER_LIMIT: the same work per decision) and does not read gRPC
+ * trailers; `sluice bench` checks those. Latencies come from its per-request log.
+ */
+const H2LOAD = ['/usr/bin/h2load', '/usr/local/bin/h2load'].find((p) => existsSync(p));
+
+function h2load(s: Service, seconds: number): BenchJson {
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-h2load-'));
   try {
-    bench(benchArgs(service), 2); // warm up the JIT and the connections' peers
+    const request = join(dir, 'request.bin');
+    writeFileSync(
+      request,
+      encodeRateLimitRequestFrame({
+        domain: 'example',
+        descriptors: [{ entries: [{ key: 'remote_address', value: '10.0.0.1' }] }],
+      }),
+    );
+    const log = join(dir, 'requests.log');
+    const run = spawnSync(
+      H2LOAD as string,
+      [
+        '-D',
+        String(seconds),
+        '-c',
+        '1',
+        '-m',
+        String(CONCURRENCY),
+        '-d',
+        request,
+        '-H',
+        'content-type: application/grpc',
+        '-H',
+        'te: trailers',
+        `--log-file=${log}`,
+        `http://127.0.0.1:${s.grpc}/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit`,
+      ],
+      { encoding: 'utf8' },
+    );
+    if (run.status !== 0) throw new Error(`h2load failed: ${run.stderr}`);
+    const lines = readFileSync(log, 'utf8').trim().split('\n');
+    const ms = Float64Array.from(lines, (l) => Number(l.split('\t')[2]) / 1000).sort();
+    const q = (p: number) => ms[Math.min(ms.length - 1, Math.ceil(p * ms.length) - 1)] ?? 0;
+    const failed = lines.filter((l) => l.split('\t')[1] !== '200').length;
+    return {
+      decisions: ms.length,
+      decisionsPerS: Math.round(ms.length / seconds),
+      errors: failed,
+      latencyMs: { p50: q(0.5), p99: q(0.99) },
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function scenario(
+  name: string,
+  serveArgs: string[],
+  benchArgs: (s: Service) => string[],
+  generator: 'sluice' | 'h2load' = 'sluice',
+): Promise<Row> {
+  const service = await serve(serveArgs);
+  const load = (seconds: number) =>
+    generator === 'h2load' ? h2load(service, seconds) : bench(benchArgs(service), seconds);
+  try {
+    load(2); // warm up the JIT and the connections' peers
     const before = cpuSeconds(service.pid);
-    const result = bench(benchArgs(service), SECONDS);
+    const result = load(SECONDS);
     const used = cpuSeconds(service.pid) - before;
     return { name, result, cpuUsPerDecision: (used * 1e6) / Math.max(1, result.decisions) };
   } finally {
@@ -148,6 +212,18 @@ try {
   rows.push(await scenario('HTTP /json, memory', [], json));
   rows.push(await scenario('HTTP /v1/check, memory', [], check));
   rows.push(await scenario('gRPC, Redis', ['--redis', redis.url, '--redis-timeout', '1s'], grpc));
+  if (H2LOAD !== undefined) {
+    rows.push(await scenario('gRPC, memory — load from h2load', [], grpc, 'h2load'));
+    rows.push(await scenario('gRPC floor — load from h2load', ['floor'], grpc, 'h2load'));
+    rows.push(
+      await scenario(
+        'gRPC, Redis — load from h2load (one key: the local over-limit cache answers)',
+        ['--redis', redis.url, '--redis-timeout', '1s'],
+        grpc,
+        'h2load',
+      ),
+    );
+  }
   rows.push(await scenario('HTTP /json, Redis', ['--redis', redis.url, '--redis-timeout', '1s'], json));
 } finally {
   await redis.stop();
