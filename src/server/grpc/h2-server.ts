@@ -4,11 +4,11 @@ import { gunzip, inflate } from 'node:zlib';
 import { isSluiceError } from '../../core/errors.js';
 import type { Decider } from '../decide.js';
 import { isStoreError } from '../decide.js';
-import { requestFromMessage, responseToMessage } from '../envoy-codec.js';
+import { requestFromMessage } from '../envoy-codec.js';
 import type { Logger } from '../logger.js';
 import type { ServiceMetrics } from '../metrics.js';
 import type { GrpcHandle } from './grpc-server.js';
-import { decodeRateLimitRequest, encodeRateLimitResponseFrame, WireError } from './wire.js';
+import { decodeRateLimitRequest, encodeDecisionFrame, WireError } from './wire.js';
 
 /** The one method served, as gRPC names it on the wire. */
 export const SHOULD_RATE_LIMIT_PATH = '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit';
@@ -88,7 +88,7 @@ export async function startH2GrpcServer(options: H2GrpcServerOptions): Promise<G
       return;
     }
     decider.decide(request, 'grpc').then(
-      (decided) => reply(stream, encodeRateLimitResponseFrame(responseToMessage(decided) as never)),
+      (decided) => reply(stream, encodeDecisionFrame(decided)),
       (error: unknown) => {
         if (
           isSluiceError(error) &&

@@ -1,12 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
+import { responseToMessage } from '../envoy-codec.js';
 import { loadRateLimitService } from './proto.js';
 import {
   decodeOverallCode,
   decodeRateLimitRequest,
+  encodeDecisionFrame,
   encodeRateLimitRequestFrame,
   encodeRateLimitResponse,
+  encodeRateLimitResponseFrame,
   WireError,
 } from './wire.js';
 
@@ -141,6 +144,42 @@ describe('RLS wire codec', () => {
         `size ${size}`,
       );
     }
+  });
+
+  it('encodes a decided response directly, byte for byte as through the message objects', () => {
+    const decided = {
+      overallCode: 'OVER_LIMIT' as const,
+      statuses: [
+        { code: 'OK' as const, limitRemaining: 0, durationUntilResetMs: 0 },
+        {
+          code: 'OVER_LIMIT' as const,
+          currentLimit: {
+            name: 'per-ip',
+            requestsPerUnit: 10,
+            unit: 'SECOND' as const,
+            limit: 10,
+            periodMs: 1000,
+            algorithm: 'fixed-window' as const,
+          },
+          limitRemaining: 0,
+          durationUntilResetMs: 1234.5,
+        },
+        {
+          code: 'OK' as const,
+          currentLimit: {
+            requestsPerUnit: 5,
+            unit: 'DAY' as const,
+            limit: 5,
+            periodMs: 86_400_000,
+            algorithm: 'gcra' as const,
+          },
+          limitRemaining: 4294967295,
+          durationUntilResetMs: 86_399_999,
+        },
+      ],
+      headers: { 'x-ratelimit-limit': '10', ratelimit: '"per-ip";r=0;t=2', 'retry-after': '2' },
+    };
+    assert.deepEqual(encodeDecisionFrame(decided), encodeRateLimitResponseFrame(responseToMessage(decided) as never));
   });
 
   it('keeps a descriptor hits_addend of 0 apart from no hits_addend', () => {

@@ -298,6 +298,61 @@ export function encodeRateLimitResponseFrame(response: WireResponse): Buffer {
   return frame;
 }
 
+/** A decided response as the rules engine and the decider give it (what {@link encodeDecisionFrame} reads). */
+export interface DecisionResponse {
+  readonly overallCode: string;
+  readonly statuses: readonly {
+    readonly code: string;
+    readonly currentLimit?: { readonly name?: string; readonly requestsPerUnit: number; readonly unit: string };
+    readonly limitRemaining: number;
+    readonly durationUntilResetMs: number;
+  }[];
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+const UINT32_MAX = 4294967295;
+const clampUint32 = (n: number) => (Number.isFinite(n) ? Math.min(UINT32_MAX, Math.max(0, Math.floor(n))) : UINT32_MAX);
+
+/**
+ * Encodes a decided response straight into a gRPC frame, with the same bytes as
+ * `encodeRateLimitResponseFrame(responseToMessage(decided))` but no intermediate message objects: the
+ * service's hot path.
+ */
+export function encodeDecisionFrame(response: DecisionResponse): Buffer {
+  const w = new Writer(512);
+  w.varint(0).varint(0).varint(0).varint(0).varint(0);
+  w.uint(1, CODE_NUMBERS[response.overallCode] ?? 0);
+  for (const s of response.statuses) {
+    const status = w.begin(2);
+    w.uint(1, CODE_NUMBERS[s.code] ?? 0);
+    const limit = s.currentLimit;
+    if (limit !== undefined) {
+      const at = w.begin(2);
+      w.uint(1, clampUint32(limit.requestsPerUnit))
+        .uint(2, UNIT_NUMBERS[limit.unit] ?? 0)
+        .string(3, limit.name ?? '');
+      w.end(at);
+    }
+    w.uint(3, clampUint32(s.limitRemaining));
+    if (limit !== undefined) {
+      const ms = Math.max(0, Math.ceil(s.durationUntilResetMs));
+      const at = w.begin(4);
+      w.uint(1, Math.floor(ms / 1000)).uint(2, (ms % 1000) * 1_000_000);
+      w.end(at);
+    }
+    w.end(status);
+  }
+  for (const key in response.headers) {
+    const at = w.begin(3);
+    w.string(1, key).string(2, response.headers[key] as string);
+    w.end(at);
+  }
+  const frame = w.finish();
+  frame[0] = 0;
+  frame.writeUInt32BE(frame.length - 5, 1);
+  return frame;
+}
+
 /** Encodes a `RateLimitResponse` (no frame header). */
 export function encodeRateLimitResponse(response: WireResponse): Buffer {
   return encodeRateLimitResponseFrame(response).subarray(5);
