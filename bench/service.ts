@@ -4,7 +4,7 @@
  * machine's cores, so besides decisions/s and latency it reports the service's own CPU time per decision
  * (from /proc), which does not depend on how much CPU the load generator took.
  *
- * The peer is a @grpc/grpc-js server (`--grpc-server grpc-js`): what a Node RLS would be built on.
+ * gRPC runs on @grpc/grpc-js (the default) and on sluice's lean HTTP/2 server (`--grpc-server h2`).
  *
  *   node --import tsx bench/service.ts                 # 10 s per run, 64 in flight
  *   SLUICE_BENCH_SECONDS=5 node --import tsx bench/service.ts
@@ -206,14 +206,17 @@ try {
   const grpc = (s: Service) => ['--grpc', `127.0.0.1:${s.grpc}`, '--connections', '4'];
   const json = (s: Service) => ['--http', `http://127.0.0.1:${s.http}`, '--endpoint', 'json'];
   const check = (s: Service) => ['--http', `http://127.0.0.1:${s.http}`, '--endpoint', 'check'];
-  rows.push(await scenario('gRPC, memory', [], grpc));
-  rows.push(await scenario('gRPC, memory, grpc-js server (peer)', ['--grpc-server', 'grpc-js'], grpc));
+  rows.push(await scenario('gRPC, memory (@grpc/grpc-js, the default)', [], grpc));
+  rows.push(await scenario('gRPC, memory, --grpc-server h2', ['--grpc-server', 'h2'], grpc));
   rows.push(await scenario("gRPC floor: Node's HTTP/2 answering a fixed OK", ['floor'], grpc));
   rows.push(await scenario('HTTP /json, memory', [], json));
   rows.push(await scenario('HTTP /v1/check, memory', [], check));
   rows.push(await scenario('gRPC, Redis', ['--redis', redis.url, '--redis-timeout', '1s'], grpc));
   if (H2LOAD !== undefined) {
     rows.push(await scenario('gRPC, memory — load from h2load', [], grpc, 'h2load'));
+    rows.push(
+      await scenario('gRPC, memory, --grpc-server h2 — load from h2load', ['--grpc-server', 'h2'], grpc, 'h2load'),
+    );
     rows.push(await scenario('gRPC floor — load from h2load', ['floor'], grpc, 'h2load'));
     rows.push(
       await scenario(

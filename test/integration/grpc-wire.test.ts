@@ -25,7 +25,7 @@ function frame(message: Buffer, compressed = false): Buffer {
   return Buffer.concat([header, message]);
 }
 
-describe('gRPC wire handling', () => {
+describe('gRPC wire handling of the lean server (--grpc-server h2)', () => {
   let sluice: SluiceProcess;
   let session: ClientHttp2Session;
   const call = (body: Buffer, headers: Record<string, string> = {}, path = PATH) =>
@@ -62,7 +62,7 @@ describe('gRPC wire handling', () => {
     encodeRateLimitRequestFrame({ domain: 'example', descriptors: [{ entries: [{ key: 'api_key', value: 'wire' }] }] });
 
   before(async () => {
-    sluice = await startSluice();
+    sluice = await startSluice(['--grpc-server', 'h2']);
     session = connect(`http://127.0.0.1:${sluice.grpc}`);
   });
   after(async () => {

@@ -27,7 +27,7 @@ options:
   --port N               HTTP API port (default 8080; 0 = any free port)       [env PORT]
   --grpc-port N          gRPC port (default 8081)                              [env GRPC_PORT]
   --proxy-port N         gateway port (default 8000)                           [env PROXY_PORT]
-  --grpc-server IMPL     h2 (sluice's RLS server on Node's HTTP/2, default) or grpc-js
+  --grpc-server IMPL     grpc-js (@grpc/grpc-js, default) or h2 (sluice's lean RLS server on Node's HTTP/2)
   --fail MODE            open | closed | insurance: when the store fails, for rules that do not say
                          (default: the store's error, i.e. gRPC UNAVAILABLE / HTTP 503)
   --shadow               every rule in shadow mode: count and report, never reject
