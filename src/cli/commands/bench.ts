@@ -1,6 +1,13 @@
 import { parseArgs } from 'node:util';
 import { parseDuration } from '../../core/duration.js';
-import { createCaller, type LoadTarget, runLoad, runLoadThreads, summarize } from '../../server/load/load.js';
+import {
+  createCaller,
+  type LoadSummary,
+  type LoadTarget,
+  runLoad,
+  runLoadThreads,
+  summarize,
+} from '../../server/load/load.js';
 import type { Command, CommandIo } from '../command.js';
 
 const HELP = `usage: sluice bench [--grpc HOST:PORT | --http URL] [options]
@@ -34,8 +41,8 @@ examples:
   sluice bench --http http://127.0.0.1:8080 --endpoint check --keys 1
 `;
 
-/** What one run measured. */
-export interface BenchResult {
+/** What one run measured: the load's summary, and how the load was sent. */
+export interface BenchResult extends LoadSummary {
   target: string;
   protocol: 'grpc' | 'http';
   endpoint: string;
@@ -43,15 +50,6 @@ export interface BenchResult {
   connections: number;
   /** Load threads the requests were sent from. */
   threads: number;
-  durationS: number;
-  decisions: number;
-  ok: number;
-  overLimit: number;
-  errors: number;
-  decisionsPerS: number;
-  latencyMs: { p50: number; p90: number; p99: number; max: number };
-  /** The first error seen, if any. */
-  firstError?: string;
 }
 
 class UsageError extends Error {}
