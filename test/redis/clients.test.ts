@@ -107,7 +107,7 @@ describe('server clock: fixed-window encoding', () => {
   });
 
   it('stores the count as an integer that expires at the last millisecond of its window', async () => {
-    const store = createRedisStore({ client, prefix: 'enc:' });
+    const store = createRedisStore({ client, prefix: 'enc:', timeoutMs: 2000 });
     const period = 60_000;
     const p = resolvePolicy({ algorithm: 'fixed-window', limit: 1000, period });
     for (let i = 0; i < 3; i++) await store.check('k', p, 2, 0, true);

@@ -96,7 +96,7 @@ describe('concurrency: 4 processes × 250 concurrent checks', () => {
       const id = ++run;
       assert.equal(await fire(`${algorithm} 3 ${id}`), 100);
       const client = new Redis(server.port, '127.0.0.1');
-      const store = createRedisStore({ client, localCache: false });
+      const store = createRedisStore({ client, localCache: false, timeoutMs: 5000 });
       try {
         const remaining = async (name: string, limit: number) => {
           const policy = resolvePolicy({ algorithm, limit, period: '10d' });

@@ -25,7 +25,7 @@ describe('TTL sweep', () => {
 
   it('leaves no sluice key without a TTL', async () => {
     for (const clock of ['server', 'client'] as const) {
-      const store = createRedisStore({ client, clock, prefix: `ttl-${clock}:` });
+      const store = createRedisStore({ client, clock, prefix: `ttl-${clock}:`, timeoutMs: 2000 });
       const now = Date.now();
       for (const algorithm of ALGORITHMS) {
         const p = resolvePolicy({
@@ -64,7 +64,7 @@ describe('TTL sweep', () => {
   });
 
   it('a rejected request writes nothing', async () => {
-    const store = createRedisStore({ client, prefix: 'rejected:', localCache: false });
+    const store = createRedisStore({ client, prefix: 'rejected:', localCache: false, timeoutMs: 2000 });
     const before = await client.dbsize();
     for (const algorithm of ALGORITHMS) {
       const zero = resolvePolicy({ algorithm, limit: 0, period: '1m' });
