@@ -10,12 +10,8 @@ import { createCluster } from 'redis';
 import { ALGORITHMS, resolvePolicy } from '../../src/core/policy.js';
 import { createLimiter } from '../../src/limiter/create-limiter.js';
 import { createRedisStore, slotOf } from '../../src/stores/redis/index.js';
-import {
-  type RedisClusterHandle,
-  type RedisServerHandle,
-  startRedis,
-  startRedisCluster,
-} from '../helpers/redis-server.js';
+import { useRedis } from '../helpers/redis-client.js';
+import { type RedisClusterHandle, startRedisCluster } from '../helpers/redis-server.js';
 
 describe('Redis Cluster: node-redis and ioredis, server clock', () => {
   let cluster: RedisClusterHandle;
@@ -95,18 +91,10 @@ describe('Redis Cluster: node-redis and ioredis, server clock', () => {
 });
 
 describe('server clock: fixed-window encoding', () => {
-  let server: RedisServerHandle;
-  let client: Redis;
-  before(async () => {
-    server = await startRedis();
-    client = new Redis(server.port, '127.0.0.1');
-  });
-  after(async () => {
-    client?.disconnect();
-    await server?.stop();
-  });
+  const redis = useRedis();
 
   it('stores the count as an integer that expires at the last millisecond of its window', async () => {
+    const { client } = redis;
     const store = createRedisStore({ client, prefix: 'enc:', timeoutMs: 2000 });
     const period = 60_000;
     const p = resolvePolicy({ algorithm: 'fixed-window', limit: 1000, period });

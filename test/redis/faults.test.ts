@@ -10,6 +10,7 @@ import { Redis } from 'ioredis';
 import { isSluiceError, type SluiceError } from '../../src/core/errors.js';
 import { createLimiter, type LimiterDecision } from '../../src/limiter/create-limiter.js';
 import { createRedisStore } from '../../src/stores/redis/index.js';
+import { useRedis } from '../helpers/redis-client.js';
 import { type RedisServerHandle, startRedis } from '../helpers/redis-server.js';
 
 const TIMEOUT_MS = 50;
@@ -126,18 +127,10 @@ describe('faults: Redis killed under load, then restarted empty', () => {
 });
 
 describe('faults: SCRIPT FLUSH mid-run', () => {
-  let server: RedisServerHandle;
-  let client: Redis;
-  before(async () => {
-    server = await startRedis();
-    client = new Redis(server.port, '127.0.0.1');
-  });
-  after(async () => {
-    client?.disconnect();
-    await server?.stop();
-  });
+  const redis = useRedis();
 
   it('reloads the scripts and keeps counting exactly', async () => {
+    const { client } = redis;
     const store = createRedisStore({ client, timeoutMs: 2000, localCache: false });
     const limiter = createLimiter({ algorithm: 'sliding-log', limit: 300, period: '1h', store, fail: 'closed' });
     const many = createLimiter({

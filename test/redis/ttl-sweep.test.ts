@@ -4,26 +4,17 @@
  * Also: a rejected request writes nothing.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { Redis } from 'ioredis';
+import { describe, it } from 'node:test';
 import { ALGORITHMS, isBucketAlgorithm, resolvePolicy } from '../../src/core/policy.js';
 import { createRedisStore } from '../../src/stores/redis/index.js';
-import { type RedisServerHandle, startRedis } from '../helpers/redis-server.js';
+import { useRedis } from '../helpers/redis-client.js';
 import { keysWithoutTtl } from './ttl-check.js';
 
 describe('TTL sweep', () => {
-  let server: RedisServerHandle;
-  let client: Redis;
-  before(async () => {
-    server = await startRedis();
-    client = new Redis(server.port, '127.0.0.1');
-  });
-  after(async () => {
-    client?.disconnect();
-    await server?.stop();
-  });
+  const redis = useRedis();
 
   it('leaves no sluice key without a TTL', async () => {
+    const { client } = redis;
     for (const clock of ['server', 'client'] as const) {
       const store = createRedisStore({ client, clock, prefix: `ttl-${clock}:`, timeoutMs: 2000 });
       const now = Date.now();
@@ -64,6 +55,7 @@ describe('TTL sweep', () => {
   });
 
   it('a rejected request writes nothing', async () => {
+    const { client } = redis;
     const store = createRedisStore({ client, prefix: 'rejected:', localCache: false, timeoutMs: 2000 });
     const before = await client.dbsize();
     for (const algorithm of ALGORITHMS) {
