@@ -3,8 +3,9 @@ import type { SlidingLogState } from '../../algorithms/sliding-log.js';
 
 /**
  * Fixed-width records for up to `maxKeys` keys in flat typed arrays, linked in least-recently-used
- * order. One key costs its string, a Map entry and about 48 bytes here — no object per key, no timer
- * per key. Slots are found through the caller's Map (key → slot); the slab only owns the records.
+ * order. One key costs its string, a Map entry and 64 bytes here (four numbers, two links, three
+ * references) — no object per key, no timer per key. Slots are found through the caller's Map
+ * (key → slot); the slab only owns the records.
  */
 export class LruSlab {
   /** Numeric state, SLOT_WIDTH numbers per slot. */
