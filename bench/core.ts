@@ -11,7 +11,7 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { MemoryStore } from 'express-rate-limit';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
-import { ALGORITHMS, type AlgorithmName, createLimiter, createMemoryStore } from '../src/index.js';
+import { ALGORITHMS, type AlgorithmName, createLimiter, createMemoryStore } from '../packages/sluice/src/index.js';
 import { fmt, opsPerSecondAsync, opsPerSecondSync, retainedBytes, table } from './lib/measure.js';
 
 const HOT_OPS = Number(process.env.BENCH_HOT_OPS ?? 2_000_000);

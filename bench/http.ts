@@ -62,9 +62,9 @@ async function serve(v: Variant, pass: Pass, redisPort: number): Promise<void> {
   const limit = LIMIT[pass];
   const { Redis } = await import('ioredis');
   const redis = v.store === 'redis' ? new Redis(redisPort, '127.0.0.1') : undefined;
-  let sluiceStore: import('../src/stores/store.js').Store | undefined;
+  let sluiceStore: import('../packages/sluice/src/stores/store.js').Store | undefined;
   if (redis !== undefined && v.limiter === 'sluice') {
-    const { createRedisStore } = await import('../src/stores/redis/index.js');
+    const { createRedisStore } = await import('../packages/sluice/src/stores/redis/index.js');
     sluiceStore = createRedisStore({ client: redis });
   }
   const sluiceOptions = { limit, period: '1h', ...(sluiceStore ? { store: sluiceStore } : {}) };
@@ -73,7 +73,7 @@ async function serve(v: Variant, pass: Pass, redisPort: number): Promise<void> {
     const Fastify = (await import('fastify')).default;
     const app = Fastify({ logger: false });
     if (v.limiter === 'sluice') {
-      const { rateLimit } = await import('../src/adapters/fastify.js');
+      const { rateLimit } = await import('../packages/sluice/src/adapters/fastify.js');
       await app.register(rateLimit(sluiceOptions));
     } else if (v.limiter === 'peer') {
       const peer = (await import('@fastify/rate-limit')).default;
@@ -86,7 +86,7 @@ async function serve(v: Variant, pass: Pass, redisPort: number): Promise<void> {
     const express = (await import('express')).default;
     const app = express();
     if (v.limiter === 'sluice') {
-      const { rateLimit } = await import('../src/adapters/express.js');
+      const { rateLimit } = await import('../packages/sluice/src/adapters/express.js');
       app.use(rateLimit(sluiceOptions));
     } else if (v.limiter === 'peer') {
       const { rateLimit } = await import('express-rate-limit');

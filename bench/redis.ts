@@ -19,10 +19,10 @@ import { spawnSync } from 'node:child_process';
 import { cpus } from 'node:os';
 import { Redis } from 'ioredis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
-import { ALGORITHMS, type AlgorithmName, resolvePolicy } from '../src/core/policy.js';
-import { createLimiter } from '../src/limiter/create-limiter.js';
-import { createRedisStore, type RedisStore } from '../src/stores/redis/index.js';
-import { CHECK_SCRIPTS, policyArgs } from '../src/stores/redis/scripts.js';
+import { ALGORITHMS, type AlgorithmName, resolvePolicy } from '../packages/sluice/src/core/policy.js';
+import { createLimiter } from '../packages/sluice/src/limiter/create-limiter.js';
+import { createRedisStore, type RedisStore } from '../packages/sluice/src/stores/redis/index.js';
+import { CHECK_SCRIPTS, policyArgs } from '../packages/sluice/src/stores/redis/scripts.js';
 import { startRedis } from '../test/helpers/redis-server.js';
 import { fmt, table } from './lib/measure.js';
 

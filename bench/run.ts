@@ -18,18 +18,18 @@ import { fileURLToPath } from 'node:url';
 const dir = fileURLToPath(new URL('.', import.meta.url));
 const root = resolve(dir, '..');
 const out = join(root, '.bench-out');
-const build = spawnSync(
-  process.execPath,
+// The compiled server imports `sluice`, which resolves to the library's build: build it first.
+for (const args of [
+  [join(root, 'scripts/build-library.mjs')],
   [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.bench.json'],
-  {
-    cwd: root,
-    stdio: 'inherit',
-  },
-);
-if (build.status !== 0) process.exit(build.status ?? 1);
+]) {
+  const build = spawnSync(process.execPath, args, { cwd: root, stdio: 'inherit' });
+  if (build.status !== 0) process.exit(build.status ?? 1);
+}
 // The compiled service finds its .proto files, dashboard and package.json beside it, as in a package.
 for (const asset of ['proto', 'dashboard', 'package.json']) {
-  if (!existsSync(join(out, asset))) symlinkSync(join(root, asset), join(out, asset));
+  const link = join(out, 'packages', 'server', asset);
+  if (!existsSync(link)) symlinkSync(join(root, 'packages', 'server', asset), link);
 }
 const order = ['core', 'redis', 'http', 'service'];
 const filters = process.argv.slice(2);

@@ -13,15 +13,15 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { encodeRateLimitRequestFrame } from '../src/server/index.js';
+import { encodeRateLimitRequestFrame } from '../packages/server/src/index.js';
 import { startRedis } from '../test/helpers/redis-server.js';
 import { fmt, table } from './lib/measure.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 /** The CLI as this file runs: compiled (npm run bench) or from source through tsx. */
 const CLI = import.meta.url.endsWith('.ts')
-  ? ['--import', 'tsx', resolve(ROOT, 'src/cli/main.ts')]
-  : [resolve(ROOT, 'src/cli/main.js')];
+  ? ['--import', 'tsx', resolve(ROOT, 'packages/server/src/cli/main.ts')]
+  : [resolve(ROOT, 'packages/server/src/cli/main.js')];
 const SECONDS = Number(process.env.SLUICE_BENCH_SECONDS ?? 10);
 const CONCURRENCY = Number(process.env.SLUICE_BENCH_CONCURRENCY ?? 64);
 /** Load threads of `sluice bench`: two, so one event loop of the load generator is not the ceiling. */

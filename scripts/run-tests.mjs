@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
-const roots = ['src', 'test'];
+const roots = ['packages/sluice/src', 'packages/sluice/test', 'packages/server/src', 'packages/server/test', 'test'];
 const filters = process.argv.slice(2);
 
 function walk(dir) {
@@ -27,9 +27,12 @@ if (files.length === 0) {
   process.exit(1);
 }
 const concurrency = process.env.SLUICE_TEST_CONCURRENCY ?? '2';
+// `sluice` and `sluice-server` resolve to their TypeScript sources (the `sluice-source` export condition),
+// here and in every process a test starts, so tests never run against a stale build.
+const nodeOptions = [process.env.NODE_OPTIONS, '--conditions=sluice-source'].filter(Boolean).join(' ');
 const result = spawnSync(
   process.execPath,
   ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files],
-  { stdio: 'inherit' },
+  { stdio: 'inherit', env: { ...process.env, NODE_OPTIONS: nodeOptions } },
 );
 process.exit(result.status ?? 1);

@@ -1,6 +1,7 @@
-// `npm start`: runs the service (`sluice serve`) on the embedded memory store, building dist/ first when
-// it is missing or older than the sources, so `npm install && npm start` works on a fresh clone.
-// Arguments after `npm start --` go to `sluice serve`; PORT, GRPC_PORT, SLUICE_CONFIG, ... apply too.
+// `npm start`: runs the service (`sluice serve`) on the embedded memory store, building both packages
+// first when a build is missing or older than the sources, so `npm install && npm start` works on a
+// fresh clone. Arguments after `npm start --` go to `sluice serve`; PORT, GRPC_PORT, SLUICE_CONFIG, ...
+// apply too.
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -8,7 +9,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const entry = join(root, 'dist', 'cli', 'main.js');
+const library = join(root, 'packages', 'sluice');
+const server = join(root, 'packages', 'server');
+const entry = join(server, 'dist', 'cli', 'main.js');
 
 function newest(dir) {
   let latest = 0;
@@ -20,17 +23,30 @@ function newest(dir) {
   return latest;
 }
 
-if (!existsSync(entry) || statSync(entry).mtimeMs < newest(join(root, 'src'))) {
-  console.error('sluice: building dist/ (tsc -p tsconfig.build.json) ...');
-  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
-  const build = spawnSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], {
-    stdio: 'inherit',
-    cwd: root,
-  });
+function run(args) {
+  const build = spawnSync(process.execPath, args, { stdio: 'inherit', cwd: root });
   if (build.status !== 0) process.exit(build.status ?? 1);
 }
 
-const child = spawn(process.execPath, [entry, 'serve', ...process.argv.slice(2)], { stdio: 'inherit' });
+const libraryBuilt = join(library, 'dist', 'esm', 'index.js');
+if (!existsSync(libraryBuilt) || statSync(libraryBuilt).mtimeMs < newest(join(library, 'src'))) {
+  console.error('sluice: building packages/sluice ...');
+  run([join(root, 'scripts', 'build-library.mjs')]);
+}
+if (
+  !existsSync(entry) ||
+  statSync(entry).mtimeMs < Math.max(newest(join(server, 'src')), statSync(libraryBuilt).mtimeMs)
+) {
+  console.error('sluice: building packages/server ...');
+  run([createRequire(import.meta.url).resolve('typescript/bin/tsc'), '-p', join(server, 'tsconfig.build.json')]);
+}
+
+// The built service runs on the built library: drop the test runner's source condition if it is set.
+const nodeOptions = (process.env.NODE_OPTIONS ?? '').replace(/--conditions=sluice-source/g, '').trim();
+const child = spawn(process.execPath, [entry, 'serve', ...process.argv.slice(2)], {
+  stdio: 'inherit',
+  env: { ...process.env, NODE_OPTIONS: nodeOptions },
+});
 // Pass stop signals on, so `kill <npm start's pid>` shuts the service down gracefully too.
 for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP']) {
   process.on(signal, () => {

@@ -1,6 +1,7 @@
 /**
- * The dependency direction of CONVENTIONS.md, checked from the import statements, and the package's
- * entry points kept in step with package.json#exports.
+ * The dependency direction of CONVENTIONS.md, checked from the import statements: the library's layers
+ * import only the layers below them, the library never imports the server package, and the server
+ * uses the library only through its public entry points.
  */
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
@@ -8,9 +9,13 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { describe, it } from 'node:test';
 
 const root = resolve(import.meta.dirname, '..');
-const src = join(root, 'src');
+const librarySrc = join(root, 'packages', 'sluice', 'src');
+const serverSrc = join(root, 'packages', 'server', 'src');
+const libraryPkg = JSON.parse(readFileSync(join(root, 'packages', 'sluice', 'package.json'), 'utf8')) as {
+  exports: Record<string, unknown>;
+};
 
-/** Which layers each layer may import (besides itself). `index` is the package's root entry. */
+/** Which library layers each layer may import (besides itself). `index` is the package's root entry. */
 const ALLOWED: Record<string, readonly string[]> = {
   core: [],
   algorithms: ['core'],
@@ -20,14 +25,16 @@ const ALLOWED: Record<string, readonly string[]> = {
   http: ['core', 'limiter', 'rules', 'stores'],
   adapters: ['http', 'limiter', 'core', 'stores'],
   client: ['core', 'algorithms', 'limiter', 'stores'],
-  simulate: ['core', 'algorithms', 'limiter', 'stores'],
-  server: ['core', 'algorithms', 'limiter', 'stores', 'rules', 'http', 'client'],
-  cli: ['core', 'algorithms', 'limiter', 'stores', 'rules', 'http', 'client', 'server', 'simulate'],
   index: ['core', 'algorithms', 'limiter', 'stores'],
 };
-const FRAMEWORKS = ['express', 'fastify', 'koa', 'hono', 'ioredis', 'redis', '@hono/node-server'];
-/** Only these layers may read the environment, open ports or handle signals. */
-const EFFECTFUL = new Set(['server', 'cli']);
+/** Inside the server package: the service wiring, the simulator and the CLI on top of both. */
+const SERVER_ALLOWED: Record<string, readonly string[]> = {
+  service: [],
+  simulate: [],
+  cli: ['service', 'simulate'],
+};
+/** The library's adapter entry points, which the server must not use (it speaks HTTP itself). */
+const ADAPTER_ENTRIES = ['sluice/express', 'sluice/fastify', 'sluice/koa', 'sluice/hono', 'sluice/node', 'sluice/nest'];
 
 function sources(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -54,18 +61,26 @@ function importsOf(file: string): Import[] {
   return found;
 }
 
-const layerOf = (file: string) => {
-  const rel = relative(src, file);
-  return rel.includes('/') ? (rel.split('/')[0] as string) : 'index';
+const packageName = (specifier: string) =>
+  specifier.startsWith('@') ? specifier.split('/').slice(0, 2).join('/') : (specifier.split('/')[0] as string);
+
+const layerIn = (base: string, file: string, top: string) => {
+  const rel = relative(base, file);
+  return rel.includes('/') ? (rel.split('/')[0] as string) : top;
+};
+const libraryLayer = (file: string) => layerIn(librarySrc, file, 'index');
+const serverLayer = (file: string) => {
+  const layer = layerIn(serverSrc, file, 'service');
+  return layer === 'cli' || layer === 'simulate' ? layer : 'service';
 };
 
-describe('architecture', () => {
-  const files = sources(src);
+describe('architecture: the library (packages/sluice)', () => {
+  const files = sources(librarySrc);
 
-  it('every layer imports only the layers below it', () => {
+  it('every layer imports only the layers below it, and nothing outside the library', () => {
     const problems: string[] = [];
     for (const file of files) {
-      const layer = layerOf(file);
+      const layer = libraryLayer(file);
       const allowed = ALLOWED[layer];
       if (allowed === undefined) {
         problems.push(
@@ -74,10 +89,17 @@ describe('architecture', () => {
         continue;
       }
       for (const { specifier } of importsOf(file)) {
+        if (packageName(specifier) === 'sluice-server' || packageName(specifier) === 'sluice')
+          problems.push(
+            `${relative(root, file)} imports ${specifier}: the library imports itself only by relative path`,
+          );
         if (!specifier.startsWith('.')) continue;
         const target = resolve(dirname(file), specifier);
-        if (!target.startsWith(src)) continue;
-        const to = layerOf(target);
+        if (!target.startsWith(librarySrc)) {
+          problems.push(`${relative(root, file)} reaches outside the library (${specifier})`);
+          continue;
+        }
+        const to = libraryLayer(target);
         if (to !== layer && !allowed.includes(to))
           problems.push(`${relative(root, file)} imports src/${to} (${specifier})`);
         if (layer === 'adapters' && to === 'adapters' && dirname(target) === dirname(file)) {
@@ -90,38 +112,36 @@ describe('architecture', () => {
 
   it('core and algorithms are pure: no node:* modules, no clock reads in algorithms', () => {
     const problems: string[] = [];
-    for (const file of files.filter((f) => ['core', 'algorithms'].includes(layerOf(f)))) {
+    for (const file of files.filter((f) => ['core', 'algorithms'].includes(libraryLayer(f)))) {
       for (const { specifier } of importsOf(file))
         if (specifier.startsWith('node:')) problems.push(`${relative(root, file)}: ${specifier}`);
-      if (layerOf(file) === 'algorithms' && /Date\.now|setTimeout|setInterval/.test(readFileSync(file, 'utf8'))) {
+      if (libraryLayer(file) === 'algorithms' && /Date\.now|setTimeout|setInterval/.test(readFileSync(file, 'utf8'))) {
         problems.push(`${relative(root, file)} reads the clock or sets a timer`);
       }
     }
     assert.deepEqual(problems, []);
   });
 
-  it('the library never imports a framework or a Redis client at runtime', () => {
+  it('imports no package at runtime but yaml: frameworks and Redis clients only as types', () => {
     const problems: string[] = [];
-    for (const file of files.filter((f) => !['server', 'cli'].includes(layerOf(f)))) {
+    for (const file of files) {
       for (const { specifier, typeOnly } of importsOf(file)) {
-        const pkg = specifier.startsWith('@') ? specifier.split('/').slice(0, 2).join('/') : specifier.split('/')[0];
-        if (!typeOnly && FRAMEWORKS.includes(pkg as string))
-          problems.push(`${relative(root, file)}: runtime import of ${specifier}`);
+        if (specifier.startsWith('.') || specifier.startsWith('node:') || typeOnly) continue;
+        if (packageName(specifier) !== 'yaml') problems.push(`${relative(root, file)}: runtime import of ${specifier}`);
       }
     }
     assert.deepEqual(problems, []);
   });
 
-  it('only server/ and cli/ read the environment or handle signals', () => {
+  it('never reads the environment or handles signals (only the server does)', () => {
     const problems = files
-      .filter((f) => !EFFECTFUL.has(layerOf(f)))
       .filter((f) => /process\.env|process\.on\(\s*['"]SIG/.test(readFileSync(f, 'utf8')))
       .map((f) => relative(root, f));
     assert.deepEqual(problems, []);
   });
 
   it('the Hono adapter runs beyond Node: nothing it loads imports node:*', () => {
-    const entry = join(src, 'adapters', 'hono.ts');
+    const entry = join(librarySrc, 'adapters', 'hono.ts');
     assert.ok(existsSync(entry), 'src/adapters/hono.ts exists');
     const seen = new Set<string>();
     const problems: string[] = [];
@@ -135,6 +155,49 @@ describe('architecture', () => {
       }
     };
     visit(entry);
+    assert.ok(seen.size > 3, 'the walk followed the adapter into the http core');
+    assert.deepEqual(problems, []);
+  });
+});
+
+describe('architecture: the service (packages/server)', () => {
+  const files = sources(serverSrc);
+  const publicEntries = new Set(
+    Object.keys(libraryPkg.exports)
+      .filter((k) => k !== './package.json')
+      .map((k) => (k === '.' ? 'sluice' : `sluice/${k.slice(2)}`)),
+  );
+
+  it('uses the library only through its public entry points, and never its adapters', () => {
+    const problems: string[] = [];
+    for (const file of files) {
+      for (const { specifier } of importsOf(file)) {
+        if (specifier.startsWith('.')) {
+          if (!resolve(dirname(file), specifier).startsWith(serverSrc))
+            problems.push(`${relative(root, file)} reaches outside its package (${specifier})`);
+          continue;
+        }
+        if (packageName(specifier) !== 'sluice') continue;
+        if (!publicEntries.has(specifier)) problems.push(`${relative(root, file)}: ${specifier} is not a public entry`);
+        if (ADAPTER_ENTRIES.includes(specifier))
+          problems.push(`${relative(root, file)}: imports an adapter (${specifier})`);
+      }
+    }
+    assert.ok(files.length > 20);
+    assert.deepEqual(problems, []);
+  });
+
+  it('the service, the simulator and the CLI import in one direction (cli -> service, simulate)', () => {
+    const problems: string[] = [];
+    for (const file of files) {
+      const layer = serverLayer(file);
+      for (const { specifier } of importsOf(file)) {
+        if (!specifier.startsWith('.')) continue;
+        const to = serverLayer(resolve(dirname(file), specifier));
+        if (to !== layer && !(SERVER_ALLOWED[layer] ?? []).includes(to))
+          problems.push(`${relative(root, file)} (${layer}) imports ${to} (${specifier})`);
+      }
+    }
     assert.deepEqual(problems, []);
   });
 });

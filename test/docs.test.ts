@@ -1,6 +1,7 @@
 /**
- * The examples in docs/ run. Every code block fenced as ```ts run is executed as its own program, with
- * `sluice` and `sluice/<entry>` imports pointed at the sources, and must exit 0 within 30 s. Programs
+ * The examples in docs/ run. Every code block fenced as ```ts run is executed as its own program (its
+ * `sluice`, `sluice/<entry>` and `sluice-server` imports resolve to the sources through the test run's
+ * `sluice-source` condition), and must exit 0 within 30 s. Programs
  * are written inside the project (so `import ... from 'ioredis'` resolves as in an application) and
  * get REDIS_URL pointing at a redis-server this test starts.
  */
@@ -9,7 +10,6 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { pathToFileURL } from 'node:url';
 import { type RedisServerHandle, startRedis } from './helpers/redis-server.js';
 
 const root = resolve(import.meta.dirname, '..');
@@ -26,26 +26,14 @@ after(async () => {
   await redis?.stop();
 });
 
-/** `sluice/x` → the source file behind package.json#exports['./x']. */
-function sourceOf(specifier: string): string {
-  const exports = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).exports as Record<
-    string,
-    { default: string }
-  >;
-  const entry = exports[specifier === 'sluice' ? '.' : `./${specifier.slice('sluice/'.length)}`];
-  if (!entry) throw new Error(`no export for ${specifier}`);
-  return pathToFileURL(join(root, entry.default.replace(/^\.\/dist\//, 'src/').replace(/\.js$/, '.ts'))).href;
-}
-
 describe('docs examples run', () => {
   for (const file of readdirSync(docs).filter((f) => f.endsWith('.md'))) {
     const text = readFileSync(join(docs, file), 'utf8');
     const blocks = [...text.matchAll(/^```ts run\n([\s\S]*?)^```$/gm)].map((m) => m[1] as string);
     blocks.forEach((code, i) => {
       it(`docs/${file} example ${i + 1}`, () => {
-        const program = code.replace(/from '(sluice(?:\/[a-z]+)?)'/g, (_, spec: string) => `from '${sourceOf(spec)}'`);
         const path = join(work, `${file.replace(/\W/g, '_')}-${i + 1}.mts`);
-        writeFileSync(path, program);
+        writeFileSync(path, code);
         const run = spawnSync(process.execPath, ['--import', 'tsx', path], {
           cwd: root,
           encoding: 'utf8',

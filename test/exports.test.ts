@@ -1,31 +1,98 @@
-/** package.json#exports and #bin stay in step with the entry files in src/. */
+/** Each package's package.json (exports, typesVersions, bin) stays in step with its entry files in src/. */
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, it } from 'node:test';
 
 const root = resolve(import.meta.dirname, '..');
-const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
-  exports: Record<string, string | { types: string; default: string }>;
-  bin: Record<string, string>;
-};
-const toSource = (dist: string) => dist.replace(/^\.\/dist\//, 'src/').replace(/\.js$/, '.ts');
+const library = join(root, 'packages', 'sluice');
+const server = join(root, 'packages', 'server');
 
-describe('package entry points', () => {
-  it('every export points at a source entry that exists, with matching types', () => {
-    for (const [name, target] of Object.entries(pkg.exports)) {
-      if (typeof target === 'string') continue; // ./package.json
-      assert.ok(existsSync(join(root, toSource(target.default))), `${name}: ${toSource(target.default)} is missing`);
-      assert.equal(target.types, target.default.replace(/\.js$/, '.d.ts'), `${name}: types and code disagree`);
+interface Target {
+  types: string;
+  default: string;
+}
+interface LibraryExport {
+  'sluice-source': string;
+  import: Target;
+  require: Target;
+}
+const read = (dir: string) => JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
+const lib = read(library) as {
+  exports: Record<string, LibraryExport | string>;
+  typesVersions: Record<string, Record<string, string[]>>;
+  main: string;
+  types: string;
+  dependencies: Record<string, string>;
+};
+const srv = read(server) as {
+  exports: Record<string, { 'sluice-source': string; types: string; default: string } | string>;
+  bin: Record<string, string>;
+  dependencies: Record<string, string>;
+};
+
+describe('sluice (the library) entry points', () => {
+  const entries = Object.entries(lib.exports).filter((e): e is [string, LibraryExport] => typeof e[1] !== 'string');
+
+  it('every export points at a source entry that exists, with matching ESM and CommonJS builds', () => {
+    for (const [name, target] of entries) {
+      const source = target['sluice-source'];
+      assert.ok(existsSync(join(library, source)), `${name}: ${source} is missing`);
+      const stem = source.replace(/^\.\/src\//, '').replace(/\.ts$/, '');
+      assert.deepEqual(
+        target.import,
+        { types: `./dist/esm/${stem}.d.ts`, default: `./dist/esm/${stem}.js` },
+        `${name}: import`,
+      );
+      assert.deepEqual(
+        target.require,
+        { types: `./dist/cjs/${stem}.d.ts`, default: `./dist/cjs/${stem}.js` },
+        `${name}: require`,
+      );
     }
   });
 
-  it('every adapter is exported under its own name, and the CLI is the bin', () => {
-    const adapters = readdirSync(join(root, 'src/adapters')).filter((f) => f.endsWith('.ts') && !f.includes('.test.'));
+  it('moduleResolution node10 finds the types of every subpath (typesVersions) and of the root (types)', () => {
+    const map = lib.typesVersions['*'] ?? {};
+    for (const [name, target] of entries) {
+      if (name === '.') {
+        assert.equal(lib.types, target.require.types.replace(/^\.\//, './'));
+        assert.equal(lib.main, target.require.default);
+        continue;
+      }
+      assert.deepEqual(map[name.slice(2)], [target.require.types.replace(/^\.\//, '')], `${name}: typesVersions`);
+    }
+    assert.equal(Object.keys(map).length, entries.length - 1, 'no stale typesVersions entries');
+  });
+
+  it('every adapter is exported under its own name', () => {
+    const adapters = readdirSync(join(library, 'src/adapters')).filter(
+      (f) => f.endsWith('.ts') && !f.includes('.test.'),
+    );
     for (const file of adapters) {
       const name = `./${file.replace(/\.ts$/, '')}`;
-      assert.ok(pkg.exports[name], `src/adapters/${file} is not exported as ${name}`);
+      assert.ok(lib.exports[name], `src/adapters/${file} is not exported as ${name}`);
     }
-    assert.equal(toSource(pkg.bin.sluice as string), 'src/cli/main.ts');
+  });
+
+  it('has at most one runtime dependency, yaml', () => {
+    assert.deepEqual(Object.keys(lib.dependencies ?? {}), ['yaml']);
+  });
+});
+
+describe('sluice-server entry points', () => {
+  it('exports its source entry, and the CLI is the bin', () => {
+    const main = srv.exports['.'];
+    assert.ok(main && typeof main !== 'string');
+    assert.ok(existsSync(join(server, main['sluice-source'])));
+    assert.equal(main.default, main['sluice-source'].replace(/^\.\/src\//, './dist/').replace(/\.ts$/, '.js'));
+    assert.equal(main.types, main.default.replace(/\.js$/, '.d.ts'));
+    assert.equal(srv.bin.sluice, './dist/cli/main.js');
+    assert.ok(existsSync(join(server, 'src/cli/main.ts')));
+  });
+
+  it('depends on the library and on a Redis client for real (not as an optional peer)', () => {
+    assert.ok(srv.dependencies.sluice);
+    assert.ok(srv.dependencies.ioredis);
   });
 });

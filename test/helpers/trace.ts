@@ -1,8 +1,8 @@
-import { NUMERIC_ALGORITHMS, SLOT_WIDTH } from '../../src/algorithms/index.js';
-import { SlidingLogState, slidingLog } from '../../src/algorithms/sliding-log.js';
-import type { Decision } from '../../src/core/decision.js';
-import type { PolicyOptions } from '../../src/core/policy.js';
-import { resolvePolicy } from '../../src/core/policy.js';
+import { NUMERIC_ALGORITHMS, SLOT_WIDTH } from '../../packages/sluice/src/algorithms/index.js';
+import { SlidingLogState, slidingLog } from '../../packages/sluice/src/algorithms/sliding-log.js';
+import type { Decision } from '../../packages/sluice/src/core/decision.js';
+import type { PolicyOptions } from '../../packages/sluice/src/core/policy.js';
+import { resolvePolicy } from '../../packages/sluice/src/core/policy.js';
 
 /** Runs `(atMs, cost)` checks through one algorithm's pure step, as one key, committing each. */
 export function runTrace(options: PolicyOptions, trace: readonly (readonly [number, number?])[]): Decision[] {

@@ -1,0 +1,217 @@
+import { writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { isSluiceError, parseDuration } from 'sluice';
+import type { FailMode } from 'sluice/rules';
+import type { LogLevel, ServiceOptions } from '../../index.js';
+import { EXAMPLE_CONFIG, LOG_LEVELS, startService } from '../../index.js';
+import type { Command } from '../command.js';
+
+const HELP = `usage: sluice serve [--config PATH] [--redis URL | --redis-cluster HOST:PORT,...] [--upstream URL]
+
+Runs the rate-limit service:
+  gRPC  envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit (what Envoy's ratelimit filter calls)
+  HTTP  POST /json, POST /v1/check, GET /healthcheck, GET /metrics, /admin/..., the dashboard at /
+  with --upstream, a gateway that applies the config's http: rules and proxies to the upstream.
+Without --config it uses a built-in example rule set (printed at start); without Redis, an in-memory store.
+Logs are JSON lines on stdout. SIGTERM or SIGINT stops it gracefully (in-flight requests finish; exit 0).
+
+options:
+  --config PATH          rules file or directory; repeat for several          [env SLUICE_CONFIG, comma-separated]
+  --redis URL            Redis server, e.g. redis://127.0.0.1:6379             [env REDIS_URL]
+  --redis-cluster LIST   Redis Cluster seed nodes, host:port,host:port,...
+  --redis-prefix P       key prefix of the counters in Redis (default sluice:)
+  --redis-timeout D      longest wait for Redis per decision before the failure policy answers (default 50ms)
+  --upstream URL         gateway mode: proxy to URL after rate limiting
+  --host HOST            interface to listen on (default 0.0.0.0)              [env HOST]
+  --port N               HTTP API port (default 8080; 0 = any free port)       [env PORT]
+  --grpc-port N          gRPC port (default 8081)                              [env GRPC_PORT]
+  --proxy-port N         gateway port (default 8000)                           [env PROXY_PORT]
+  --grpc-server IMPL     grpc-js (@grpc/grpc-js, default) or h2 (sluice's lean RLS server on Node's HTTP/2)
+  --fail MODE            open | closed | insurance: when the store fails, for rules that do not say
+                         (default: the store's error, i.e. gRPC UNAVAILABLE / HTTP 503)
+  --shadow               every rule in shadow mode: count and report, never reject
+  --trust-proxy LIST     gateway: proxies whose X-Forwarded-For is believed (CIDRs, loopback, ...)
+  --no-watch             do not reload when the config files change
+  --max-body BYTES       largest API request body (default 1048576)
+  --shutdown-grace D     how long in-flight requests may take at shutdown (default 10s)
+  --log-level LEVEL      ${LOG_LEVELS.join(' | ')} (default info)              [env LOG_LEVEL]
+  --ports-file FILE      write {"http":N,"grpc":N,"proxy":N} to FILE once listening (handy with port 0)
+  -h, --help             show this help
+
+environment:
+  SLUICE_ADMIN_TOKEN     turns the admin API on: requests need Authorization: Bearer <token>
+
+examples:
+  sluice serve
+  sluice serve --config ./ratelimit-config --redis redis://127.0.0.1:6379
+  sluice serve --config rules.yaml --upstream http://127.0.0.1:3000 --proxy-port 8000
+`;
+
+const FAIL_MODES: readonly FailMode[] = ['open', 'closed', 'insurance'];
+
+function port(value: string | undefined, name: string): number | undefined {
+  if (value === undefined || value === '') return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new UsageError(`${name}: '${value}' is not a port (0-65535)`);
+  return n;
+}
+
+class UsageError extends Error {}
+
+/** Turns flags and environment into service options; flags win over the environment. */
+export function serveOptions(
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+): { options: ServiceOptions; portsFile?: string } {
+  const { values } = parseArgs({
+    args: [...argv],
+    strict: true,
+    allowPositionals: false,
+    options: {
+      config: { type: 'string', multiple: true },
+      redis: { type: 'string' },
+      'redis-cluster': { type: 'string' },
+      'redis-prefix': { type: 'string' },
+      'redis-timeout': { type: 'string' },
+      upstream: { type: 'string' },
+      host: { type: 'string' },
+      port: { type: 'string' },
+      'grpc-port': { type: 'string' },
+      'grpc-server': { type: 'string' },
+      'proxy-port': { type: 'string' },
+      fail: { type: 'string' },
+      shadow: { type: 'boolean' },
+      'trust-proxy': { type: 'string' },
+      'no-watch': { type: 'boolean' },
+      'max-body': { type: 'string' },
+      'shutdown-grace': { type: 'string' },
+      'log-level': { type: 'string' },
+      'ports-file': { type: 'string' },
+    },
+  });
+  const options: ServiceOptions = {};
+  const config = values.config ?? (env.SLUICE_CONFIG ? env.SLUICE_CONFIG.split(',').filter(Boolean) : undefined);
+  if (config !== undefined && config.length > 0) options.config = config;
+  const redisUrl = values.redis ?? env.REDIS_URL;
+  const cluster = values['redis-cluster'];
+  if (values.redis !== undefined && cluster !== undefined)
+    throw new UsageError('give --redis or --redis-cluster, not both');
+  if (cluster !== undefined) {
+    const nodes = cluster
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
+    if (nodes.length === 0) throw new UsageError('--redis-cluster: expected host:port,host:port,...');
+    options.redis = { cluster: nodes };
+  } else if (redisUrl !== undefined && redisUrl !== '') {
+    options.redis = { url: redisUrl };
+  }
+  if (options.redis !== undefined && values['redis-prefix'] !== undefined)
+    options.redis.prefix = values['redis-prefix'];
+  if (options.redis !== undefined && values['redis-timeout'] !== undefined) {
+    options.redis.timeoutMs = parseDuration(values['redis-timeout'], '--redis-timeout');
+  }
+  if (values.upstream !== undefined) options.upstream = values.upstream;
+  const host = values.host ?? env.HOST;
+  if (host) options.host = host;
+  const httpPort = port(values.port ?? env.PORT, '--port');
+  if (httpPort !== undefined) options.port = httpPort;
+  const grpcPort = port(values['grpc-port'] ?? env.GRPC_PORT, '--grpc-port');
+  if (grpcPort !== undefined) options.grpcPort = grpcPort;
+  const proxyPort = port(values['proxy-port'] ?? env.PROXY_PORT, '--proxy-port');
+  if (proxyPort !== undefined) options.proxyPort = proxyPort;
+  const grpcServer = values['grpc-server'];
+  if (grpcServer !== undefined) {
+    if (grpcServer !== 'h2' && grpcServer !== 'grpc-js') throw new UsageError('--grpc-server: h2 or grpc-js');
+    options.grpcServer = grpcServer;
+  }
+  if (values.fail !== undefined) {
+    if (!FAIL_MODES.includes(values.fail as FailMode)) throw new UsageError(`--fail: use ${FAIL_MODES.join(', ')}`);
+    options.fail = values.fail as FailMode;
+  }
+  if (values.shadow) options.shadow = true;
+  if (values['trust-proxy'] !== undefined) options.trustProxy = values['trust-proxy'].split(',').map((s) => s.trim());
+  if (values['no-watch']) options.watch = false;
+  if (values['max-body'] !== undefined) {
+    const n = Number(values['max-body']);
+    if (!Number.isInteger(n) || n < 1) throw new UsageError('--max-body: expected a whole number of bytes');
+    options.maxBodyBytes = n;
+  }
+  if (values['shutdown-grace'] !== undefined)
+    options.shutdownGraceMs = parseDuration(values['shutdown-grace'], '--shutdown-grace');
+  const level = values['log-level'] ?? env.LOG_LEVEL;
+  if (level !== undefined && level !== '') {
+    if (!(LOG_LEVELS as readonly string[]).includes(level))
+      throw new UsageError(`--log-level: use ${LOG_LEVELS.join(', ')}`);
+    options.logLevel = level as LogLevel;
+  }
+  const token = env.SLUICE_ADMIN_TOKEN;
+  if (token !== undefined && token !== '') options.adminToken = token;
+  return values['ports-file'] === undefined ? { options } : { options, portsFile: values['ports-file'] };
+}
+
+/** `sluice serve`. */
+export const serveCommand: Command = {
+  name: 'serve',
+  summary: 'run the rate-limit service (Envoy gRPC, HTTP/JSON, gateway, metrics, admin)',
+  help: HELP,
+  async run(argv, io) {
+    let parsed: ReturnType<typeof serveOptions>;
+    try {
+      parsed = serveOptions(argv, process.env);
+    } catch (error) {
+      if (error instanceof UsageError || /^ERR_(PARSE_ARGS|SLUICE)/.test(String((error as { code?: string }).code))) {
+        io.err(`sluice serve: ${(error as Error).message}\n\n${HELP}`);
+        return 2;
+      }
+      throw error;
+    }
+    const { options, portsFile } = parsed;
+    if (options.config === undefined) {
+      io.err(`sluice: no --config given; serving the built-in example rules:\n\n${EXAMPLE_CONFIG}`);
+    }
+    let service: Awaited<ReturnType<typeof startService>>;
+    try {
+      service = await startService(options);
+    } catch (error) {
+      io.err(`sluice serve: ${error instanceof Error ? error.message : String(error)}`);
+      return isSluiceError(error) ? 1 : 1;
+    }
+    if (options.adminToken !== undefined && options.adminToken.length < 16) {
+      service.logger.warn('SLUICE_ADMIN_TOKEN is shorter than 16 characters; use a long random token');
+    }
+    if (portsFile !== undefined) {
+      const ports = {
+        http: service.httpPort,
+        grpc: service.grpcPort,
+        ...(service.proxyPort === undefined ? {} : { proxy: service.proxyPort }),
+      };
+      writeFileSync(portsFile, `${JSON.stringify(ports)}\n`);
+    }
+    return new Promise<number>((resolve) => {
+      let stopping = false;
+      const stop = (signal: NodeJS.Signals) => {
+        if (stopping) {
+          // A second signal: the operator does not want to wait.
+          service.logger.warn({ signal }, 'second signal; exiting now');
+          process.exit(1);
+        }
+        stopping = true;
+        service.logger.info({ signal }, 'shutting down');
+        service.close().then(
+          () => {
+            // Should anything still hold the event loop (a stuck socket), do not hang the exit.
+            setTimeout(() => process.exit(0), 2000).unref();
+            resolve(0);
+          },
+          (error: unknown) => {
+            service.logger.error({ err: error }, 'shutdown failed');
+            resolve(1);
+          },
+        );
+      };
+      process.on('SIGTERM', stop);
+      process.on('SIGINT', stop);
+    });
+  },
+};

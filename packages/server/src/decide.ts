@@ -1,0 +1,187 @@
+import { performance } from 'node:perf_hooks';
+import type { Decision } from 'sluice';
+import { combineDecisions, isSluiceError } from 'sluice';
+import type { DescriptorStatus, RateLimitRequest, RateLimitResponse, RulesEngine } from 'sluice/rules';
+import type { AccessLists, ListName } from './access-lists.js';
+import type { DecisionEvent, DecisionHub, DecisionOutcome, DecisionSource } from './decision-events.js';
+import { outcomeOf } from './decision-events.js';
+import { rateLimitHeaders } from './headers.js';
+import type { ServiceMetrics } from './metrics.js';
+
+/** The answer to a rate-limit request, with the headers that describe it. */
+export interface Decided extends RateLimitResponse {
+  /** The rate-limit headers (docs/middleware.md) of the status closest to exhaustion (empty when no limit applied). */
+  headers: Record<string, string>;
+  /** The binding decision the headers describe, when a limit applied. */
+  binding?: Decision;
+}
+
+/** Decides envoy-style requests: allow/deny lists first, then the rules engine; publishes every decision. */
+export interface Decider {
+  decide(request: RateLimitRequest, source: DecisionSource): Promise<Decided>;
+}
+
+/** Options of {@link createDecider}. */
+export interface DeciderOptions {
+  engine: RulesEngine;
+  lists: AccessLists;
+  hub: DecisionHub;
+  metrics: ServiceMetrics;
+  now: () => number;
+}
+
+/** True for the errors a store raises when it cannot answer (mapped to UNAVAILABLE / 503). */
+export function isStoreError(error: unknown): boolean {
+  return (
+    isSluiceError(error) && error.code.startsWith('ERR_SLUICE_STORE_') && error.code !== 'ERR_SLUICE_STORE_MISMATCH'
+  );
+}
+
+const DENIED: DescriptorStatus = { code: 'OVER_LIMIT', limitRemaining: 0, durationUntilResetMs: 0 };
+const ALLOWED: DescriptorStatus = { code: 'OK', limitRemaining: 0, durationUntilResetMs: 0 };
+
+/**
+ * Creates the decision path shared by the gRPC service, `POST /json` and the gateway.
+ *
+ * A deny entry matching any entry of a descriptor answers that descriptor OVER_LIMIT; the request is then
+ * rejected, so the other descriptors are only looked at (hits 0), never counted — the same
+ * all-or-nothing rule as the engine's. An allow entry answers its descriptor OK with no limit, as an
+ * allow-listed descriptor of the config does.
+ */
+export function createDecider(options: DeciderOptions): Decider {
+  const { engine, lists, hub, metrics, now } = options;
+
+  function ask(request: RateLimitRequest): Promise<RateLimitResponse> {
+    const started = performance.now();
+    // Plain promise callbacks rather than async/await: this runs for every decision.
+    return engine.shouldRateLimit(request).then(
+      (response) => {
+        metrics.observeStore((performance.now() - started) / 1000, false);
+        return response;
+      },
+      (error: unknown) => {
+        if (isStoreError(error)) metrics.observeStore((performance.now() - started) / 1000, true);
+        throw error;
+      },
+    );
+  }
+
+  async function withLists(
+    request: RateLimitRequest,
+  ): Promise<{ response: RateLimitResponse; marks?: (ListName | undefined)[] }> {
+    if (lists.size === 0) return { response: await ask(request) };
+    const marks = request.descriptors.map((d) => listOf(lists, request.domain, d.entries));
+    if (marks.every((m) => m === undefined)) return { response: await ask(request) };
+    const denied = marks.includes('deny');
+    const rest = request.descriptors.flatMap((d, i) =>
+      marks[i] === undefined ? [denied ? { ...d, hitsAddend: 0 } : d] : [],
+    );
+    const asked =
+      rest.length > 0 ? await ask({ ...request, descriptors: rest }) : { overallCode: 'OK' as const, statuses: [] };
+    let next = 0;
+    const statuses = marks.map((m) =>
+      m === 'deny' ? DENIED : m === 'allow' ? ALLOWED : (asked.statuses[next++] ?? ALLOWED),
+    );
+    return { response: { overallCode: denied ? 'OVER_LIMIT' : asked.overallCode, statuses }, marks };
+  }
+
+  return {
+    decide(request, source) {
+      if (lists.size === 0) return ask(request).then((response) => settle(request, response, undefined, source));
+      return withLists(request).then(({ response, marks }) => settle(request, response, marks, source));
+    },
+  };
+
+  function settle(
+    request: RateLimitRequest,
+    response: RateLimitResponse,
+    marks: (ListName | undefined)[] | undefined,
+    source: DecisionSource,
+  ): Decided {
+    const atMs = now();
+    const decisions: Decision[] = [];
+    let bindingName = '';
+    let bindingWindow = 0;
+    let binding: Decision | undefined;
+    for (const [i, status] of response.statuses.entries()) {
+      const list = marks?.[i];
+      const limit = status.currentLimit;
+      const outcome: DecisionOutcome = status.shadow
+        ? 'shadow'
+        : status.code === 'OVER_LIMIT'
+          ? 'over_limit'
+          : outcomeOf(true, limit?.limit, status.limitRemaining);
+      const descriptor = request.descriptors[i];
+      // Built field by field (no spreads): this runs for every decision.
+      const event: { -readonly [K in keyof DecisionEvent]: DecisionEvent[K] } = {
+        source,
+        domain: request.domain,
+        rule: status.ruleId ?? '',
+        key: descriptor === undefined ? '' : keyOf(descriptor.entries),
+        outcome,
+        atMs,
+      };
+      if (limit !== undefined) {
+        event.limit = limit.limit;
+        event.remaining = status.limitRemaining;
+        event.resetMs = status.durationUntilResetMs;
+      }
+      if (list !== undefined) event.list = list;
+      hub.emit(event);
+      if (status.decision !== undefined && !status.shadow) {
+        decisions.push(status.decision);
+        const combined = combineDecisions(decisions);
+        if (combined === status.decision || binding === undefined) {
+          binding = combined;
+          bindingName = status.ruleName ?? limit?.name ?? status.ruleId ?? request.domain;
+          bindingWindow = limit?.periodMs ?? 1000;
+        }
+      }
+    }
+    if (marks?.includes('deny')) {
+      // A deny entry decides the request, whatever the looked-at limits say.
+      binding = {
+        allowed: false,
+        limit: 0,
+        remaining: 0,
+        resetMs: 0,
+        retryAfterMs: Number.POSITIVE_INFINITY,
+        reason: 'denied',
+      };
+      bindingName = 'denied';
+      bindingWindow = 1000;
+    }
+    const decided: Decided = {
+      overallCode: response.overallCode,
+      statuses: response.statuses,
+      headers: binding === undefined ? {} : rateLimitHeaders(binding, bindingName, bindingWindow),
+    };
+    if (binding !== undefined) decided.binding = binding;
+    return decided;
+  }
+}
+
+/** A descriptor as one string, `k=v/k=v`, for stats and logs. */
+function keyOf(entries: readonly { key: string; value: string }[]): string {
+  if (entries.length === 1) {
+    const e = entries[0] as { key: string; value: string };
+    return `${e.key}=${e.value}`;
+  }
+  let out = '';
+  for (const e of entries) out += out === '' ? `${e.key}=${e.value}` : `/${e.key}=${e.value}`;
+  return out;
+}
+
+function listOf(
+  lists: AccessLists,
+  domain: string,
+  entries: readonly { key: string; value: string }[],
+): ListName | undefined {
+  let found: ListName | undefined;
+  for (const entry of entries) {
+    const m = lists.match(domain, entry.key, entry.value);
+    if (m === 'deny') return 'deny';
+    if (m === 'allow') found = 'allow';
+  }
+  return found;
+}

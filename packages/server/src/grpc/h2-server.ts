@@ -1,0 +1,197 @@
+import { createServer, type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
+import type { AddressInfo } from 'node:net';
+import { gunzip, inflate } from 'node:zlib';
+import { isSluiceError } from 'sluice';
+import type { Decider } from '../decide.js';
+import { isStoreError } from '../decide.js';
+import { requestFromMessage } from '../envoy-codec.js';
+import type { Logger } from '../logger.js';
+import type { ServiceMetrics } from '../metrics.js';
+import type { GrpcHandle } from './grpc-server.js';
+import { decodeRateLimitRequest, encodeDecisionFrame, WireError } from './wire.js';
+
+/** The one method served, as gRPC names it on the wire. */
+export const SHOULD_RATE_LIMIT_PATH = '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit';
+
+/** gRPC status codes used here (https://grpc.github.io/grpc/core/md_doc_statuscodes.html). */
+export const GRPC_STATUS = {
+  OK: 0,
+  INVALID_ARGUMENT: 3,
+  RESOURCE_EXHAUSTED: 8,
+  UNIMPLEMENTED: 12,
+  INTERNAL: 13,
+  UNAVAILABLE: 14,
+} as const;
+
+const STATUS_NAMES: Record<number, string> = Object.fromEntries(Object.entries(GRPC_STATUS).map(([k, v]) => [v, k]));
+
+/** Options of {@link startH2GrpcServer}. */
+export interface H2GrpcServerOptions {
+  host: string;
+  port: number;
+  decider: Decider;
+  metrics: ServiceMetrics;
+  logger: Logger;
+  /** Largest request message accepted. @default 4 MiB (gRPC's usual default) */
+  maxMessageBytes?: number;
+}
+
+/** `grpc-message` is percent-encoded: everything outside printable ASCII, and `%` itself. */
+function grpcMessage(text: string): string {
+  return text.replace(/[^\x20-\x24\x26-\x7e]/gu, (c) => encodeURIComponent(c));
+}
+
+/**
+ * Serves the RLS v3 `ShouldRateLimit` unary method over Node's own HTTP/2 (nghttp2), speaking the gRPC
+ * wire protocol directly: length-prefixed protobuf messages, `grpc-status` in trailers, trailers-only
+ * responses for errors, identity/gzip/deflate message encodings. A general gRPC framework spends most of
+ * its time per call on machinery a single unary method does not need; this is what lets one core answer
+ * tens of thousands of Envoy calls per second. Any gRPC client (Envoy, grpc-go, grpc-js) talks to it.
+ */
+export async function startH2GrpcServer(options: H2GrpcServerOptions): Promise<GrpcHandle> {
+  const { decider, metrics, logger } = options;
+  const maxMessageBytes = options.maxMessageBytes ?? 4 * 1024 * 1024;
+  const server = createServer({ settings: { maxConcurrentStreams: 4096 } });
+  const sessions = new Set<Http2Session>();
+
+  function fail(stream: ServerHttp2Stream, code: number, message: string): void {
+    metrics.grpc(STATUS_NAMES[code] ?? String(code));
+    if (stream.destroyed || stream.headersSent) return;
+    // Trailers-Only: the status travels in the one HEADERS frame that ends the stream.
+    stream.respond(
+      {
+        ':status': 200,
+        'content-type': 'application/grpc',
+        'grpc-status': String(code),
+        'grpc-message': grpcMessage(message),
+      },
+      { endStream: true },
+    );
+  }
+
+  function reply(stream: ServerHttp2Stream, frame: Buffer): void {
+    metrics.grpc('OK');
+    if (stream.destroyed) return;
+    stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+    stream.once('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+    stream.end(frame);
+  }
+
+  function handle(stream: ServerHttp2Stream, message: Buffer): void {
+    let request: ReturnType<typeof requestFromMessage>;
+    try {
+      request = requestFromMessage(decodeRateLimitRequest(message));
+    } catch (error) {
+      if (error instanceof WireError)
+        fail(stream, GRPC_STATUS.INTERNAL, `could not decode the request: ${error.message}`);
+      else fail(stream, GRPC_STATUS.INVALID_ARGUMENT, (error as Error).message);
+      return;
+    }
+    decider.decide(request, 'grpc').then(
+      (decided) => reply(stream, encodeDecisionFrame(decided)),
+      (error: unknown) => {
+        if (
+          isSluiceError(error) &&
+          (error.code.startsWith('ERR_SLUICE_REQUEST_') || error.code === 'ERR_SLUICE_TOO_MANY_ITEMS')
+        ) {
+          fail(stream, GRPC_STATUS.INVALID_ARGUMENT, error.message);
+        } else if (isStoreError(error)) {
+          logger.warn({ err: (error as Error).message }, 'store unavailable');
+          fail(stream, GRPC_STATUS.UNAVAILABLE, (error as Error).message);
+        } else {
+          logger.error({ err: error }, 'ShouldRateLimit failed');
+          fail(stream, GRPC_STATUS.INTERNAL, 'internal error');
+        }
+      },
+    );
+  }
+
+  server.on('session', (session) => {
+    sessions.add(session);
+    session.on('close', () => sessions.delete(session));
+    session.on('error', () => {});
+  });
+  server.on('stream', (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => {
+    stream.on('error', () => {});
+    try {
+      onStream(stream, headers);
+    } catch (error) {
+      // Nothing a client sends may take the service down.
+      logger.error({ err: error }, 'gRPC stream failed');
+      fail(stream, GRPC_STATUS.INTERNAL, 'internal error');
+    }
+  });
+
+  function onStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
+    if (headers[':method'] !== 'POST') {
+      stream.respond({ ':status': 405 }, { endStream: true });
+      return;
+    }
+    const contentType = headers['content-type'];
+    if (typeof contentType !== 'string' || !contentType.startsWith('application/grpc')) {
+      stream.respond({ ':status': 415 }, { endStream: true });
+      return;
+    }
+    if (headers[':path'] !== SHOULD_RATE_LIMIT_PATH) {
+      fail(stream, GRPC_STATUS.UNIMPLEMENTED, `unknown method ${String(headers[':path'])}`);
+      stream.resume();
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let tooLarge = false;
+    stream.on('data', (chunk: Buffer) => {
+      if (tooLarge) return;
+      size += chunk.length;
+      if (size > maxMessageBytes + 5) {
+        tooLarge = true;
+        chunks.length = 0;
+        fail(stream, GRPC_STATUS.RESOURCE_EXHAUSTED, `request message larger than ${maxMessageBytes} bytes`);
+        return;
+      }
+      chunks.push(chunk);
+    });
+    stream.on('end', () => {
+      if (tooLarge) return;
+      const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
+      if (body.length < 5) return fail(stream, GRPC_STATUS.INTERNAL, 'missing request message');
+      const length = body.readUInt32BE(1);
+      if (body.length !== 5 + length) {
+        return fail(stream, GRPC_STATUS.INTERNAL, 'a unary call carries exactly one message');
+      }
+      const message = body.subarray(5);
+      if (body[0] === 0) return handle(stream, message);
+      const encoding = headers['grpc-encoding'];
+      const decompress = encoding === 'gzip' ? gunzip : encoding === 'deflate' ? inflate : undefined;
+      if (decompress === undefined) {
+        return fail(stream, GRPC_STATUS.UNIMPLEMENTED, `message encoding '${String(encoding)}' is not supported`);
+      }
+      decompress(message, { maxOutputLength: maxMessageBytes }, (error, plain) => {
+        if (error) fail(stream, GRPC_STATUS.INTERNAL, `could not decompress the request: ${error.message}`);
+        else handle(stream, plain);
+      });
+    });
+  }
+
+  const port = await new Promise<number>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => {
+      server.off('error', reject);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+  return {
+    port,
+    close(graceMs) {
+      return new Promise((resolve) => {
+        server.close(() => resolve());
+        // GOAWAY: clients open no new streams; the ones in flight finish, then the session closes.
+        for (const session of sessions) session.close();
+        const cut = setTimeout(() => {
+          for (const session of sessions) session.destroy();
+        }, graceMs);
+        cut.unref();
+      });
+    },
+  };
+}

@@ -1,0 +1,135 @@
+import type { Store } from 'sluice';
+import { SluiceError } from 'sluice';
+import { createRedisStore } from 'sluice/redis';
+import type { Logger } from './logger.js';
+
+/** How to reach Redis: one server by URL, or a Cluster by its seed nodes. */
+export interface RedisOptions {
+  /** `redis://[user:pass@]host:port[/db]` (or `rediss://`). */
+  url?: string;
+  /** Cluster seed nodes, `host:port` each. */
+  cluster?: readonly string[];
+  /** Key prefix of every counter. @default the store's (`sluice:`) */
+  prefix?: string;
+  /** Longest wait for Redis per decision, in ms. @default the store's (50) */
+  timeoutMs?: number;
+  /** How long to wait for the first connection before starting anyway (degraded). @default 5000 */
+  connectTimeoutMs?: number;
+}
+
+/** A store and what the service needs to run it. */
+export interface StoreBackend {
+  readonly store: Store;
+  /** Resolves when the store's server answers (health checks); absent for in-process stores. */
+  readonly ping?: () => Promise<unknown>;
+  /** True when the service created the store and must close it. */
+  readonly owned: boolean;
+  /** Releases what the backend opened besides the store (the Redis connection). */
+  close(): Promise<void>;
+}
+
+interface IoRedisClient {
+  status: string;
+  ping(): Promise<unknown>;
+  quit(): Promise<unknown>;
+  disconnect(): void;
+  once(event: string, listener: (...args: unknown[]) => void): unknown;
+  on(event: string, listener: (...args: unknown[]) => void): unknown;
+  off(event: string, listener: (...args: unknown[]) => void): unknown;
+}
+
+function parseNode(text: string): { host: string; port: number } {
+  const match = /^\[?([^\]]+?)\]?:(\d{1,5})$/.exec(text.trim());
+  if (match === null) {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `redis.cluster: '${text}' is not host:port`, {
+      option: 'redis.cluster',
+    });
+  }
+  return { host: match[1] as string, port: Number(match[2]) };
+}
+
+/**
+ * Connects to Redis with ioredis (loaded only when Redis is asked for) and builds the Redis store on it.
+ * Commands are not queued while disconnected: with Redis gone, a decision fails at once and the failure
+ * policy answers, instead of requests piling up behind a reconnect.
+ */
+export async function createRedisBackend(options: RedisOptions, logger: Logger): Promise<StoreBackend> {
+  if ((options.url === undefined) === (options.cluster === undefined)) {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'redis: give a url or cluster nodes', { option: 'redis' });
+  }
+  let ioredis: { default: unknown };
+  try {
+    ioredis = (await import('ioredis')) as { default: unknown };
+  } catch {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      'redis: the ioredis package is needed for Redis; npm install ioredis',
+      {
+        option: 'redis',
+      },
+    );
+  }
+  const { Redis, Cluster } = ioredis.default as unknown as typeof import('ioredis');
+  const common = {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    // Reconnect quickly but never give up: Redis coming back must heal the service without a restart.
+    retryStrategy: (times: number) => Math.min(50 * times, 1000),
+    lazyConnect: true,
+  };
+  let client: IoRedisClient;
+  if (options.url !== undefined) {
+    client = new Redis(options.url, common) as unknown as IoRedisClient;
+  } else {
+    const nodes = (options.cluster ?? []).map(parseNode);
+    client = new Cluster(nodes, {
+      enableOfflineQueue: false,
+      clusterRetryStrategy: (times: number) => Math.min(50 * times, 1000),
+      lazyConnect: true,
+      redisOptions: { maxRetriesPerRequest: 0 },
+    }) as unknown as IoRedisClient;
+  }
+  let lastError = '';
+  client.on('error', (error) => {
+    const message = (error as Error).message;
+    // One line per distinct failure, not one per reconnect attempt.
+    if (message !== lastError) logger.warn({ err: message }, 'redis error');
+    lastError = message;
+  });
+  client.on('ready', () => {
+    if (lastError !== '') logger.info('redis connected again');
+    lastError = '';
+  });
+  const connectTimeoutMs = options.connectTimeoutMs ?? 5000;
+  const ready = await new Promise<boolean>((resolve) => {
+    const timer = setTimeout(() => resolve(false), connectTimeoutMs);
+    client.once('ready', () => {
+      clearTimeout(timer);
+      resolve(true);
+    });
+    (client as unknown as { connect(): Promise<void> }).connect().catch(() => {});
+  });
+  if (!ready)
+    logger.warn(
+      { timeoutMs: connectTimeoutMs },
+      'redis is not reachable yet; starting anyway (decisions follow the failure policy)',
+    );
+  const store = createRedisStore({
+    client: client as never,
+    ...(options.prefix === undefined ? {} : { prefix: options.prefix }),
+    ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+  });
+  return {
+    store,
+    owned: true,
+    ping: () => client.ping(),
+    async close() {
+      try {
+        if (client.status === 'ready') await client.quit();
+        else client.disconnect();
+      } catch {
+        client.disconnect();
+      }
+    },
+  };
+}

@@ -1,0 +1,381 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Clock, Store } from 'sluice';
+import { createMemoryStore, SluiceError, systemClock } from 'sluice';
+import { createClientIpResolver } from 'sluice/http';
+import type { FailMode, RulesEngine } from 'sluice/rules';
+import { createRulesEngine } from 'sluice/rules';
+import type { AccessLists } from './access-lists.js';
+import { createAccessLists } from './access-lists.js';
+import { createAdminActions } from './admin-actions.js';
+import { createCheckApi } from './check-api.js';
+import type { ConfigSource, ConfigStatus } from './config-source.js';
+import { createConfigSource, formatIssues, loadConfig } from './config-source.js';
+import { createDecider } from './decide.js';
+import type { DecisionHub } from './decision-events.js';
+import { createDecisionHub } from './decision-events.js';
+import { createGateway } from './gateway.js';
+import { type GrpcHandle, startGrpcServer } from './grpc/grpc-server.js';
+import { startH2GrpcServer } from './grpc/h2-server.js';
+import { createHealth } from './health.js';
+import { createAdminAuth } from './http/admin-auth.js';
+import { createAdminRoutes } from './http/admin-routes.js';
+import { createApiServer, type RouteHandler } from './http/api-server.js';
+import { createDashboardRoutes } from './http/dashboard-routes.js';
+import { DEFAULT_MAX_BODY_BYTES, sendJson } from './http/respond.js';
+import { createStaticHandler, DASHBOARD_DIR } from './http/static-files.js';
+import type { Logger, LogLevel } from './logger.js';
+import { createLogger } from './logger.js';
+import type { ServiceMetrics } from './metrics.js';
+import { createMetrics } from './metrics.js';
+import { createRedisBackend, type RedisOptions, type StoreBackend } from './redis-backend.js';
+import { createStatsCollector } from './stats/stats-collector.js';
+
+/** Options of {@link startService}. Every port may be 0 (any free port; read the bound one from the handle). */
+export interface ServiceOptions {
+  /** Rule files or directories. None: the built-in example (`EXAMPLE_CONFIG`). */
+  config?: string | readonly string[];
+  /** A store to use as is (the caller closes it). Exclusive with `redis`. @default a memory store */
+  store?: Store;
+  /** Build a Redis store: `{ url }` for one server, `{ cluster: ['host:port', ...] }` for a Cluster. */
+  redis?: RedisOptions;
+  /** Gateway mode: reverse-proxy every request to this URL after applying the config's `http:` rules. */
+  upstream?: string;
+  /** Interface to listen on. @default '0.0.0.0' */
+  host?: string;
+  /** HTTP API port. @default 8080 */
+  port?: number;
+  /** gRPC port. @default 8081 */
+  grpcPort?: number;
+  /** Gateway port (with `upstream` only). @default 8000 */
+  proxyPort?: number;
+  /**
+   * Which gRPC server answers: @grpc/grpc-js (`grpc-js`), or sluice's lean RLS server for this one
+   * unary method on Node's HTTP/2 (`h2`: about 1.4× the decisions per CPU second, see docs/service.md).
+   * Both speak the same wire protocol. @default 'grpc-js'
+   */
+  grpcServer?: 'h2' | 'grpc-js';
+  /** Token of the admin API; admin is off without one. */
+  adminToken?: string;
+  /** What to do when the store fails, for rules that do not say. @default the store's error: UNAVAILABLE / 503 */
+  fail?: FailMode;
+  /** Put every rule in shadow mode (count and report, never reject). @default false */
+  shadow?: boolean;
+  /** Gateway: proxies whose `X-Forwarded-For` is believed (CIDRs, addresses, `loopback`, ...). @default none */
+  trustProxy?: string | readonly string[];
+  /** Watch the config files and reload on change. @default true */
+  watch?: boolean;
+  /** Largest API request body. @default 1 MiB */
+  maxBodyBytes?: number;
+  /** How long shutdown waits for in-flight requests before cutting them. @default 10_000 */
+  shutdownGraceMs?: number;
+  /** @default a pino logger on stdout at `logLevel` */
+  logger?: Logger;
+  /** @default 'info' */
+  logLevel?: LogLevel;
+  /** Extra HTTP routes by exact path (e.g. the dashboard's `/api/...`). */
+  routes?: Readonly<Record<string, RouteHandler>>;
+  /** Where the dashboard's static files are; false serves none. @default the package's `dashboard/` */
+  dashboardDir?: string | false;
+  /** @default the system clock */
+  clock?: Clock;
+}
+
+/** A running service. */
+export interface ServiceHandle {
+  /** The HTTP API's bound port. */
+  readonly httpPort: number;
+  /** The gRPC server's bound port. */
+  readonly grpcPort: number;
+  /** The gateway's bound port, in gateway mode. */
+  readonly proxyPort?: number;
+  readonly engine: RulesEngine;
+  readonly store: Store;
+  readonly lists: AccessLists;
+  /** Every decision, for stats collectors (the dashboard). */
+  readonly hub: DecisionHub;
+  readonly metrics: ServiceMetrics;
+  readonly logger: Logger;
+  /** Where the rules come from and how the last load went. */
+  readonly config: ConfigStatus;
+  /** Reloads the config now (as `POST /admin/reload` does). */
+  reload: ConfigSource['reload'];
+  /**
+   * Stops: refuses new connections, lets in-flight requests finish (up to `shutdownGraceMs`), stops
+   * watching, closes the store. Idempotent.
+   */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the sluice service: the Envoy RLS v3 gRPC API, the HTTP API (`/json`, `/v1/check`,
+ * `/healthcheck`, `/metrics`, `/admin`, the dashboard) and, with `upstream`, the gateway.
+ *
+ * @example
+ * import { startService } from 'sluice-server';
+ * const service = await startService({ config: './rules', port: 0, grpcPort: 0, host: '127.0.0.1' });
+ * console.log(service.httpPort, service.grpcPort);
+ * await service.close();
+ */
+export async function startService(options: ServiceOptions = {}): Promise<ServiceHandle> {
+  if (options.store !== undefined && options.redis !== undefined) {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'store and redis: give one or the other', { option: 'redis' });
+  }
+  const logger = options.logger ?? createLogger(options.logLevel ?? 'info');
+  const clock = options.clock ?? systemClock;
+  const host = options.host ?? '0.0.0.0';
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const graceMs = options.shutdownGraceMs ?? 10_000;
+  const paths =
+    options.config === undefined ? [] : typeof options.config === 'string' ? [options.config] : [...options.config];
+  const upstream = options.upstream === undefined ? undefined : parseUpstream(options.upstream);
+  const resolver = createClientIpResolver(
+    options.trustProxy === undefined ? {} : { trustProxy: options.trustProxy, ipv6Subnet: false },
+  );
+
+  const first = await loadConfig(paths);
+  if (!first.ok) {
+    throw new SluiceError(
+      'ERR_SLUICE_CONFIG_INVALID',
+      `the config has ${first.issues.length} problem(s):\n${formatIssues(first.issues)}`,
+    );
+  }
+
+  const backend: StoreBackend =
+    options.redis !== undefined
+      ? await createRedisBackend(options.redis, logger)
+      : { store: options.store ?? createMemoryStore(), close: async () => {}, owned: options.store === undefined };
+  const { store } = backend;
+  const hub = createDecisionHub();
+  const metrics = createMetrics({ hub, storeName: store.name, storeStats: () => storeStats(store) });
+  let engine: RulesEngine;
+  try {
+    engine = createRulesEngine({
+      ruleSet: first.ruleSet,
+      store,
+      clock,
+      ...(options.fail === undefined ? {} : { fail: options.fail }),
+      ...(options.shadow === undefined ? {} : { shadow: options.shadow }),
+    });
+  } catch (error) {
+    // A bad option must not leave a Redis connection holding the process open.
+    if (backend.owned) await store.close();
+    await backend.close();
+    throw error;
+  }
+  const lists = createAccessLists();
+  const config = createConfigSource(
+    paths,
+    first,
+    (ruleSet) => engine.setRuleSet(ruleSet),
+    (result) => {
+      metrics.reload(result.ok ? 'ok' : 'failed');
+      if (result.ok) logger.info({ files: result.files, domains: [...result.ruleSet.domains.keys()] }, 'config loaded');
+      else logger.warn({ issues: result.issues }, 'config reload failed; keeping the last good rules');
+    },
+  );
+  const now = () => clock.now();
+  const decider = createDecider({ engine, lists, hub, metrics, now });
+  const checkApi = createCheckApi({
+    store,
+    lists,
+    hub,
+    metrics,
+    now,
+    ...(options.fail === undefined ? {} : { fail: options.fail }),
+  });
+  let draining = false;
+  const health = createHealth({
+    storeName: store.name,
+    ...(backend.ping === undefined ? {} : { ping: backend.ping }),
+    failClosed: options.fail === undefined || options.fail === 'closed',
+    draining: () => draining,
+  });
+  // The dashboard's stats: per-rule decisions per second and the keys nearest their limits, bounded.
+  const stats = createStatsCollector({ hub, now });
+  const routes = new Map<string, RouteHandler>(
+    Object.entries(
+      createDashboardRoutes({
+        stats,
+        rules: () => engine.describeRules(),
+        config: () => config.status,
+        health,
+        lists,
+        storeName: store.name,
+        registry: metrics.registry,
+        adminEnabled: options.adminToken !== undefined && options.adminToken !== '',
+        now,
+      }),
+    ),
+  );
+  for (const [path, handler] of Object.entries(options.routes ?? {})) routes.set(path, handler);
+  routes.set('/api/rules', (_req, res) => sendJson(res, 200, { config: config.status, rules: engine.describeRules() }));
+  routes.set('/api/status', async (_req, res) => {
+    const h = await health();
+    sendJson(res, 200, {
+      health: h.body,
+      config: config.status,
+      lists: { allow: lists.list('allow').length, deny: lists.list('deny').length },
+      uptimeS: Math.round(process.uptime()),
+    });
+  });
+  const dashboardDir = options.dashboardDir === undefined ? DASHBOARD_DIR : options.dashboardDir;
+  const api = createApiServer({
+    decider,
+    checkApi,
+    metrics,
+    logger,
+    maxBodyBytes,
+    health,
+    hasDomain: (domain) => engine.ruleSet.domains.has(domain),
+    admin: createAdminRoutes({
+      auth: createAdminAuth(options.adminToken),
+      lists,
+      actions: createAdminActions({ engine, store, clock, config }),
+      maxBodyBytes,
+    }),
+    routes,
+    ...(dashboardDir === false ? {} : { staticFiles: createStaticHandler(dashboardDir) }),
+  });
+  const gateway =
+    upstream === undefined
+      ? undefined
+      : createGateway({
+          upstream,
+          engine,
+          decider,
+          lists,
+          metrics,
+          logger,
+          clientIp: (req) => resolver.clientIp(req.socket.remoteAddress, req, (r, name) => headerOf(r.headers[name])),
+        });
+
+  const started: { close(): Promise<void> }[] = [];
+  try {
+    const httpPort = await listen(api, options.port ?? 8080, host);
+    started.push({ close: () => closeServer(api, graceMs) });
+    const grpcOptions = { host, port: options.grpcPort ?? 8081, decider, metrics, logger };
+    const grpc: GrpcHandle =
+      options.grpcServer === 'h2' ? await startH2GrpcServer(grpcOptions) : await startGrpcServer(grpcOptions);
+    started.push({ close: () => grpc.close(graceMs) });
+    const proxyPort = gateway === undefined ? undefined : await listen(gateway, options.proxyPort ?? 8000, host);
+    if (gateway !== undefined) started.push({ close: () => closeServer(gateway, graceMs) });
+    const stopWatching = options.watch === false ? () => {} : config.watch();
+
+    let closing: Promise<void> | undefined;
+    const handle: ServiceHandle = {
+      httpPort,
+      grpcPort: grpc.port,
+      ...(proxyPort === undefined ? {} : { proxyPort }),
+      engine,
+      store,
+      lists,
+      hub,
+      metrics,
+      logger,
+      get config() {
+        return config.status;
+      },
+      reload: () => config.reload(),
+      close() {
+        closing ??= (async () => {
+          draining = true;
+          stopWatching();
+          stats.close();
+          await Promise.all(started.map((s) => s.close()));
+          if (backend.owned) await store.close();
+          await backend.close();
+          logger.info('stopped');
+        })();
+        return closing;
+      },
+    };
+    logger.info(
+      {
+        http: httpPort,
+        grpc: grpc.port,
+        ...(proxyPort === undefined ? {} : { proxy: proxyPort, upstream: upstream?.origin }),
+        host,
+        store: store.name,
+        config: config.status.source === 'example' ? 'built-in example' : config.status.files,
+        admin: options.adminToken ? 'on' : 'off',
+      },
+      'listening',
+    );
+    return handle;
+  } catch (error) {
+    await Promise.all(started.map((s) => s.close()));
+    if (backend.owned) await store.close();
+    await backend.close();
+    throw error;
+  }
+}
+
+function headerOf(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value.join(', ') : value;
+}
+
+function storeStats(store: Store): Readonly<Record<string, number>> | undefined {
+  const stats = (store as Store & { stats?: () => unknown }).stats;
+  if (typeof stats !== 'function') return undefined;
+  const value = stats.call(store);
+  return typeof value === 'object' && value !== null ? (value as Record<string, number>) : undefined;
+}
+
+function parseUpstream(text: string): URL {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `upstream: '${text}' is not a URL (e.g. http://127.0.0.1:3000)`,
+      {
+        option: 'upstream',
+      },
+    );
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `upstream: use an http:// or https:// URL, not ${url.protocol}`,
+      {
+        option: 'upstream',
+      },
+    );
+  }
+  return url;
+}
+
+function listen(server: Server, port: number, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const onError = (error: Error) => reject(error);
+    server.once('error', onError);
+    server.listen(port, host, () => {
+      server.off('error', onError);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
+
+/**
+ * Stops accepting, lets in-flight requests finish, then closes. Idle keep-alive connections are closed
+ * as they become idle (a client holding one open must not delay the exit); after `graceMs` whatever is
+ * left is cut.
+ */
+function closeServer(server: Server, graceMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    if (!server.listening) {
+      resolve();
+      return;
+    }
+    const sweep = setInterval(() => server.closeIdleConnections(), 50);
+    const cut = setTimeout(() => server.closeAllConnections(), graceMs);
+    server.close(() => {
+      clearInterval(sweep);
+      clearTimeout(cut);
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
+}

@@ -1,0 +1,117 @@
+/**
+ * The other client shapes and the server clock: a node-redis cluster, an ioredis cluster with Redis
+ * time, and the fixed window's server-clock encoding (the count as an integer, the window as the key's
+ * expiry). Redis time cannot be injected, so these use long periods and look at keys, never sleep.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { Cluster, Redis } from 'ioredis';
+import { createCluster } from 'redis';
+import { useRedis } from '../../../../test/helpers/redis-client.js';
+import { type RedisClusterHandle, startRedisCluster } from '../../../../test/helpers/redis-server.js';
+import { ALGORITHMS, resolvePolicy } from '../../src/core/policy.js';
+import { createLimiter } from '../../src/limiter/create-limiter.js';
+import { createRedisStore, slotOf } from '../../src/stores/redis/index.js';
+
+describe('Redis Cluster: node-redis and ioredis, server clock', () => {
+  let cluster: RedisClusterHandle;
+  before(async () => {
+    cluster = await startRedisCluster(3);
+  });
+  after(async () => {
+    await cluster?.stop();
+  });
+
+  it('node-redis createCluster: checks, multi-slot all-or-nothing, reset and leases', async () => {
+    const client = createCluster({ rootNodes: cluster.ports.map((port) => ({ url: `redis://127.0.0.1:${port}` })) });
+    await client.connect();
+    const store = createRedisStore({ client, timeoutMs: 2000 });
+    try {
+      const limiter = createLimiter({
+        store,
+        fail: 'closed',
+        limits: [
+          { name: 'ip', limit: 3, period: '1h' },
+          { name: 'user', limit: 2, period: '1h', algorithm: 'gcra' },
+        ],
+      });
+      // Keys chosen so the two limits land in different slots.
+      const key = { ip: '10.0.0.1', user: 'alice' };
+      assert.deepEqual(
+        [(await limiter.check(key)).allowed, (await limiter.check(key)).allowed, (await limiter.check(key)).allowed],
+        [true, true, false],
+      );
+      const ipOnly = await limiter.peek({ ip: '10.0.0.1', user: null });
+      assert.equal(ipOnly.remaining, 1, 'the rejected request was refunded from the other slot');
+      await limiter.reset(key);
+      assert.equal((await limiter.check(key)).remaining, 1);
+      const held = await store.acquire('job', 1, 60_000, 0);
+      assert.ok(held.lease);
+      assert.equal((await store.acquire('job', 1, 60_000, 0)).allowed, false);
+      assert.equal(await store.release(held.lease, 0), true);
+    } finally {
+      await store.close();
+      await client.close();
+    }
+  });
+
+  it('computes the same hash slots as Redis', async () => {
+    const client = new Redis(cluster.ports[0] as number, '127.0.0.1');
+    try {
+      const keys = [
+        'foo',
+        'sluice:{user:42}:fw1/1000',
+        'a{}b',
+        '{}',
+        'x{é漢}y',
+        'p{\\[a\\]}:q',
+        `k{${'z'.repeat(300)}}`,
+      ];
+      for (const key of keys) assert.equal(slotOf(key), Number(await client.cluster('KEYSLOT', key)), key);
+    } finally {
+      client.disconnect();
+    }
+  });
+
+  it('ioredis Cluster with Redis time: exact counts for every algorithm', async () => {
+    const client = new Cluster(cluster.startupNodes);
+    const store = createRedisStore({ client, timeoutMs: 2000 });
+    try {
+      for (const algorithm of ALGORITHMS) {
+        const limiter = createLimiter({ algorithm, limit: 5, period: '1h', store, fail: 'closed' });
+        const ds = await Promise.all(Array.from({ length: 8 }, () => limiter.check(`c:${algorithm}`)));
+        assert.equal(ds.filter((d) => d.allowed).length, 5, algorithm);
+        assert.ok(ds.every((d) => !d.degraded));
+      }
+    } finally {
+      await store.close();
+      client.disconnect();
+    }
+  });
+});
+
+describe('server clock: fixed-window encoding', () => {
+  const redis = useRedis();
+
+  it('stores the count as an integer that expires at the last millisecond of its window', async () => {
+    const { client } = redis;
+    const store = createRedisStore({ client, prefix: 'enc:', timeoutMs: 2000 });
+    const period = 60_000;
+    const p = resolvePolicy({ algorithm: 'fixed-window', limit: 1000, period });
+    for (let i = 0; i < 3; i++) await store.check('k', p, 2, 0, true);
+    const key = `enc:{k}:${p.id}`;
+    assert.equal(await client.get(key), '6');
+    const expireAt = Number(await client.call('PEXPIRETIME', key));
+    assert.equal((expireAt + 1) % period, 0, 'expires at a window boundary − 1 ms');
+    const [seconds, micros] = (await client.time()) as [number, number];
+    const serverNow = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+    assert.ok(expireAt >= serverNow && expireAt < serverNow + period);
+    const d = await store.check('k', p, 1, 0, false);
+    assert.equal(d.remaining, 994);
+    assert.ok(Math.abs(serverNow + d.resetMs - (expireAt + 1)) < 50, 'resetMs is the time to the window end');
+    await store.refund('k', p, 4, 0);
+    assert.equal(await client.get(key), '2');
+    assert.equal(Number(await client.call('PEXPIRETIME', key)), expireAt, 'a refund keeps the window');
+    await store.close();
+  });
+});
