@@ -3,14 +3,26 @@
  * @packageDocumentation
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { afterNodeResponse } from '../http/count-by-response.js';
 import {
   createHttpLimiter,
   type HttpOutcome,
   nodeHeader,
+  type RateLimitInfo,
   type RateLimitOptions,
   type RejectionInfo,
   type RequestAccess,
 } from '../http/index.js';
+
+declare global {
+  // Express's own way to type what middleware adds to the request.
+  namespace Express {
+    interface Request {
+      /** What sluice decided (every limit applied so far, the one closest to exhaustion first). */
+      rateLimit?: RateLimitInfo;
+    }
+  }
+}
 
 /** Options of the Express middleware: the common options (SPEC §4) plus a native rejection handler. */
 export interface ExpressRateLimitOptions extends RateLimitOptions<Request> {
@@ -21,13 +33,27 @@ export interface ExpressRateLimitOptions extends RateLimitOptions<Request> {
   handler?: (req: Request, res: Response, next: NextFunction, rejection: RejectionInfo) => void;
 }
 
+/** Express's `trust proxy` setting as stored by `app.set` (false by default). */
+const trustSetting = (req: Request): unknown => req.app?.settings?.['trust proxy'];
+
 const access: RequestAccess<Request> = {
-  // The TCP peer, not req.ip: which proxies to believe is sluice's `trustProxy`, not Express's setting.
   peer: (req) => req.socket.remoteAddress,
   header: (req, name) => nodeHeader(req.headers, name),
   method: (req) => req.method,
   url: (req) => req.originalUrl ?? req.url,
   headers: (req) => req.headers,
+  rateLimitOf: (req) => req.rateLimit,
+  // Express's own `trust proxy`, unless sluice's `trustProxy` is given: `req.ip` is the client as
+  // Express resolved it (proxy-addr, walking X-Forwarded-For from the right through trusted hops).
+  framework: {
+    setting: "app.set('trust proxy', …)",
+    example: "app.set('trust proxy', 'loopback, 10.0.0.0/8')",
+    clientIp: (req) => {
+      const setting = trustSetting(req);
+      return setting === undefined || setting === false ? undefined : req.ip;
+    },
+    permissive: (req) => trustSetting(req) === true,
+  },
 };
 
 const EXTRA_KEYS: ReadonlySet<string> = new Set(['handler']);
@@ -47,6 +73,8 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
   const handler = options.handler;
 
   function apply(outcome: HttpOutcome, req: Request, res: Response, next: NextFunction): void {
+    if (outcome.info !== undefined) req.rateLimit = outcome.info;
+    if (outcome.afterResponse !== undefined) afterNodeResponse(res, outcome.afterResponse);
     const headers = outcome.headers;
     for (let i = 0; i < headers.length; i += 2) {
       res.setHeader(headers[i] as string, headers[i + 1] as string);
@@ -75,4 +103,4 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
   };
 }
 
-export type { RateLimitOptions, RejectionInfo };
+export type { RateLimitInfo, RateLimitOptions, RejectionInfo };

@@ -9,15 +9,18 @@ import type {
   HookHandlerDoneFunction,
   RouteOptions,
 } from 'fastify';
+import { afterNodeResponse } from '../http/count-by-response.js';
 import {
   createHttpLimiter,
   type HttpLimiter,
   type HttpOutcome,
   nodeHeader,
+  type RateLimitInfo,
   type RateLimitOptions,
   type RejectionInfo,
   type RequestAccess,
 } from '../http/index.js';
+import { warnOnce } from '../http/warn.js';
 
 /** Options of the Fastify plugin: the common options (SPEC §4) plus a native rejection handler. */
 export interface FastifyRateLimitOptions extends RateLimitOptions<FastifyRequest> {
@@ -27,17 +30,33 @@ export interface FastifyRateLimitOptions extends RateLimitOptions<FastifyRequest
 
 /**
  * A route's own settings, under `config.rateLimit`: `false` turns limiting off for the route; an
- * object overrides the plugin's options. With its own limit (`limit`/`limits`) the route counts
- * separately (named `"<METHOD> <url>"` unless `name` is given); without one it shares the plugin's
- * counters, e.g. `{ cost: 5 }` for an expensive route.
+ * object overrides the plugin's options. With a limit of its own (`limit`/`limits`) the route counts
+ * it separately (named `"<METHOD> <url>"` unless `name` is given) **in addition to** the plugin's
+ * limit, unless `replaceGlobal: true`; without one it shares the plugin's counters, e.g. `{ cost: 5 }`.
  */
-export type FastifyRouteRateLimit = Partial<FastifyRateLimitOptions> | false;
+export type FastifyRouteRateLimit = (Partial<FastifyRateLimitOptions> & { replaceGlobal?: boolean }) | false;
 
 declare module 'fastify' {
   interface FastifyContextConfig {
     /** sluice's per-route settings (see `FastifyRouteRateLimit`). */
     rateLimit?: FastifyRouteRateLimit;
   }
+  interface FastifyRequest {
+    /** What sluice decided (every limit applied so far, the one closest to exhaustion first). */
+    rateLimit?: RateLimitInfo | null;
+  }
+}
+
+/**
+ * The `trustProxy` a Fastify instance was created with. Fastify keeps its options under a private
+ * symbol and leaves `trustProxy` out of `initialConfig`, so it is found by the symbol's description;
+ * read once, when the plugin loads.
+ */
+function trustSettingOf(fastify: object): unknown {
+  const key = Object.getOwnPropertySymbols(fastify).find((s) => s.description === 'fastify.options');
+  return key === undefined
+    ? undefined
+    : (fastify as Record<symbol, { trustProxy?: unknown } | undefined>)[key]?.trustProxy;
 }
 
 const access: RequestAccess<FastifyRequest> = {
@@ -46,51 +65,113 @@ const access: RequestAccess<FastifyRequest> = {
   method: (request) => request.raw.method ?? 'GET',
   url: (request) => request.raw.url ?? '/',
   headers: (request) => request.raw.headers,
+  rateLimitOf: (request) => request.rateLimit,
+  // Fastify's own `trustProxy`, unless sluice's is given: `request.ip` is the client as Fastify
+  // resolved it (proxy-addr, from the right through trusted hops).
+  framework: {
+    setting: 'Fastify({ trustProxy })',
+    example: "Fastify({ trustProxy: '127.0.0.1,10.0.0.0/8' })",
+    // With `trustProxy` set, Fastify builds its requests with an `ips` accessor (and only then).
+    clientIp: (request) => ('ips' in request ? request.ip : undefined),
+    // Warned about when the plugin loads, where the setting can be read (see trustSettingOf).
+    permissive: () => false,
+  },
 };
 
 const EXTRA_KEYS: ReadonlySet<string> = new Set(['handler']);
+const ROUTE_KEYS: ReadonlySet<string> = new Set(['handler', 'replaceGlobal']);
 const POLICY_KEYS = ['algorithm', 'limit', 'period', 'burst', 'blockDuration', 'limits'] as const;
-/** Where a route's own limiter is kept, inside the route's config (spread into Fastify's route context). */
-const ROUTE_LIMITER = Symbol('sluice.routeLimiter');
-/** Marks a route with `rateLimit: false`. */
-const OFF = Symbol('sluice.off');
+/** Where a route's limiters are kept, inside the route's config (spread into Fastify's route context). */
+const ROUTE_LIMITERS = Symbol('sluice.routeLimiters');
 
-type RouteLimiter = HttpLimiter<FastifyRequest> | typeof OFF;
+/** The limiters a route's requests go through, in order (none: limiting is off for the route). */
+type Chain = readonly HttpLimiter<FastifyRequest>[];
 
 /**
  * Creates a Fastify plugin: `app.register(rateLimit(options))`. It applies to every route of the
- * instance, 404s included, and reads per-route settings from `config.rateLimit` of routes declared
- * after it is registered.
+ * instance, 404s included, and reads per-route settings from `config.rateLimit` — also of routes
+ * declared before the plugin was loaded (e.g. when `register` was not awaited).
  *
  * @example
  * import Fastify from 'fastify';
  * import { rateLimit } from 'sluice/fastify';
  * const app = Fastify();
  * await app.register(rateLimit({ limit: 100, period: '1m' }));
- * app.get('/login', { config: { rateLimit: { limit: 5, period: '1m' } } }, async () => 'ok');
+ * app.post('/login', { config: { rateLimit: { limit: 5, period: '1m' } } }, async () => 'ok'); // 5/min AND 100/min
  */
 export function rateLimit(options: FastifyRateLimitOptions): FastifyPluginCallback {
   const global = createHttpLimiter(options, access, EXTRA_KEYS);
+  const globalChain: Chain = [global];
+  /** True once some route has settings of its own: only then is the route's config read per request. */
   let routeSettings = false;
+  /** Chains of routes declared before the plugin was loaded, built on their first request. */
+  const late = new WeakMap<object, Chain>();
 
-  function forRoute(route: RouteOptions, own: Partial<FastifyRateLimitOptions>): HttpLimiter<FastifyRequest> {
-    const ownPolicy = POLICY_KEYS.some((k) => own[k] !== undefined);
-    const merged: Record<string, unknown> = { ...options, store: global.store };
-    if (ownPolicy) {
-      for (const k of POLICY_KEYS) delete merged[k];
-      const method = Array.isArray(route.method) ? route.method.join(',') : route.method;
-      merged.name = `${method} ${route.url}`;
+  function chainFor(method: unknown, url: unknown, own: FastifyRouteRateLimit): Chain {
+    if (own === false) return [];
+    if (own === null || typeof own !== 'object') {
+      throw new TypeError(`sluice: config.rateLimit of ${String(method)} ${String(url)} must be an object or false`);
     }
-    Object.assign(merged, own);
-    return createHttpLimiter(merged as FastifyRateLimitOptions, access, EXTRA_KEYS);
+    const { replaceGlobal, ...settings } = own;
+    const merged: Record<string, unknown> = { ...options, store: global.store };
+    if (!POLICY_KEYS.some((k) => settings[k] !== undefined)) {
+      // The plugin's limit with other options (a cost, a key): the same counters, on purpose.
+      Object.assign(merged, settings);
+      return [createHttpLimiter(merged as FastifyRateLimitOptions, access, EXTRA_KEYS, false)];
+    }
+    for (const k of POLICY_KEYS) delete merged[k];
+    merged.name = `${Array.isArray(method) ? method.join(',') : String(method)} ${String(url)}`;
+    Object.assign(merged, settings);
+    const route = createHttpLimiter(merged as FastifyRateLimitOptions, access, ROUTE_KEYS);
+    // The route's own limit first: a request it rejects (the tight login limit) takes nothing from
+    // the plugin's limit. Both are listed in the headers.
+    return replaceGlobal === true ? [route] : [route, global];
   }
 
-  function apply(outcome: HttpOutcome, request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) {
-    const headers = outcome.headers;
-    for (let i = 0; i < headers.length; i += 2) {
-      reply.header(headers[i] as string, headers[i + 1] as string);
+  function chainOf(request: FastifyRequest): Chain {
+    const config = request.routeOptions.config as
+      | ({ [ROUTE_LIMITERS]?: Chain; rateLimit?: FastifyRouteRateLimit; method?: unknown; url?: unknown } & object)
+      | undefined;
+    if (config === undefined) return globalChain;
+    const attached = config[ROUTE_LIMITERS] ?? late.get(config);
+    if (attached !== undefined) return attached;
+    if (config.rateLimit === undefined) return globalChain;
+    const chain = chainFor(config.method, config.url, config.rateLimit);
+    late.set(config, chain);
+    return chain;
+  }
+
+  function run(chain: Chain, i: number, request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) {
+    const limiter = chain[i];
+    if (limiter === undefined) return done();
+    let outcome: ReturnType<typeof limiter.decide>;
+    try {
+      outcome = limiter.decide(request);
+    } catch (error) {
+      return done(error as Error);
     }
-    if (outcome.pass) return done();
+    if (outcome instanceof Promise) {
+      outcome.then((o) => apply(o, chain, i, request, reply, done), done);
+    } else {
+      apply(outcome, chain, i, request, reply, done);
+    }
+  }
+
+  function apply(
+    outcome: HttpOutcome,
+    chain: Chain,
+    i: number,
+    request: FastifyRequest,
+    reply: FastifyReply,
+    done: HookHandlerDoneFunction,
+  ) {
+    if (outcome.info !== undefined) request.rateLimit = outcome.info;
+    if (outcome.afterResponse !== undefined) afterNodeResponse(reply.raw, outcome.afterResponse);
+    const headers = outcome.headers;
+    for (let h = 0; h < headers.length; h += 2) {
+      reply.header(headers[h] as string, headers[h + 1] as string);
+    }
+    if (outcome.pass) return i + 1 < chain.length ? run(chain, i + 1, request, reply, done) : done();
     if (options.handler !== undefined && outcome.rejection !== undefined) {
       return options.handler(request, reply, outcome.rejection);
     }
@@ -101,29 +182,35 @@ export function rateLimit(options: FastifyRateLimitOptions): FastifyPluginCallba
   }
 
   const plugin: FastifyPluginCallback = (fastify, _opts, pluginDone) => {
-    fastify.addHook('onRoute', (route) => {
+    if (!fastify.hasRequestDecorator('rateLimit')) fastify.decorateRequest('rateLimit', null);
+    if (options.trustProxy === undefined && trustSettingOf(fastify) === true) {
+      warnOnce(
+        'SLUICE_PERMISSIVE_TRUST_PROXY',
+        "sluice: Fastify's trustProxy is true, which trusts every peer, so any client can pick its own rate-limit " +
+          "key by sending X-Forwarded-For. Trust only your proxies (e.g. Fastify({ trustProxy: '127.0.0.1,10.0.0.0/8' })), " +
+          "or give sluice its own: rateLimit({ trustProxy: ['10.0.0.0/8'] }).",
+      );
+    }
+    // Routes declared before the plugin loaded (`register` not awaited, or routes first) never reach
+    // the onRoute hook: their settings are read from the request instead, so they still apply.
+    if (typeof fastify.printRoutes !== 'function' || fastify.printRoutes() !== '(empty tree)') routeSettings = true;
+    fastify.addHook('onRoute', (route: RouteOptions) => {
       const own = route.config?.rateLimit;
       if (own === undefined) return;
-      const limiter: RouteLimiter = own === false ? OFF : forRoute(route, own);
-      route.config = { ...route.config, [ROUTE_LIMITER]: limiter } as NonNullable<typeof route.config>;
+      const chain = chainFor(route.method, route.url, own);
+      route.config = { ...route.config, [ROUTE_LIMITERS]: chain } as NonNullable<typeof route.config>;
       routeSettings = true;
     });
     fastify.addHook('onRequest', function sluiceRateLimit(request, reply, done) {
-      let limiter = global;
-      // Reading the route's config allocates, so only when some route has settings of its own.
+      let chain = globalChain;
       if (routeSettings) {
-        const own = (request.routeOptions.config as { [ROUTE_LIMITER]?: RouteLimiter })[ROUTE_LIMITER];
-        if (own === OFF) return done();
-        if (own !== undefined) limiter = own;
+        try {
+          chain = chainOf(request);
+        } catch (error) {
+          return done(error as Error);
+        }
       }
-      let outcome: ReturnType<typeof limiter.decide>;
-      try {
-        outcome = limiter.decide(request);
-      } catch (error) {
-        return done(error as Error);
-      }
-      if (outcome instanceof Promise) outcome.then((o) => apply(o, request, reply, done), done);
-      else apply(outcome, request, reply, done);
+      run(chain, 0, request, reply, done);
     });
     pluginDone();
   };
@@ -134,4 +221,4 @@ export function rateLimit(options: FastifyRateLimitOptions): FastifyPluginCallba
   return plugin;
 }
 
-export type { RateLimitOptions, RejectionInfo };
+export type { RateLimitInfo, RateLimitOptions, RejectionInfo };

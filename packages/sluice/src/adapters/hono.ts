@@ -8,10 +8,18 @@ import type { Context, MiddlewareHandler, Next } from 'hono';
 import {
   createHttpLimiter,
   type HttpOutcome,
+  type RateLimitInfo,
   type RateLimitOptions,
   type RejectionInfo,
   type RequestAccess,
 } from '../http/index.js';
+
+declare module 'hono' {
+  interface ContextVariableMap {
+    /** What sluice decided: `c.get('rateLimit')`. */
+    rateLimit?: RateLimitInfo;
+  }
+}
 
 /** Options of the Hono middleware: the common options (SPEC §4) plus a native rejection handler. */
 export interface HonoRateLimitOptions extends RateLimitOptions<Context> {
@@ -34,6 +42,7 @@ const access: RequestAccess<Context> = {
     return start === -1 ? '/' : url.slice(start);
   },
   headers: (c) => c.req.header(),
+  rateLimitOf: (c) => c.get('rateLimit'),
 };
 
 const EXTRA_KEYS: ReadonlySet<string> = new Set(['handler']);
@@ -70,10 +79,15 @@ export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler {
 
   return async function sluiceRateLimit(c: Context, next: Next) {
     const outcome = await limiter.decide(c);
+    if (outcome.info !== undefined) c.set('rateLimit', outcome.info);
     if (outcome.pass) {
       await next();
       // Set after the handler: headers prepared earlier are lost when it returns its own Response.
-      setHeaders(c, outcome.headers);
+      // A sluice middleware inside this one lists this one's policies too: its headers win.
+      const inner = c.get('rateLimit');
+      setHeaders(c, inner === outcome.info ? outcome.headers : []);
+      // Errors in the handler have become c.res (Hono's onError) by now: its status is the response's.
+      if (outcome.afterResponse !== undefined) void outcome.afterResponse(c.res.status);
       return;
     }
     if (handler !== undefined && outcome.rejection !== undefined) {
@@ -89,4 +103,4 @@ export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler {
   };
 }
 
-export type { RateLimitOptions, RejectionInfo };
+export type { RateLimitInfo, RateLimitOptions, RejectionInfo };

@@ -3,10 +3,12 @@
  * @packageDocumentation
  */
 import type { Context, Middleware, Next } from 'koa';
+import { afterNodeResponse } from '../http/count-by-response.js';
 import {
   createHttpLimiter,
   type HttpOutcome,
   nodeHeader,
+  type RateLimitInfo,
   type RateLimitOptions,
   type RejectionInfo,
   type RequestAccess,
@@ -24,6 +26,16 @@ const access: RequestAccess<Context> = {
   method: (ctx) => ctx.method,
   url: (ctx) => ctx.originalUrl,
   headers: (ctx) => ctx.req.headers,
+  rateLimitOf: (ctx) => (ctx.state as { rateLimit?: unknown }).rateLimit,
+  // Koa's own `app.proxy`, unless sluice's `trustProxy` is given. Koa then believes the proxy header
+  // of every peer and takes its left-most entry (the client's own claim), unless `app.maxIpsCount`
+  // keeps only the entries our proxies wrote: without it, the setting is permissive (warned about).
+  framework: {
+    setting: 'app.proxy = true',
+    example: 'app.maxIpsCount = 1 for one proxy in front',
+    clientIp: (ctx) => (ctx.app.proxy ? ctx.ip : undefined),
+    permissive: (ctx) => ctx.app.proxy && !(ctx.app.maxIpsCount > 0),
+  },
 };
 
 const EXTRA_KEYS: ReadonlySet<string> = new Set(['handler']);
@@ -42,6 +54,8 @@ export function rateLimit(options: KoaRateLimitOptions): Middleware {
   const handler = options.handler;
 
   function apply(outcome: HttpOutcome, ctx: Context, next: Next): unknown {
+    if (outcome.info !== undefined) (ctx.state as { rateLimit?: RateLimitInfo }).rateLimit = outcome.info;
+    if (outcome.afterResponse !== undefined) afterNodeResponse(ctx.res, outcome.afterResponse);
     const headers = outcome.headers;
     for (let i = 0; i < headers.length; i += 2) {
       ctx.set(headers[i] as string, headers[i + 1] as string);
@@ -61,4 +75,4 @@ export function rateLimit(options: KoaRateLimitOptions): Middleware {
   };
 }
 
-export type { RateLimitOptions, RejectionInfo };
+export type { RateLimitInfo, RateLimitOptions, RejectionInfo };

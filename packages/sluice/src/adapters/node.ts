@@ -3,14 +3,19 @@
  * @packageDocumentation
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { afterNodeResponse } from '../http/count-by-response.js';
 import {
   createHttpLimiter,
   type HttpOutcome,
   nodeHeader,
+  type RateLimitInfo,
   type RateLimitOptions,
   type RejectionInfo,
   type RequestAccess,
 } from '../http/index.js';
+
+/** A request after the wrapper: what sluice decided is on it, as in Express. */
+export type LimitedRequest = IncomingMessage & { rateLimit?: RateLimitInfo };
 
 /** A `node:http` request listener. */
 export type Listener = (req: IncomingMessage, res: ServerResponse) => unknown;
@@ -32,6 +37,7 @@ const access: RequestAccess<IncomingMessage> = {
   method: (req) => req.method ?? 'GET',
   url: (req) => req.url ?? '/',
   headers: (req) => req.headers,
+  rateLimitOf: (req) => (req as LimitedRequest).rateLimit,
 };
 
 const EXTRA_KEYS: ReadonlySet<string> = new Set(['handler', 'onError']);
@@ -55,6 +61,8 @@ export function rateLimit(options: NodeRateLimitOptions): (listener: Listener) =
   const { handler, onError = internalError } = options;
 
   function apply(outcome: HttpOutcome, req: IncomingMessage, res: ServerResponse, listener: Listener): void {
+    if (outcome.info !== undefined) (req as LimitedRequest).rateLimit = outcome.info;
+    if (outcome.afterResponse !== undefined) afterNodeResponse(res, outcome.afterResponse);
     const headers = outcome.headers;
     for (let i = 0; i < headers.length; i += 2) {
       res.setHeader(headers[i] as string, headers[i + 1] as string);
@@ -92,4 +100,4 @@ export function rateLimit(options: NodeRateLimitOptions): (listener: Listener) =
     };
 }
 
-export type { RateLimitOptions, RejectionInfo };
+export type { RateLimitInfo, RateLimitOptions, RejectionInfo };

@@ -17,10 +17,12 @@ export interface ClientIpOptions {
   /**
    * Peers whose forwarding header is believed: CIDR blocks or addresses (IPv4, IPv6, IPv4-mapped
    * IPv6) and the groups `'loopback'`, `'linklocal'`, `'uniquelocal'`. From any other peer the header
-   * is ignored, so a client cannot choose its own key by sending one.
-   * @default [] (trust no proxy: the key is the TCP peer)
+   * is ignored, so a client cannot choose its own key by sending one. Given, it replaces the
+   * framework's own setting; `false` (or `[]`) trusts no proxy whatever the framework says.
+   * @default the framework's own setting (Express `trust proxy`, Koa `app.proxy`, Fastify
+   *   `trustProxy`), else none: the key is the TCP peer
    */
-  trustProxy?: string | readonly string[];
+  trustProxy?: string | readonly string[] | false;
   /**
    * The header the trusted proxies write. Only one is read: a proxy that writes one header passes the
    * other through from the client untouched, so believing both would let the client spoof.
@@ -46,6 +48,8 @@ export interface ClientIpResolver {
   ipKey(ip: string): string;
   /** True when any proxy is trusted. */
   readonly trusting: boolean;
+  /** True when `peer` is one of the trusted proxies (its forwarding header is believed). */
+  isTrustedPeer(peer: string): boolean;
 }
 
 const CACHE_LIMIT = 10_000;
@@ -90,6 +94,7 @@ export function createClientIpResolver(options: ClientIpOptions = {}): ClientIpR
 
   return {
     trusting: trusted.length > 0,
+    isTrustedPeer: (peer) => trusted.length > 0 && peerTrusted(peer),
 
     clientIp(peer, req, header) {
       if (peer === undefined || peer === '') return '';
@@ -127,7 +132,7 @@ export function createClientIpResolver(options: ClientIpOptions = {}): ClientIpR
 }
 
 /** The peer address as written canonically (an IPv4-mapped IPv6 peer becomes dotted IPv4). */
-function normalize(peer: string): string {
+export function normalize(peer: string): string {
   if (!peer.includes(':')) return peer;
   if (peer.startsWith('::ffff:') && peer.includes('.')) return peer.slice(7);
   const bytes = parseIp(peer);
@@ -135,7 +140,7 @@ function normalize(peer: string): string {
 }
 
 function parseTrustProxy(value: ClientIpOptions['trustProxy']): Cidr[] {
-  if (value === undefined) return [];
+  if (value === undefined || value === false) return [];
   const entries = typeof value === 'string' ? value.split(',').map((s) => s.trim()) : value;
   if (!Array.isArray(entries)) {
     throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'trustProxy: expected a CIDR string or an array of them', {

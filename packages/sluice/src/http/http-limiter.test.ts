@@ -70,7 +70,61 @@ describe('createHttpLimiter', () => {
     assert.equal((await l.decide({ url: '/skip?x', headers: { 'x-user': 'a' } })).pass, true);
     const keyless = await l.decide({});
     assert.equal(keyless.pass, true);
-    assert.deepEqual(keyless.headers, []);
+    assert.equal(header(keyless, 'x-ratelimit-remaining'), '0', 'a missing key counts under the client IP');
+    assert.equal((await l.decide({})).status, 429);
+  });
+
+  it('missingKey: ip (default), skip (warned once), reject (400); numbers are keys', async () => {
+    const warnings: string[] = [];
+    const onWarning = (w: Error & { code?: string }) => {
+      if (w.code !== undefined) warnings.push(w.code);
+    };
+    process.on('warning', onWarning);
+    try {
+      const byUser = (missingKey?: 'ip' | 'skip' | 'reject') =>
+        limiter({
+          limit: 1,
+          period: '1m',
+          key: (_r, info) => (info.header('x-user') === undefined ? null : Number(info.header('x-user'))),
+          ...(missingKey === undefined ? {} : { missingKey }),
+        });
+      const numeric = byUser();
+      assert.equal((numeric.decide({ headers: { 'x-user': '42' } }) as HttpOutcome).pass, true);
+      assert.equal((numeric.decide({ headers: { 'x-user': '42' } }) as HttpOutcome).status, 429, 'user 42 counted');
+      assert.equal((numeric.decide({ headers: { 'x-user': '7' } }) as HttpOutcome).pass, true, 'user 7 apart');
+      assert.equal((numeric.decide({}) as HttpOutcome).pass, true, 'no user: the IP');
+      assert.equal((numeric.decide({}) as HttpOutcome).status, 429, 'and the IP is now spent');
+
+      const skip = byUser('skip');
+      for (let i = 0; i < 3; i++) assert.deepEqual((skip.decide({}) as HttpOutcome).headers, []);
+
+      const reject = byUser('reject');
+      const r = reject.decide({}) as HttpOutcome;
+      assert.equal(r.status, 400);
+      assert.equal(JSON.parse(r.body).error.code, 'RATE_LIMIT_KEY_MISSING');
+      assert.equal(r.rejection?.limitName, 'default');
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.deepEqual(
+        warnings.filter((w) => w === 'SLUICE_MISSING_KEY_SKIPPED'),
+        ['SLUICE_MISSING_KEY_SKIPPED'],
+        'warned once, however many requests',
+      );
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
+  it('missingKey per limit: a keyless client still meets the limit that has a key', () => {
+    const l = limiter({
+      limits: [
+        { name: 'per-ip', limit: 10, period: '1m' },
+        { name: 'per-key', limit: 1, period: '1m', key: (_r, info) => info.header('x-api-key'), missingKey: 'skip' },
+        { name: 'login', limit: 5, period: '1m', key: (_r, info) => info.header('x-user'), missingKey: 'reject' },
+      ],
+    });
+    const o = l.decide({ headers: { 'x-user': 'ann' } }) as HttpOutcome;
+    assert.equal(header(o, 'ratelimit-policy'), '"per-ip";q=10;w=60, "login";q=5;w=60', 'per-key skipped');
+    assert.equal((l.decide({}) as HttpOutcome).status, 400, 'login has no key and says reject');
   });
 
   it('limits computed from the request: cached per policy, validated once, with the option path', async () => {
@@ -91,7 +145,8 @@ describe('createHttpLimiter', () => {
     for (let i = 0; i < 3; i++) assert.equal((l.decide({ headers: { 'x-tenant': 'big' } }) as HttpOutcome).pass, true);
     const o = l.decide({ headers: { 'x-tenant': 'big' } }) as HttpOutcome;
     assert.equal(o.pass, false);
-    assert.equal(header(o, 'ratelimit-policy'), '"tenant";q=3;w=60');
+    assert.equal(header(o, 'ratelimit-policy'), '"ip";q=100;w=60, "tenant";q=3;w=60', 'every policy is listed');
+    assert.equal(header(o, 'x-ratelimit-limit'), '3', 'X-RateLimit-* describe the one that rejected');
     assert.equal(header(l.decide({}) as HttpOutcome, 'ratelimit-policy'), '"ip";q=100;w=60');
     assert.equal(calls, 7);
 
@@ -190,8 +245,8 @@ describe('createHttpLimiter', () => {
     throwsCode(() => limiter({ limit: 1, period: '1s', fail: 'maybe' as never }), 'ERR_SLUICE_INVALID_OPTION', 'fail');
   });
 
-  it('a key that is not a string is an error, not a silent bypass', () => {
-    const l = limiter({ limit: 1, period: '1s', key: () => 42 as never });
+  it('a key that is neither a string nor a number is an error, not a silent bypass', () => {
+    const l = limiter({ limit: 1, period: '1s', key: () => ({ id: 42 }) as never });
     assert.throws(
       () => l.decide({}),
       (e: unknown) => isSluiceError(e, 'ERR_SLUICE_INVALID_KEY'),

@@ -1,13 +1,17 @@
-import { SluiceError } from '../core/errors.js';
-import type { CheckOptions, LimiterDecision, LimiterKey } from '../limiter/create-limiter.js';
+import { systemClock } from '../core/clock.js';
+import { type CheckOptions, keyFor, type LimiterDecision, type LimiterKey } from '../limiter/create-limiter.js';
 import type { ResolvedLimit } from '../limiter/options.js';
 import { createMemoryStore } from '../stores/memory/memory-store.js';
 import type { Store } from '../stores/store.js';
-import { type AccessList, createAccessList, isAccessList } from './access-list.js';
-import { createClientIpResolver } from './client-ip.js';
-import { type HeaderList, type HeaderMode, rateLimitHeaders } from './headers.js';
+import type { AccessList } from './access-list.js';
+import { checkOptions, toAccessList } from './check-options.js';
+import { type AfterResponse, createResponseCounting } from './count-by-response.js';
+import { type HeaderList, type HeaderMode, listedHeaders, type ResetFormat, rateLimitHeaders } from './headers.js';
+import { createIdentity } from './identity.js';
+import { keyText } from './keys.js';
 import { compileLimits, isEmptySet, type LimitPlan, type LimitSet, NO_PLAN, type SetLimit } from './limits.js';
-import { RATE_LIMIT_OPTION_KEYS, type RateLimitOptions } from './options.js';
+import type { RateLimitOptions } from './options.js';
+import { type AppliedLimitInfo, appendInfo, bindingOf, previousInfo, type RateLimitInfo } from './rate-limit-info.js';
 import {
   defaultBody,
   defaultMessage,
@@ -19,6 +23,8 @@ import {
 import { type Awaitable, type HttpRequestInfo, type RequestAccess, RequestView } from './request.js';
 import { createRulesCheck } from './rules-check.js';
 import { bindingLimit, largestDelay } from './select.js';
+import { claimCounters } from './shared-counters.js';
+import { warnOnce } from './warn.js';
 
 /** What to do with a request: pass it on (setting `headers`), or answer it with `status`, `headers`, `body`. */
 export interface HttpOutcome {
@@ -36,6 +42,13 @@ export interface HttpOutcome {
   readonly rejection: RejectionInfo | undefined;
   /** The limiter's decision, when the request was checked. */
   readonly decision: LimiterDecision | undefined;
+  /** What to put on the request for the handler (`req.rateLimit`), when any limit applied. */
+  readonly info: RateLimitInfo | undefined;
+  /**
+   * Counting by response (`skipSuccessfulRequests`, `responseCost`, …): the adapter calls it once the
+   * response is sent, with its status (0 when the client went away first).
+   */
+  readonly afterResponse?: AfterResponse;
 }
 
 /** The framework-neutral middleware: decides requests; adapters apply the outcome. */
@@ -60,6 +73,7 @@ export const PASS: HttpOutcome = Object.freeze({
   contentType: '',
   rejection: undefined,
   decision: undefined,
+  info: undefined,
 });
 
 const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -69,6 +83,8 @@ const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(r
  *
  * @param access - how to read the adapter's request.
  * @param extraKeys - option names the adapter accepts besides the common ones (e.g. `handler`).
+ * @param claim - false when the adapter shares counters with another of its own limiters on purpose
+ *   (a Fastify route that only changes the cost of the plugin's limit).
  * @example
  * const limiter = createHttpLimiter({ limit: 100, period: '1m' }, nodeRequestAccess);
  * const outcome = await limiter.decide(req);
@@ -79,6 +95,7 @@ export function createHttpLimiter<Req>(
   options: RateLimitOptions<Req>,
   access: RequestAccess<Req>,
   extraKeys: ReadonlySet<string> = new Set(),
+  claim = true,
 ): HttpLimiter<Req> {
   checkOptions(options, extraKeys);
   const rules = options.rules;
@@ -88,15 +105,32 @@ export function createHttpLimiter<Req>(
   const plan: LimitPlan<Req> =
     rules === undefined ? compileLimits(options, { store, clock: options.clock, shape }) : NO_PLAN;
   const rulesCheck = rules === undefined ? undefined : createRulesCheck(rules);
-  const resolver = createClientIpResolver(options);
+  // A store given by the user may be shared with other middlewares: claim this one's counters on it.
+  if (claim && options.store !== undefined && plan.fixed !== undefined) {
+    const limits = plan.fixed.limiter.limits;
+    claimCounters(
+      store,
+      limits.map((l) => ({
+        id: l.policy.id,
+        label: `'${l.name}' (${l.policy.algorithm} ${l.policy.limit} per ${l.policy.periodMs} ms)`,
+      })),
+      options.shared === true,
+    );
+  }
   const allow = toAccessList(options.allow, 'allow');
   const deny = toAccessList(options.deny, 'deny');
   const headerMode: HeaderMode = options.headers ?? 'both';
   const shadow = options.shadow ?? false;
   const maxDelayMs = options.maxDelayMs ?? 1000;
+  const counting = createResponseCounting(options);
+  const resetFormat: ResetFormat = options.xRateLimitReset ?? 'seconds';
+  const epoch = resetFormat === 'epoch';
+  const clock = options.clock ?? systemClock;
+  const previousOf = (req: Req) =>
+    access.rateLimitOf === undefined ? undefined : previousInfo(access.rateLimitOf(req));
   const sleep = options.sleep ?? defaultSleep;
   const limitedStatus = options.statusCode ?? 429;
-  const peer = options.peerAddress ?? access.peer;
+  const identity = createIdentity(options, access, options.peerAddress ?? access.peer);
   const { skip, onLimited, key: topKey } = options;
   const fixedCost = typeof options.cost === 'number' ? { cost: options.cost } : undefined;
   const costFn = typeof options.cost === 'function' ? options.cost : undefined;
@@ -108,8 +142,8 @@ export function createHttpLimiter<Req>(
     plan.fixed.limits.some((l) => l.key.kind === 'fn');
 
   function decide(req: Req): Awaitable<HttpOutcome> {
-    const ip = resolver.clientIp(peer(req), req, access.header);
-    const ipKey = ip === '' ? 'unknown' : resolver.ipKey(ip);
+    const ip = identity.clientIp(req);
+    const ipKey = ip === '' ? 'unknown' : identity.ipKey(ip);
     // Only built when some option is a function: the plain configuration allocates nothing for it.
     const info = needsInfo ? new RequestView(req, access, ip, ipKey) : (undefined as unknown as HttpRequestInfo);
     if (skip !== undefined) {
@@ -122,7 +156,7 @@ export function createHttpLimiter<Req>(
 
   function lists(req: Req, ip: string, ipKey: string, info: HttpRequestInfo): Awaitable<HttpOutcome> {
     if (allow.hasIps && allow.matchesIp(ip)) return PASS;
-    if (deny.hasIps && deny.matchesIp(ip)) return reject('denied', undefined, undefined, req);
+    if (deny.hasIps && deny.matchesIp(ip)) return reject('denied', undefined, undefined, undefined, req);
     if (rulesCheck !== undefined) return viaRules(rulesCheck, req, ip, info);
     const set = plan.fixed ?? plan.resolve(req, info);
     return set instanceof Promise
@@ -136,40 +170,76 @@ export function createHttpLimiter<Req>(
     return key instanceof Promise ? key.then((k) => withKey(req, ip, info, set, k)) : withKey(req, ip, info, set, key);
   }
 
-  function keysOf(
-    set: LimitSet<Req>,
-    req: Req,
-    info: HttpRequestInfo,
-    ipKey: string,
-  ): Awaitable<LimiterKey | undefined> {
-    const base = topKey === undefined ? ipKey : topKey(req, info);
-    if (set.single) return base instanceof Promise ? base.then(orUndefined) : orUndefined(base);
-    const names: string[] = [];
-    const values: Awaitable<string | null | undefined>[] = [];
+  function keysOf(set: LimitSet<Req>, req: Req, info: HttpRequestInfo, ipKey: string): Awaitable<Keys> {
+    const base: Awaitable<unknown> = topKey === undefined ? ipKey : topKey(req, info);
+    const values: Awaitable<unknown>[] = [];
     let async = base instanceof Promise;
     for (const limit of set.limits) {
       const k = limit.key;
       const value = k.kind === 'default' ? base : k.kind === 'fn' ? k.fn(req, info) : k.key;
       if (value instanceof Promise) async = true;
-      names.push(limit.name);
       values.push(value);
     }
-    const toObject = (vs: readonly (string | null | undefined)[]): LimiterKey | undefined => {
-      const keys: Record<string, string | null | undefined> = {};
-      let any = false;
-      for (const [i, v] of vs.entries()) {
-        keys[names[i] as string] = v;
-        if (v !== null && v !== undefined) any = true;
-      }
-      return any ? keys : undefined;
-    };
-    return async ? Promise.all(values).then(toObject) : toObject(values as (string | null | undefined)[]);
+    const toKeys = (vs: readonly unknown[]) => keysFrom(set, vs, ipKey, info);
+    return async ? Promise.all(values).then(toKeys) : toKeys(values);
   }
 
-  function withKey(req: Req, ip: string, info: HttpRequestInfo, set: LimitSet<Req>, key: LimiterKey | undefined) {
+  /**
+   * The key of each limit, numbers as strings; a missing key becomes the client's address, nothing
+   * (the limit does not apply) or a 400, as the limit's `missingKey` says.
+   */
+  function keysFrom(set: LimitSet<Req>, values: readonly unknown[], ipKey: string, info: HttpRequestInfo): Keys {
+    if (set.single) {
+      const limit = set.limits[0] as SetLimit<Req>;
+      const text = keyText(values[0], limit.keyOption);
+      if (text !== undefined) return text;
+      return missing(limit, ipKey, info);
+    }
+    const keys: Record<string, string | undefined> = {};
+    let any = false;
+    for (const [i, limit] of set.limits.entries()) {
+      let text = keyText(values[i], limit.keyOption);
+      if (text === undefined) {
+        const instead = missing(limit, ipKey, info);
+        if (instead instanceof MissingKeyRejection) return instead;
+        text = instead;
+      }
+      keys[limit.name] = text;
+      if (text !== undefined) any = true;
+    }
+    return any ? keys : skippedAll(info);
+  }
+
+  function missing(
+    limit: SetLimit<Req>,
+    ipKey: string,
+    info: HttpRequestInfo,
+  ): string | undefined | MissingKeyRejection {
+    switch (limit.missing) {
+      case 'ip':
+        return ipKey;
+      case 'reject':
+        return new MissingKeyRejection(limit.name);
+      default:
+        return skippedAll(info);
+    }
+  }
+
+  function skippedAll(info: HttpRequestInfo): undefined {
+    warnOnce(
+      'SLUICE_MISSING_KEY_SKIPPED',
+      `sluice: a request to ${info.method} ${info.path} was not counted by a rateLimit() (name: ` +
+        `${options.name ?? 'default'}), because its key was missing and missingKey is 'skip'. If that is not meant, ` +
+        `use missingKey: 'ip' (count it under the client's address) or 'reject' (answer 400).`,
+    );
+    return undefined;
+  }
+
+  function withKey(req: Req, ip: string, info: HttpRequestInfo, set: LimitSet<Req>, key: Keys) {
     if (key === undefined) return PASS;
+    if (key instanceof MissingKeyRejection) return reject('missing-key', undefined, key.limitName, undefined, req);
     if (allow.hasKeys && anyKey(key, allow)) return PASS;
-    if (deny.hasKeys && anyKey(key, deny)) return reject('denied', undefined, undefined, req);
+    if (deny.hasKeys && anyKey(key, deny)) return reject('denied', undefined, undefined, undefined, req);
     if (costFn === undefined) return check(req, ip, set, key, fixedCost);
     const cost = costFn(req, info);
     return cost instanceof Promise
@@ -190,30 +260,25 @@ export function createHttpLimiter<Req>(
     cost: CheckOptions | undefined,
     decision: LimiterDecision,
   ): Awaitable<HttpOutcome> {
-    let limit: SetLimit<Req>;
-    let bound: LimiterDecision;
-    if (set.single) {
-      limit = set.limits[0] as SetLimit<Req>;
-      bound = decision;
-    } else {
-      const binding = bindingLimit(set, decision);
-      limit = binding.limit;
-      bound = binding.decision;
-    }
+    const own = appliedOf(set, key, decision);
     if (!decision.allowed) {
       const kind: RejectionKind = decision.reason === 'store-unavailable' ? 'unavailable' : 'limited';
-      if (kind === 'limited') onLimited?.({ req, ip, decision, limitName: limit.name, shadow });
-      return shadow ? PASS : reject(kind, bound, limit, req);
+      const name = set.single ? (set.limits[0] as SetLimit<Req>).name : bindingLimit(set, decision).limit.name;
+      if (kind === 'limited') onLimited?.({ req, ip, decision, limitName: name, shadow });
+      return shadow ? PASS : reject(kind, decision, name, appendInfo(previousOf(req), own), req);
     }
     if (shadow) return PASS;
+    const info = appendInfo(previousOf(req), own);
     const outcome: HttpOutcome = {
       pass: true,
-      headers: rateLimitHeaders(bound, limit.header, headerMode),
+      headers: headersOf(info),
       status: 0,
       body: '',
       contentType: '',
       rejection: undefined,
       decision,
+      info,
+      ...(counting === undefined ? {} : { afterResponse: counting(req, set.limiter, key, cost?.cost ?? 1) }),
     };
     if (!shape) return outcome;
     const delayMs = largestDelay(decision);
@@ -221,6 +286,7 @@ export function createHttpLimiter<Req>(
       // The queue is longer than the caller will wait: give the place back and turn the request away.
       // Any request now would queue at least as long, so none remains; once the place is back, the
       // queue empties when the requests ahead have drained, i.e. after this request's delay.
+      const { limit, decision: bound } = bindingLimit(set, decision);
       const over: LimiterDecision = {
         ...bound,
         allowed: false,
@@ -229,27 +295,41 @@ export function createHttpLimiter<Req>(
         retryAfterMs: delayMs - maxDelayMs,
       };
       onLimited?.({ req, ip, decision: over, limitName: limit.name, shadow: false });
-      return set.limiter.refund(key, cost).then(() => reject('limited', over, limit, req));
+      const overInfo = appendInfo(previousOf(req), [
+        { name: limit.name, header: limit.header, decision: over, key: keyFor(key, limit.name) },
+      ]);
+      return set.limiter.refund(key, cost).then(() => reject('limited', over, limit.name, overInfo, req));
     }
     return delayMs > 0 ? sleep(delayMs).then(() => outcome) : outcome;
+  }
+
+  /** The headers of every limit applied so far; one limit (the usual case) takes the short path. */
+  function headersOf(info: RateLimitInfo): string[] {
+    const nowMs = epoch ? clock.now() : 0;
+    if (info.limits.length === 1) {
+      const only = info.limits[0] as AppliedLimitInfo;
+      return rateLimitHeaders(only.decision, only.header, headerMode, resetFormat, nowMs);
+    }
+    return listedHeaders(info.limits, bindingOf(info), headerMode, resetFormat, nowMs);
   }
 
   function reject(
     kind: RejectionKind,
     decision: LimiterDecision | undefined,
-    limit: SetLimit<Req> | undefined,
+    limitName: string | undefined,
+    info: RateLimitInfo | undefined,
     req: Req,
   ): HttpOutcome {
-    const rejection = rejectionInfo(kind, decision, limit?.name, limitedStatus);
+    const rejection = rejectionInfo(kind, decision, limitName, limitedStatus);
     let headers: string[];
-    if (kind === 'limited' && decision !== undefined && limit !== undefined) {
-      headers = rateLimitHeaders(decision, limit.header, headerMode);
+    if (kind === 'limited' && info !== undefined) {
+      headers = headersOf(info);
       if (rejection.retryAfter !== null) headers.push('retry-after', String(rejection.retryAfter));
     } else {
       headers = rejectionHeaders(rejection);
     }
     const { body, contentType } = render(rejection, req);
-    return { pass: false, status: rejection.status, headers, body, contentType, rejection, decision };
+    return { pass: false, status: rejection.status, headers, body, contentType, rejection, decision, info };
   }
 
   async function viaRules(
@@ -273,22 +353,25 @@ export function createHttpLimiter<Req>(
         onLimited?.({ req, ip, decision: status.decision, limitName: name, shadow: true });
       }
     }
-    const limit: SetLimit<Req> = { name: verdict.limitName, header: verdict.header, key: { kind: 'default' } };
     const decision = verdict.decision;
+    const name = verdict.limitName;
+    const own = [{ name, header: verdict.header, decision, key: undefined }];
     if (!decision.allowed) {
       const kind: RejectionKind = decision.reason === 'store-unavailable' ? 'unavailable' : 'limited';
-      if (kind === 'limited') onLimited?.({ req, ip, decision, limitName: limit.name, shadow });
-      return shadow ? PASS : reject(kind, decision, limit, req);
+      if (kind === 'limited') onLimited?.({ req, ip, decision, limitName: name, shadow });
+      return shadow ? PASS : reject(kind, decision, name, appendInfo(previousOf(req), own), req);
     }
     if (shadow) return PASS;
+    const result = appendInfo(previousOf(req), own);
     return {
       pass: true,
-      headers: rateLimitHeaders(decision, limit.header, headerMode),
+      headers: headersOf(result),
       status: 0,
       body: '',
       contentType: '',
       rejection: undefined,
       decision,
+      info: result,
     };
   }
 
@@ -327,6 +410,7 @@ export function createHttpLimiter<Req>(
     store.synchronous &&
     options.allow === undefined &&
     options.deny === undefined &&
+    counting === undefined &&
     !shape;
   if (fast) {
     const policy = (fixed.limiter.limits[0] as ResolvedLimit).policy;
@@ -335,8 +419,8 @@ export function createHttpLimiter<Req>(
     return {
       store,
       decide(req) {
-        const ip = resolver.clientIp(peer(req), req, access.header);
-        const key = ip === '' ? 'unknown' : resolver.ipKey(ip);
+        const ip = identity.clientIp(req);
+        const key = ip === '' ? 'unknown' : identity.ipKey(ip);
         const decision = store.check(key, policy, costUnits, clock.now(), true) as LimiterDecision;
         return finish(req, ip, fixed, key, fixedCost, decision);
       },
@@ -345,8 +429,11 @@ export function createHttpLimiter<Req>(
   return { decide, store };
 }
 
-function orUndefined(value: string | null | undefined): string | undefined {
-  return value === null ? undefined : value;
+/** A request's keys: the limiter's key, none (no limit applies), or the limit whose missing key rejects it. */
+type Keys = LimiterKey | undefined | MissingKeyRejection;
+/** A request to reject with 400: limit `limitName` found no key and its `missingKey` is `'reject'`. */
+class MissingKeyRejection {
+  constructor(readonly limitName: string) {}
 }
 
 function anyKey(key: LimiterKey, list: AccessList): boolean {
@@ -358,101 +445,16 @@ function anyKey(key: LimiterKey, list: AccessList): boolean {
   return false;
 }
 
-function toAccessList(value: readonly string[] | AccessList | undefined, option: string): AccessList {
-  if (value === undefined) return createAccessList();
-  if (isAccessList(value)) return value;
-  if (!Array.isArray(value)) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${option}: expected an array of IPs, CIDRs and keys`, {
-      option,
-    });
+/** The limits of a set as applied to one request, each with its own decision and key. */
+function appliedOf<Req>(set: LimitSet<Req>, key: LimiterKey, decision: LimiterDecision): AppliedLimitInfo[] {
+  if (set.single) {
+    const only = set.limits[0] as SetLimit<Req>;
+    return [{ name: only.name, header: only.header, decision, key: typeof key === 'string' ? key : undefined }];
   }
-  try {
-    return createAccessList(value);
-  } catch (error) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${option}: ${(error as Error).message}`, { option });
+  const out: AppliedLimitInfo[] = [];
+  for (const r of decision.results ?? []) {
+    const limit = set.limits.find((l) => l.name === r.name);
+    if (limit !== undefined) out.push({ name: r.name, header: limit.header, decision: r.decision, key: r.key });
   }
-}
-
-function checkOptions<Req>(options: RateLimitOptions<Req>, extraKeys: ReadonlySet<string>): void {
-  if (options === null || typeof options !== 'object') {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'rateLimit: expected an options object');
-  }
-  for (const k of Object.keys(options)) {
-    if (!RATE_LIMIT_OPTION_KEYS.has(k) && !extraKeys.has(k)) {
-      throw new SluiceError(
-        'ERR_SLUICE_UNKNOWN_OPTION',
-        `${k}: unknown option of rateLimit (known: ${[...RATE_LIMIT_OPTION_KEYS, ...extraKeys].join(', ')})`,
-        { option: k },
-      );
-    }
-  }
-  const fn = (name: keyof RateLimitOptions<Req>) => {
-    const v = options[name];
-    if (v !== undefined && typeof v !== 'function') {
-      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${name}: expected a function`, { option: name });
-    }
-  };
-  for (const name of ['key', 'skip', 'body', 'onLimited', 'sleep', 'peerAddress'] as const) fn(name);
-  const oneOf = (name: keyof RateLimitOptions<Req>, allowed: readonly unknown[]) => {
-    const v = options[name];
-    if (v !== undefined && !allowed.includes(v)) {
-      throw new SluiceError(
-        'ERR_SLUICE_INVALID_OPTION',
-        `${name}: ${JSON.stringify(v)} is not one of ${allowed.map((a) => JSON.stringify(a)).join(', ')}`,
-        { option: name },
-      );
-    }
-  };
-  oneOf('mode', ['reject', 'shape']);
-  oneOf('headers', ['x', 'draft', 'both', false]);
-  oneOf('fail', ['open', 'closed', 'insurance']);
-  oneOf('shadow', [true, false]);
-  const { cost, maxDelayMs, statusCode, message } = options;
-  if (cost !== undefined && typeof cost !== 'function' && !(Number.isInteger(cost) && cost >= 0 && cost <= 1e9)) {
-    throw new SluiceError('ERR_SLUICE_INVALID_COST', `cost: ${String(cost)} is not a whole number ≥ 0 or a function`, {
-      option: 'cost',
-    });
-  }
-  if (maxDelayMs !== undefined && !(Number.isInteger(maxDelayMs) && maxDelayMs >= 0)) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `maxDelayMs: ${String(maxDelayMs)} is not a whole number ≥ 0`, {
-      option: 'maxDelayMs',
-    });
-  }
-  if (statusCode !== undefined && !(Number.isInteger(statusCode) && statusCode >= 400 && statusCode <= 599)) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `statusCode: ${String(statusCode)} is not a 4xx or 5xx status`, {
-      option: 'statusCode',
-    });
-  }
-  if (message !== undefined && typeof message !== 'string' && typeof message !== 'function') {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'message: expected a string or a function', {
-      option: 'message',
-    });
-  }
-  if (options.rules !== undefined) {
-    const rules = options.rules as { shouldRateLimit?: unknown; ruleSet?: unknown };
-    if (typeof rules !== 'object' || rules === null || typeof rules.shouldRateLimit !== 'function') {
-      throw new SluiceError(
-        'ERR_SLUICE_INVALID_OPTION',
-        'rules: expected a rules engine (createRulesEngine from sluice/rules)',
-        {
-          option: 'rules',
-        },
-      );
-    }
-    const clash = ['limit', 'period', 'algorithm', 'burst', 'blockDuration', 'limits', 'key', 'store'].filter(
-      (k) => options[k as keyof RateLimitOptions<Req>] !== undefined,
-    );
-    if (clash.length > 0 || options.mode === 'shape') {
-      throw new SluiceError(
-        'ERR_SLUICE_INVALID_OPTION',
-        `rules: the rules decide limits, keys and store; drop ${clash.length > 0 ? clash.join(', ') : "mode: 'shape'"}`,
-        { option: 'rules' },
-      );
-    }
-  }
-  if (options.mode !== 'shape' && (options.maxDelayMs !== undefined || options.sleep !== undefined)) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', "maxDelayMs, sleep: only apply with mode: 'shape'", {
-      option: options.maxDelayMs !== undefined ? 'maxDelayMs' : 'sleep',
-    });
-  }
+  return out;
 }

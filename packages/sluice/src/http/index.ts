@@ -23,10 +23,19 @@ export { createAccessList, isAccessList } from './access-list.js';
 export type { ClientIpOptions, ClientIpResolver, ProxyHeader } from './client-ip.js';
 export { createClientIpResolver, PROXY_GROUPS } from './client-ip.js';
 export { parseForwarded, parseXForwardedFor } from './forwarded.js';
-export type { HeaderList, HeaderMode, LimitHeaderInfo } from './headers.js';
-export { limitHeaderInfo, rateLimitHeaders, retryAfterSeconds, toSeconds, toSfString } from './headers.js';
+export type { AppliedLimit, HeaderList, HeaderMode, LimitHeaderInfo, PolicyFacts, ResetFormat } from './headers.js';
+export {
+  limitHeaderInfo,
+  listedHeaders,
+  nextQuotaMs,
+  rateLimitHeaders,
+  retryAfterSeconds,
+  toSeconds,
+  toSfString,
+} from './headers.js';
 export type { HttpLimiter, HttpOutcome } from './http-limiter.js';
 export { createHttpLimiter, PASS } from './http-limiter.js';
+export type { MissingKey } from './keys.js';
 export type {
   FailPolicy,
   HttpLimit,
@@ -37,7 +46,10 @@ export type {
   RateLimitOptions,
 } from './options.js';
 export { RATE_LIMIT_OPTION_KEYS } from './options.js';
+export type { AppliedLimitInfo, RateLimitInfo } from './rate-limit-info.js';
+export { previousInfo } from './rate-limit-info.js';
 export type { RejectionBody, RejectionInfo, RejectionKind } from './rejection.js';
 export { defaultBody, defaultMessage, REJECTION_CODES, REJECTION_STATUS } from './rejection.js';
-export type { Awaitable, HttpRequestInfo, RequestAccess, RequestFn } from './request.js';
+export type { Awaitable, FrameworkTrust, HttpRequestInfo, RequestAccess, RequestFn } from './request.js';
 export { nodeHeader } from './request.js';
+export type { SluiceWarningCode } from './warn.js';

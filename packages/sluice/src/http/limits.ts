@@ -5,20 +5,25 @@ import { createLimiter, type Limiter } from '../limiter/create-limiter.js';
 import type { LimiterOptions, LimitOptions } from '../limiter/options.js';
 import type { Store } from '../stores/store.js';
 import { type LimitHeaderInfo, limitHeaderInfo } from './headers.js';
+import { checkMissingKey, type MissingKey } from './keys.js';
 import type { HttpLimit, HttpLimitSpec, HttpPolicy, RateLimitOptions } from './options.js';
 import type { Awaitable, HttpRequestInfo, RequestFn } from './request.js';
 
 /** Where a limit's key comes from: the middleware's key, a function of the request, or fixed by a spec. */
 export type KeySource<Req> =
   | { readonly kind: 'default' }
-  | { readonly kind: 'fn'; readonly fn: RequestFn<Req, string | null | undefined> }
-  | { readonly kind: 'fixed'; readonly key: string | null };
+  | { readonly kind: 'fn'; readonly fn: RequestFn<Req, unknown> }
+  | { readonly kind: 'fixed'; readonly key: string | number | null | undefined };
 
 /** A limit of a resolved set: its name, header facts and key source, aligned with `limiter.limits`. */
 export interface SetLimit<Req> {
   readonly name: string;
   readonly header: LimitHeaderInfo;
   readonly key: KeySource<Req>;
+  /** What a missing key means for this limit. */
+  readonly missing: MissingKey;
+  /** The option that gave the key, for errors (`key`, `limits[1].key`). */
+  readonly keyOption: string;
 }
 
 /** The limits that apply to a request, ready to check: one limiter (so one atomic store step). */
@@ -45,22 +50,24 @@ export interface PlanContext {
 }
 
 const POLICY_FIELDS = ['algorithm', 'limit', 'period', 'burst', 'blockDuration'] as const;
-const EXTRA_FIELDS = new Set(['name', 'key']);
+const EXTRA_FIELDS = new Set(['name', 'key', 'missingKey']);
 /** Distinct computed sets kept; past it the cache starts over (counters live in the store, not here). */
 const SET_CACHE_LIMIT = 1000;
 
 type Entry<Req> =
-  | { kind: 'static'; name: string; policy: HttpPolicy; key: KeySource<Req> }
+  | { kind: 'static'; name: string; policy: HttpPolicy; key: KeySource<Req>; missing?: MissingKey; index: number }
   | {
       kind: 'limit-fn';
       name: string;
       policy: Omit<HttpPolicy, 'limit'>;
       limit: RequestFn<Req, number>;
       key: KeySource<Req>;
+      missing?: MissingKey;
+      index: number;
     }
   | { kind: 'entry-fn'; index: number; fn: RequestFn<Req, HttpLimitSpec | null | undefined> };
 
-type Resolved<Req> = { name: string; policy: HttpPolicy; key: KeySource<Req> };
+type Resolved<Req> = { name: string; policy: HttpPolicy; key: KeySource<Req>; missing?: MissingKey; index: number };
 
 /**
  * Compiles the limit options once: fixed limits become one limiter now; limits that are functions of
@@ -85,8 +92,8 @@ export function compileLimits<Req>(options: RateLimitOptions<Req>, context: Plan
     const name = options.name ?? 'default';
     entries = [
       typeof options.limit === 'function'
-        ? { kind: 'limit-fn', name, policy, limit: options.limit, key: { kind: 'default' } }
-        : { kind: 'static', name, policy: policy as HttpPolicy, key: { kind: 'default' } },
+        ? { kind: 'limit-fn', name, policy, limit: options.limit, key: { kind: 'default' }, index: -1 }
+        : { kind: 'static', name, policy: policy as HttpPolicy, key: { kind: 'default' }, index: -1 },
     ];
   } else {
     if (inline.length > 0) {
@@ -121,6 +128,7 @@ export function compileLimits<Req>(options: RateLimitOptions<Req>, context: Plan
     if (e.kind !== 'entry-fn') limitHeaderInfo(e.name, 1, 1, single ? 'name' : `${path}name`);
   }
 
+  const missingDefault = checkMissingKey(options.missingKey, 'missingKey') ?? 'ip';
   const build = (resolved: readonly Resolved<Req>[]): LimitSet<Req> => {
     const base: LimiterOptions = { store: context.store };
     if (context.clock !== undefined) base.clock = context.clock;
@@ -136,8 +144,16 @@ export function compileLimits<Req>(options: RateLimitOptions<Req>, context: Plan
       const policy = limiter.limits[i]?.policy;
       return {
         name: r.name,
-        header: limitHeaderInfo(r.name, policy?.periodMs ?? 1000, policy?.limit ?? 0),
+        header: limitHeaderInfo(
+          r.name,
+          policy?.periodMs ?? 1000,
+          policy?.limit ?? 0,
+          'name',
+          policy === undefined ? undefined : { algorithm: policy.algorithm, capacity: policy.capacity },
+        ),
         key: r.key,
+        missing: r.missing ?? missingDefault,
+        keyOption: r.key.kind === 'default' || r.index < 0 ? 'key' : `limits[${r.index}].key`,
       };
     });
     return { limiter, limits, single };
@@ -225,7 +241,7 @@ function compileEntry<Req>(
       option: `limits[${i}]`,
     });
   }
-  const known = new Set<string>([...POLICY_FIELDS, 'name', 'key']);
+  const known = new Set<string>([...POLICY_FIELDS, 'name', 'key', 'missingKey']);
   for (const k of Object.keys(entry)) {
     if (!known.has(k)) {
       throw new SluiceError(
@@ -247,9 +263,11 @@ function compileEntry<Req>(
     });
   }
   const key: KeySource<Req> = entry.key === undefined ? { kind: 'default' } : { kind: 'fn', fn: entry.key };
+  const missing = checkMissingKey(entry.missingKey, `limits[${i}].missingKey`);
   const policy = pickPolicy(entry, defaultAlgorithm);
-  if (typeof entry.limit === 'function') return { kind: 'limit-fn', name, policy, limit: entry.limit, key };
-  return { kind: 'static', name, policy: policy as HttpPolicy, key };
+  const common = { name, key, index: i, ...(missing === undefined ? {} : { missing }) };
+  if (typeof entry.limit === 'function') return { kind: 'limit-fn', policy, limit: entry.limit, ...common };
+  return { kind: 'static', policy: policy as HttpPolicy, ...common };
 }
 
 function resolveEntry<Req>(
@@ -263,7 +281,7 @@ function resolveEntry<Req>(
       return e;
     case 'limit-fn': {
       const limit = e.limit(req, info);
-      const make = (n: number): Resolved<Req> => ({ name: e.name, policy: { ...e.policy, limit: n }, key: e.key });
+      const make = (n: number): Resolved<Req> => ({ ...e, policy: { ...e.policy, limit: n } });
       return limit instanceof Promise ? limit.then(make) : make(limit);
     }
     case 'entry-fn': {
@@ -277,10 +295,17 @@ function resolveEntry<Req>(
             { option: `limits[${e.index}]` },
           );
         }
-        const { name = `limit${e.index}`, key, ...rest } = s;
+        const { name = `limit${e.index}`, key, missingKey, ...rest } = s;
         const policy = pickPolicy(rest, defaultAlgorithm) as HttpPolicy;
         validateSpec(s, e.index);
-        return { name, policy, key: key === undefined ? { kind: 'default' } : { kind: 'fixed', key } };
+        const missing = checkMissingKey(missingKey, `limits[${e.index}].missingKey`);
+        return {
+          name,
+          policy,
+          key: key === undefined ? { kind: 'default' } : { kind: 'fixed', key },
+          index: e.index,
+          ...(missing === undefined ? {} : { missing }),
+        };
       };
       return spec instanceof Promise ? spec.then(make) : make(spec);
     }
@@ -295,8 +320,8 @@ function validateSpec(spec: HttpLimitSpec, index: number): void {
       });
     }
   }
-  if (spec.key !== undefined && spec.key !== null && typeof spec.key !== 'string') {
-    throw new SluiceError('ERR_SLUICE_INVALID_KEY', `limits[${index}].key: expected a string or null`, {
+  if (spec.key !== undefined && spec.key !== null && typeof spec.key !== 'string' && typeof spec.key !== 'number') {
+    throw new SluiceError('ERR_SLUICE_INVALID_KEY', `limits[${index}].key: expected a string, a number or null`, {
       option: `limits[${index}].key`,
     });
   }

@@ -6,7 +6,9 @@ import type { RulesEngine } from '../rules/engine-types.js';
 import type { Store } from '../stores/store.js';
 import type { AccessList } from './access-list.js';
 import type { ClientIpOptions } from './client-ip.js';
-import type { HeaderMode } from './headers.js';
+import type { ResponseCountingOptions } from './count-by-response.js';
+import type { HeaderMode, ResetFormat } from './headers.js';
+import type { MissingKey } from './keys.js';
 import type { RejectionInfo } from './rejection.js';
 import type { HttpRequestInfo, RequestFn } from './request.js';
 
@@ -31,8 +33,10 @@ export interface HttpPolicy {
 export interface HttpLimitSpec extends HttpPolicy {
   /** The limit's name (headers, counters). @default `limit<index>` */
   name?: string;
-  /** The key to count under; omitted = the middleware's `key` (default: client IP); null = not applied. */
-  key?: string | null;
+  /** The key to count under; omitted = the middleware's `key` (default: client IP); null = missing (see `missingKey`). */
+  key?: string | number | null;
+  /** What a missing key means for this limit. @default the middleware's `missingKey` */
+  missingKey?: MissingKey;
 }
 
 /** One of several limits on a request. */
@@ -41,8 +45,10 @@ export interface HttpLimit<Req> extends Omit<HttpPolicy, 'limit'> {
   name?: string;
   /** Requests per period: a number, or a function of the request (per-plan limits). */
   limit: number | RequestFn<Req, number>;
-  /** The key to count under; null/undefined = this limit does not apply. @default the middleware's `key` */
-  key?: RequestFn<Req, string | null | undefined>;
+  /** The key to count under (a string or a number); null/undefined = missing, see `missingKey`. @default the middleware's `key` */
+  key?: RequestFn<Req, string | number | null | undefined>;
+  /** What a missing key means for this limit. @default the middleware's `missingKey` */
+  missingKey?: MissingKey;
 }
 
 /** A limit: fixed, or a whole policy computed from the request (per-tenant policies). */
@@ -64,7 +70,7 @@ export interface LimitedEvent<Req> {
  * `algorithm`, …) or several under `limits`. Every option that is a function receives the framework's
  * request and a neutral `HttpRequestInfo`, and may return a promise.
  */
-export interface RateLimitOptions<Req = unknown> extends ClientIpOptions {
+export interface RateLimitOptions<Req = unknown> extends ClientIpOptions, ResponseCountingOptions<Req> {
   /** @default 'fixed-window' ('leaky-bucket' in shape mode) */
   algorithm?: AlgorithmName;
   /** Requests per period: a number or a function of the request (e.g. free 60/min vs paid 1000/min). */
@@ -85,8 +91,22 @@ export interface RateLimitOptions<Req = unknown> extends ClientIpOptions {
   rules?: RulesEngine;
   /** Names this middleware: the policy name of an inline limit in headers, and its counters' namespace. @default 'default' */
   name?: string;
-  /** The key to count under; null/undefined = no limit applies. @default the client IP (IPv6 masked) */
-  key?: RequestFn<Req, string | null | undefined>;
+  /**
+   * The key to count under: a string or a number (a user id). null, undefined or `''` is a missing
+   * key, which `missingKey` decides. @default the client IP (IPv6 masked)
+   */
+  key?: RequestFn<Req, string | number | null | undefined>;
+  /**
+   * What a missing key means: `'ip'` counts the request under the client's address, `'skip'` lets it
+   * through unlimited (warned about once per process), `'reject'` answers 400. Per limit too. @default 'ip'
+   */
+  missingKey?: MissingKey;
+  /**
+   * Two middlewares with the same policy on one store would share counters, which is an error at
+   * construction (`ERR_SLUICE_SHARED_COUNTERS`) unless they have distinct `name`s — or both say
+   * `shared: true`, to share them on purpose. @default false
+   */
+  shared?: boolean;
   /** Where counters live. @default a new memory store */
   store?: Store;
   /** Where time comes from (tests inject a manual clock). @default the system clock */
@@ -113,6 +133,12 @@ export interface RateLimitOptions<Req = unknown> extends ClientIpOptions {
   shadow?: boolean;
   /** Which rate-limit headers to send. @default 'both' */
   headers?: HeaderMode;
+  /**
+   * How `X-RateLimit-Reset` is written: `'seconds'` from now (the same number as the `t` of the
+   * `RateLimit` header), or `'epoch'`, the Unix time in seconds (GitHub's and express-rate-limit's
+   * legacy headers). @default 'seconds'
+   */
+  xRateLimitReset?: ResetFormat;
   /** Status of a rejection over the limit. @default 429 */
   statusCode?: number;
   /** The rejection message in the default body. */
@@ -136,6 +162,8 @@ export const RATE_LIMIT_OPTION_KEYS: ReadonlySet<string> = new Set([
   'rules',
   'name',
   'key',
+  'missingKey',
+  'shared',
   'store',
   'clock',
   'fail',
@@ -149,6 +177,11 @@ export const RATE_LIMIT_OPTION_KEYS: ReadonlySet<string> = new Set([
   'sleep',
   'shadow',
   'headers',
+  'xRateLimitReset',
+  'skipSuccessfulRequests',
+  'skipFailedRequests',
+  'requestWasSuccessful',
+  'responseCost',
   'statusCode',
   'message',
   'body',

@@ -2,17 +2,18 @@ import type { Decision } from '../core/decision.js';
 import { retryAfterSeconds } from './headers.js';
 
 /**
- * Why a request is turned away: over a limit (429), on the deny list (403), or the store is down under
+ * Why a request is turned away: over a limit (429), on the deny list (403), the store is down under
  * `fail: 'closed'` (503 — the client is not over its limit, the server cannot tell, and 503 is what
- * clients and proxies already retry).
+ * clients and proxies already retry), or it lacks its key under `missingKey: 'reject'` (400).
  */
-export type RejectionKind = 'limited' | 'denied' | 'unavailable';
+export type RejectionKind = 'limited' | 'denied' | 'unavailable' | 'missing-key';
 
 /** The status of each kind of rejection, unless `statusCode` overrides the 429. */
 export const REJECTION_STATUS: Readonly<Record<RejectionKind, number>> = {
   limited: 429,
   denied: 403,
   unavailable: 503,
+  'missing-key': 400,
 };
 
 /** The `error.code` of each kind of rejection in the JSON body. */
@@ -20,6 +21,7 @@ export const REJECTION_CODES: Readonly<Record<RejectionKind, string>> = {
   limited: 'RATE_LIMIT_EXCEEDED',
   denied: 'ACCESS_DENIED',
   unavailable: 'RATE_LIMIT_UNAVAILABLE',
+  'missing-key': 'RATE_LIMIT_KEY_MISSING',
 };
 
 /** Everything known about a rejection, for custom bodies and handlers. */
@@ -45,6 +47,8 @@ export function defaultMessage(info: RejectionInfo): string {
   switch (info.kind) {
     case 'denied':
       return 'Access denied.';
+    case 'missing-key':
+      return 'This request lacks what identifies its client for rate limiting.';
     case 'unavailable':
       return `Rate limiting is unavailable; retry in ${info.retryAfter ?? 1} second${info.retryAfter === 1 ? '' : 's'}.`;
     default:
@@ -66,7 +70,7 @@ export function rejectionInfo(
   limitedStatus: number,
 ): RejectionInfo {
   let retryAfter: number | null = null;
-  if (decision !== undefined && kind !== 'denied') {
+  if (decision !== undefined && (kind === 'limited' || kind === 'unavailable')) {
     // A store that is down has no time to offer: one second keeps clients from hammering it.
     retryAfter =
       kind === 'unavailable'

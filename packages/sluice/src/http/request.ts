@@ -36,6 +36,25 @@ export interface RequestAccess<Req> {
   url(req: Req): string;
   /** Every header, lower-case names (for rules' `http:` actions). */
   headers(req: Req): Readonly<Record<string, string | readonly string[] | undefined>>;
+  /** The framework's own proxy trust, for frameworks that have one. */
+  readonly framework?: FrameworkTrust<Req>;
+  /** What an earlier sluice middleware put on the request (`req.rateLimit`), so stacked ones list every policy. */
+  rateLimitOf?(req: Req): unknown;
+}
+
+/**
+ * A framework's own trust-proxy setting (Express `trust proxy`, Koa `app.proxy`, Fastify
+ * `trustProxy`), honoured when sluice's `trustProxy` is not given.
+ */
+export interface FrameworkTrust<Req> {
+  /** How the setting is written, for messages (`"app.set('trust proxy', …)"`). */
+  readonly setting: string;
+  /** A safe value of the setting, for messages. */
+  readonly example: string;
+  /** The client address as the framework resolved it, or undefined when its setting trusts no proxy. */
+  clientIp(req: Req): string | undefined;
+  /** True when the setting trusts every peer, so any client can choose its address. */
+  permissive(req: Req): boolean;
 }
 
 /** The neutral view, computed lazily from the native request. */

@@ -21,7 +21,7 @@ async function serve(app: FastifyInstance, body: (get: (path: string) => Promise
 }
 
 describe('fastify plugin', () => {
-  it('per-route config: its own limit, off, or the global counters at another cost', async () => {
+  it('per-route config: its own limit on top of the global one, off, or the global counters at another cost', async () => {
     const app = Fastify();
     await app.register(rateLimit({ limit: 3, period: '1m', clock: createManualClock(T0) }));
     app.get('/', async () => 'ok');
@@ -31,7 +31,12 @@ describe('fastify plugin', () => {
     await serve(app, async (get) => {
       const login = await get('/login');
       assert.equal(login.status, 200);
-      assert.equal(login.headers.get('ratelimit-policy'), '"GET /login";q=1;w=10');
+      assert.equal(
+        login.headers.get('ratelimit-policy'),
+        '"GET /login";q=1;w=10, "default";q=3;w=60',
+        'the route limit adds to the global one; both are listed',
+      );
+      assert.equal(login.headers.get('ratelimit'), '"GET /login";r=0;t=10, "default";r=2;t=60');
       assert.equal((await get('/login')).status, 429, 'the route has its own, smaller limit');
       for (let i = 0; i < 5; i++) {
         const free = await get('/free');
@@ -39,11 +44,69 @@ describe('fastify plugin', () => {
         assert.equal(free.headers.get('ratelimit'), null);
       }
       const heavy = await get('/heavy');
-      assert.equal(heavy.headers.get('ratelimit'), '"default";r=1;t=60', 'cost 2 from the global 3');
-      assert.equal((await get('/')).headers.get('ratelimit'), '"default";r=0;t=60', 'same counters as the route');
-      assert.equal((await get('/')).status, 429);
+      assert.equal(
+        heavy.headers.get('ratelimit'),
+        '"default";r=0;t=60',
+        'cost 2 from the global 3, of which the first login took 1 (the rejected one took none)',
+      );
+      assert.equal((await get('/')).status, 429, 'same counters as the route');
       const missing = await get('/missing');
       assert.equal(missing.status, 429, 'a 404 counts too: scanners are limited');
+    });
+  });
+
+  it('replaceGlobal: the route limit instead of the global one', async () => {
+    const app = Fastify();
+    await app.register(rateLimit({ limit: 1, period: '1m', clock: createManualClock(T0) }));
+    app.post('/hook', { config: { rateLimit: { limit: 3, period: '1m', replaceGlobal: true } } }, async () => 'ok');
+    await serve(app, async () => {
+      const { port } = app.server.address() as AddressInfo;
+      const post = () => fetch(`http://127.0.0.1:${port}/hook`, { method: 'POST' });
+      const first = await post();
+      assert.equal(first.headers.get('ratelimit-policy'), '"POST /hook";q=3;w=60');
+      assert.deepEqual(
+        [200, (await post()).status, (await post()).status, (await post()).status],
+        [200, 200, 200, 429],
+      );
+    });
+  });
+
+  it('a plugin registered without await still applies every route setting', async () => {
+    const app = Fastify();
+    void app.register(rateLimit({ limit: 100, period: '1m', clock: createManualClock(T0) }));
+    app.get('/login', { config: { rateLimit: { limit: 1, period: '1m' } } }, async () => 'ok');
+    app.get('/health', { config: { rateLimit: false } }, async () => 'ok');
+    await serve(app, async (get) => {
+      assert.equal((await get('/login')).status, 200);
+      assert.equal((await get('/login')).status, 429, 'the 1/min login limit, not the 100/min global one');
+      const health = await get('/health');
+      assert.equal(health.status, 200);
+      assert.equal(health.headers.get('ratelimit'), null);
+    });
+  });
+
+  it('a route with its own key: a keyless client still meets the global per-IP limit', async () => {
+    const app = Fastify();
+    await app.register(rateLimit({ limit: 2, period: '1m', clock: createManualClock(T0) }));
+    app.get(
+      '/search',
+      {
+        config: {
+          rateLimit: {
+            limit: 10,
+            period: '1m',
+            key: (req) => req.headers['x-api-key'] as string | undefined,
+            missingKey: 'skip',
+          },
+        },
+      },
+      async () => 'ok',
+    );
+    await serve(app, async (get) => {
+      assert.deepEqual(
+        [(await get('/search')).status, (await get('/search')).status, (await get('/search')).status],
+        [200, 200, 429],
+      );
     });
   });
 

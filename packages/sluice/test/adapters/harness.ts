@@ -24,10 +24,21 @@ export interface Running {
   close(): Promise<void>;
 }
 
+/**
+ * The framework's own proxy setting, in its own terms: Express `app.set('trust proxy', value)`,
+ * Fastify `Fastify({ trustProxy: value })`, Koa `app.proxy = true` (with `app.maxIpsCount = value`
+ * when it is a number).
+ */
+export interface FrameworkSetup {
+  trustProxy?: boolean | number | string;
+}
+
 /** Starts a server of one framework with the middleware built from framework-neutral options. */
 export interface AdapterHarness {
   readonly name: string;
-  start(options: RateLimitOptions<unknown>): Promise<Running>;
+  /** True when the framework has a trust-proxy setting of its own. */
+  readonly hasTrustSetting: boolean;
+  start(options: RateLimitOptions<unknown>, setup?: FrameworkSetup): Promise<Running>;
 }
 
 const PATHS = ['/', '/health', '/other'];
@@ -52,8 +63,10 @@ function listen(server: Server): Promise<Running> {
 function expressHarness(name: string, create: typeof express5): AdapterHarness {
   return {
     name,
-    start(options) {
+    hasTrustSetting: true,
+    start(options, setup = {}) {
       const app = create();
+      if (setup.trustProxy !== undefined) app.set('trust proxy', setup.trustProxy);
       app.use(expressLimit(options as ExpressRateLimitOptions));
       for (const path of PATHS) app.get(path, (_req, res) => void res.send('ok'));
       return listen(createServer(app));
@@ -66,8 +79,9 @@ export const express4Harness = expressHarness('express 4', express4);
 
 export const fastifyHarness: AdapterHarness = {
   name: 'fastify',
-  async start(options) {
-    const app = Fastify();
+  hasTrustSetting: true,
+  async start(options, setup = {}) {
+    const app = Fastify(setup.trustProxy === undefined ? {} : { trustProxy: setup.trustProxy });
     await app.register(fastifyLimit(options as FastifyRateLimitOptions));
     for (const path of PATHS) app.get(path, async () => 'ok');
     await app.listen({ port: 0, host: '127.0.0.1' });
@@ -84,8 +98,13 @@ export const fastifyHarness: AdapterHarness = {
 
 export const koaHarness: AdapterHarness = {
   name: 'koa',
-  start(options) {
+  hasTrustSetting: true,
+  start(options, setup = {}) {
     const app = new Koa();
+    if (setup.trustProxy !== undefined && setup.trustProxy !== false) {
+      app.proxy = true;
+      if (typeof setup.trustProxy === 'number') app.maxIpsCount = setup.trustProxy;
+    }
     app.use(koaLimit(options as KoaRateLimitOptions));
     app.use((ctx) => {
       if (PATHS.includes(ctx.path)) ctx.body = 'ok';
@@ -96,6 +115,7 @@ export const koaHarness: AdapterHarness = {
 
 export const honoHarness: AdapterHarness = {
   name: 'hono',
+  hasTrustSetting: false,
   start(options) {
     const app = new Hono();
     app.use(honoLimit(options as HonoRateLimitOptions));
@@ -117,6 +137,7 @@ export const honoHarness: AdapterHarness = {
 
 export const nodeHarness: AdapterHarness = {
   name: 'node:http',
+  hasTrustSetting: false,
   start(options) {
     const wrap = nodeLimit(options as NodeRateLimitOptions);
     return listen(

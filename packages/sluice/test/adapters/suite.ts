@@ -12,8 +12,8 @@ import { describe, it } from 'node:test';
 import { createManualClock, type ManualClock } from '../../src/core/clock.js';
 import type { LimitedEvent, RateLimitOptions } from '../../src/http/index.js';
 import type { Store } from '../../src/stores/store.js';
-import type { AdapterHarness } from './harness.js';
-import { parseSingleItem } from './structured-fields.js';
+import type { AdapterHarness, FrameworkSetup } from './harness.js';
+import { type Item, parseList, parseSingleItem } from './structured-fields.js';
 
 /** A minute boundary, so 1 s and 1 min windows both start here. */
 export const T0 = 1_700_000_040_000;
@@ -88,6 +88,55 @@ export function readHeaders(reply: Reply): {
   return facts;
 }
 
+/** One policy as the draft fields of a response state it. */
+export interface PolicyFacts {
+  name: string;
+  q: number;
+  w: number;
+  r: number;
+  t: number;
+}
+
+/**
+ * Parses `RateLimit-Policy` and `RateLimit` as RFC 9651 Lists (the parser of these tests, not our
+ * serializer): the two list the same policies in the same order, every parameter a non-negative
+ * integer, `r` never above `q`, and the `X-RateLimit-*` fields are those of one of them.
+ */
+export function readHeaderLists(reply: Reply): PolicyFacts[] {
+  const policies = parseList(reply.headers.get('ratelimit-policy') ?? '') as Item[];
+  const states = parseList(reply.headers.get('ratelimit') ?? '') as Item[];
+  assert.equal(states.length, policies.length, 'one RateLimit item per RateLimit-Policy item');
+  const facts = policies.map((policy, i) => {
+    const state = states[i] as Item;
+    assert.equal(typeof policy.value, 'string', 'a policy name is an sf-string');
+    assert.equal(state.value, policy.value, 'RateLimit names the policies of RateLimit-Policy, in order');
+    const int = (item: Item, k: string) => {
+      const v = item.params.get(k);
+      assert.ok(typeof v === 'number' && Number.isInteger(v) && v >= 0, `${k} is a non-negative sf-integer`);
+      return v;
+    };
+    const f = {
+      name: policy.value as string,
+      q: int(policy, 'q'),
+      w: int(policy, 'w'),
+      r: int(state, 'r'),
+      t: int(state, 't'),
+    };
+    assert.ok(f.r <= f.q, `${f.name}: r=${f.r} never exceeds q=${f.q}`);
+    return f;
+  });
+  const x = {
+    q: Number(reply.headers.get('x-ratelimit-limit')),
+    r: Number(reply.headers.get('x-ratelimit-remaining')),
+    t: Number(reply.headers.get('x-ratelimit-reset')),
+  };
+  assert.ok(
+    facts.some((f) => f.q === x.q && f.r === x.r && f.t === x.t),
+    'X-RateLimit-* describe one of the listed policies',
+  );
+  return facts;
+}
+
 /** The exact sluice headers of a response under policy `name` (q, w) with `r` remaining and reset `t`. */
 function expected(name: string, q: number, w: number, r: number, t: number, extra: Record<string, string> = {}) {
   return {
@@ -96,6 +145,20 @@ function expected(name: string, q: number, w: number, r: number, t: number, extr
     'x-ratelimit-reset': String(t),
     'ratelimit-policy': `"${name}";q=${q};w=${w}`,
     ratelimit: `"${name}";r=${r};t=${t}`,
+    ...extra,
+  };
+}
+
+/** The exact sluice headers when several policies apply: X- from `binding`, every policy listed. */
+type Policy = [name: string, q: number, w: number, r: number, t: number];
+function expectedList(binding: Policy, all: readonly Policy[], extra: Record<string, string> = {}) {
+  const [, q, , r, t] = binding;
+  return {
+    'x-ratelimit-limit': String(q),
+    'x-ratelimit-remaining': String(r),
+    'x-ratelimit-reset': String(t),
+    'ratelimit-policy': all.map(([n, pq, w]) => `"${n}";q=${pq};w=${w}`).join(', '),
+    ratelimit: all.map(([n, , , pr, pt]) => `"${n}";r=${pr};t=${pt}`).join(', '),
     ...extra,
   };
 }
@@ -134,10 +197,11 @@ export function runAdapterSuite(harness: AdapterHarness, label = 'memory', store
       get: (path?: string, headers?: Record<string, string>) => Promise<Reply>,
       clock: ManualClock,
     ) => Promise<void>,
+    setup?: FrameworkSetup,
   ): Promise<void> {
     const clock = createManualClock(T0);
     const fixture = stores ? await stores.create() : undefined;
-    const server = await harness.start({ clock, ...(fixture ? { store: fixture.store } : {}), ...options });
+    const server = await harness.start({ clock, ...(fixture ? { store: fixture.store } : {}), ...options }, setup);
     try {
       await body(async (path = '/', headers = {}) => {
         const res = await fetch(`${server.url}${path}`, { headers });
@@ -179,9 +243,49 @@ export function runAdapterSuite(harness: AdapterHarness, label = 'memory', store
         assert.equal(b.status, 200);
         assert.deepEqual(pick(b), expected('per-key', 1, 1, 0, 1));
         const none = await get('/');
-        assert.equal(none.status, 200, 'a null key: the limit does not apply');
-        assert.deepEqual(pick(none), {});
+        assert.equal(none.status, 200, 'a null key: counted under the client IP (missingKey: ip)');
+        assert.deepEqual(pick(none), expected('per-key', 1, 1, 0, 1));
+        assert.equal((await get('/')).status, 429, 'and that IP is now spent');
       }));
+
+    it('missingKey: skip lets a keyless request through unlimited; reject answers 400', async () => {
+      await scenario({ limit: 1, period: '1s', key: apiKey, missingKey: 'skip' }, async (get) => {
+        for (let i = 0; i < 3; i++) {
+          const r = await get('/');
+          assert.equal(r.status, 200);
+          assert.deepEqual(pick(r), {});
+        }
+      });
+      await scenario({ limit: 1, period: '1s', key: apiKey, missingKey: 'reject' }, async (get) => {
+        const r = await get('/');
+        assert.equal(r.status, 400);
+        assert.deepEqual(pick(r), { 'content-type': 'application/json' });
+        assert.equal(
+          r.body,
+          JSON.stringify({
+            error: {
+              code: 'RATE_LIMIT_KEY_MISSING',
+              message: 'This request lacks what identifies its client for rate limiting.',
+              retry_after: null,
+            },
+          }),
+        );
+        assert.equal((await get('/', { 'x-api-key': 'a' })).status, 200);
+      });
+    });
+
+    it('numbers are keys (a user id)', () =>
+      scenario(
+        { limit: 1, period: '1m', name: 'per-user', key: (_req, info) => Number(info.header('x-user') ?? 0) },
+        async (get) => {
+          const u = (id: string) => ({ 'x-user': id });
+          const first = await get('/', u('42'));
+          assert.equal(first.status, 200);
+          assert.deepEqual(pick(first), expected('per-user', 1, 60, 0, 60));
+          assert.equal((await get('/', u('42'))).status, 429);
+          assert.equal((await get('/', u('7'))).status, 200, 'another user, another counter');
+        },
+      ));
 
     it('applies several limits all or nothing, describing the one closest to exhaustion', () =>
       scenario(
@@ -193,20 +297,24 @@ export function runAdapterSuite(harness: AdapterHarness, label = 'memory', store
         },
         async (get, clock) => {
           const k = { 'x-api-key': 'k' };
-          assert.deepEqual(pick(await get('/', k)), expected('per-key', 2, 1, 1, 1));
-          assert.deepEqual(pick(await get('/', k)), expected('per-key', 2, 1, 0, 1));
+          const ip = (r: number, t: number): Policy => ['per-ip', 3, 60, r, t];
+          const key = (r: number, t: number): Policy => ['per-key', 2, 1, r, t];
+          const r1 = await get('/', k);
+          assert.deepEqual(pick(r1), expectedList(key(1, 1), [ip(2, 60), key(1, 1)]));
+          assert.deepEqual(pick(await get('/', k)), expectedList(key(0, 1), [ip(1, 60), key(0, 1)]));
           const r3 = await get('/', k);
           assert.equal(r3.status, 429);
-          assert.deepEqual(pick(r3), expected('per-key', 2, 1, 0, 1, tooMany(1)));
+          assert.deepEqual(pick(r3), expectedList(key(0, 1), [ip(1, 60), key(0, 1)], tooMany(1)));
           assert.equal(r3.body, tooManyBody(1));
+          for (const r of [r1, r3]) readHeaderLists(r);
           clock.advance(1000);
           // The rejected request took nothing from per-ip, so one place is left there.
           const r4 = await get('/', k);
           assert.equal(r4.status, 200);
-          assert.deepEqual(pick(r4), expected('per-ip', 3, 60, 0, 59));
+          assert.deepEqual(pick(r4), expectedList(ip(0, 59), [ip(0, 59), key(1, 1)]));
           const r5 = await get('/');
-          assert.equal(r5.status, 429, 'without a key only per-ip applies, and it is spent');
-          assert.deepEqual(pick(r5), expected('per-ip', 3, 60, 0, 59, tooMany(59)));
+          assert.equal(r5.status, 429, 'without a key, per-key counts the IP; per-ip is spent');
+          assert.deepEqual(pick(r5), expectedList(ip(0, 59), [ip(0, 59), key(2, 0)], tooMany(59)));
         },
       ));
 
@@ -324,7 +432,11 @@ export function runAdapterSuite(harness: AdapterHarness, label = 'memory', store
           assert.deepEqual(slept, [500], 'the second request waits one emission interval');
           const r3 = await get();
           assert.equal(r3.status, 429, 'its turn would come after 1000 ms > maxDelayMs');
-          assert.deepEqual(pick(r3), expected('default', 2, 1, 0, 1, tooMany(1)));
+          assert.deepEqual(
+            pick(r3),
+            expected('default', 4, 2, 0, 1, tooMany(1)),
+            'q is the queue (burst) 4, drained in 2 s',
+          );
           clock.advance(500);
           // The rejected request gave its place back: one request is still queued, so 500 ms to wait.
           assert.equal((await get()).status, 200);
@@ -369,6 +481,40 @@ export function runAdapterSuite(harness: AdapterHarness, label = 'memory', store
         },
       );
     });
+
+    const noTrustSetting = harness.hasTrustSetting ? false : 'the framework has no trust-proxy setting of its own';
+
+    it("behind a proxy: the framework's own trust setting is honoured", { skip: noTrustSetting }, async () => {
+      const ips: string[] = [];
+      await scenario(
+        { limit: 1, period: '1m', onLimited: (e) => ips.push(e.ip) },
+        async (get) => {
+          const xff = (v: string) => ({ 'x-forwarded-for': v });
+          // Three clients behind the proxy (the loopback peer), told apart as the framework does.
+          for (const client of ['203.0.113.1', '203.0.113.2', '203.0.113.3']) {
+            assert.equal((await get('/', xff(client))).status, 200, client);
+          }
+          assert.equal(
+            (await get('/', xff('198.51.100.9, 203.0.113.2'))).status,
+            429,
+            'one hop trusted: the right-most',
+          );
+        },
+        { trustProxy: 1 },
+      );
+      assert.deepEqual(ips, ['203.0.113.2']);
+    });
+
+    it("behind a proxy: sluice's own trustProxy wins over the framework's", { skip: noTrustSetting }, () =>
+      scenario(
+        { limit: 1, period: '1m', trustProxy: false },
+        async (get) => {
+          assert.equal((await get('/', { 'x-forwarded-for': '203.0.113.1' })).status, 200);
+          assert.equal((await get('/', { 'x-forwarded-for': '203.0.113.2' })).status, 429, 'both are the peer');
+        },
+        { trustProxy: 1 },
+      ),
+    );
 
     it('trust proxy: a spoofed X-Forwarded-For from an untrusted peer does not change the key', () =>
       scenario({ limit: 1, period: '1m' }, async (get) => {

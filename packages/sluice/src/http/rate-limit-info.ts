@@ -1,0 +1,103 @@
+import type { Decision } from '../core/decision.js';
+import { combineDecisions } from '../limiter/combine.js';
+import { type AppliedLimit, type LimitHeaderInfo, nextQuotaMs } from './headers.js';
+
+/**
+ * What sluice decided about a request, put on it for the handler: `req.rateLimit` (Express, Fastify,
+ * `node:http`), `ctx.state.rateLimit` (Koa), `c.get('rateLimit')` (Hono). It describes the limit
+ * closest to exhaustion among every limit applied to the request — by this middleware and any sluice
+ * middleware before it — and lists them all under `limits`.
+ */
+export interface RateLimitInfo {
+  /** The name of the limit closest to exhaustion (the one `X-RateLimit-*` describe). */
+  readonly name: string;
+  /** Its quota (`X-RateLimit-Limit`). */
+  readonly limit: number;
+  /** What is left of it (`X-RateLimit-Remaining`). */
+  readonly remaining: number;
+  /** Milliseconds until more of it is available (the `t` of the `RateLimit` header, in ms). */
+  readonly resetMs: number;
+  /** Whether the request passes every limit applied so far. */
+  readonly allowed: boolean;
+  /** Milliseconds until this request would pass: 0 when allowed, Infinity when it never can. */
+  readonly retryAfterMs: number;
+  /** The key it was counted under. */
+  readonly key: string | undefined;
+  /** That limit's full decision. */
+  readonly decision: Decision;
+  /** Every limit applied to the request, in the order applied. */
+  readonly limits: readonly AppliedLimitInfo[];
+}
+
+/** One limit applied to a request, and how it decided. */
+export interface AppliedLimitInfo extends AppliedLimit {
+  readonly key: string | undefined;
+}
+
+/** Marks sluice's own info objects (not another library's `req.rateLimit`), across module copies. */
+const BRAND = Symbol.for('sluice.rateLimitInfo');
+
+class Info implements RateLimitInfo {
+  readonly [BRAND] = true;
+  readonly limits: readonly AppliedLimitInfo[];
+  readonly binding: AppliedLimitInfo;
+
+  constructor(limits: readonly AppliedLimitInfo[], binding: AppliedLimitInfo) {
+    this.limits = limits;
+    this.binding = binding;
+  }
+  get name(): string {
+    return this.binding.name;
+  }
+  get limit(): number {
+    return this.binding.header.quota;
+  }
+  get remaining(): number {
+    return Math.min(this.binding.decision.remaining, this.binding.header.quota);
+  }
+  get resetMs(): number {
+    return nextQuotaMs(this.binding.decision, this.binding.header);
+  }
+  get allowed(): boolean {
+    return this.limits.every((l) => l.decision.allowed);
+  }
+  get retryAfterMs(): number {
+    return this.binding.decision.retryAfterMs;
+  }
+  get key(): string | undefined {
+    return this.binding.key;
+  }
+  get decision(): Decision {
+    return this.binding.decision;
+  }
+  toJSON() {
+    const { name, limit, remaining, resetMs, allowed, retryAfterMs, key } = this;
+    return { name, limit, remaining, resetMs, allowed, retryAfterMs, key };
+  }
+}
+
+/** sluice's info on a request from an earlier middleware, or undefined. */
+export function previousInfo(value: unknown): RateLimitInfo | undefined {
+  return typeof value === 'object' && value !== null && (value as { [BRAND]?: boolean })[BRAND] === true
+    ? (value as RateLimitInfo)
+    : undefined;
+}
+
+/**
+ * The info after this middleware's limits, appended to what earlier middlewares applied; the binding
+ * limit is the one closest to exhaustion over all of them (as `combineDecisions` picks).
+ */
+export function appendInfo(previous: RateLimitInfo | undefined, own: readonly AppliedLimitInfo[]): RateLimitInfo {
+  const limits = previous === undefined ? own : [...previous.limits, ...own];
+  if (limits.length === 1) return new Info(limits, limits[0] as AppliedLimitInfo);
+  const chosen = combineDecisions(limits.map((l) => l.decision));
+  const binding = limits.find((l) => l.decision === chosen) ?? (limits[0] as AppliedLimitInfo);
+  return new Info(limits, binding);
+}
+
+/** The limit `X-RateLimit-*` describe. */
+export function bindingOf(info: RateLimitInfo): AppliedLimitInfo {
+  return (info as Info).binding;
+}
+
+export type { LimitHeaderInfo };
