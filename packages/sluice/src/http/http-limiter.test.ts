@@ -245,6 +245,38 @@ describe('createHttpLimiter', () => {
     throwsCode(() => limiter({ limit: 1, period: '1s', fail: 'maybe' as never }), 'ERR_SLUICE_INVALID_OPTION', 'fail');
   });
 
+  it("another library's option names are coded errors that say the sluice spelling", () => {
+    const hint = (options: object, option: string, fix: RegExp) =>
+      assert.throws(
+        () => limiter(options as never),
+        (e: unknown) => isSluiceError(e, 'ERR_SLUICE_UNKNOWN_OPTION') && e.option === option && fix.test(e.message),
+        option,
+      );
+    hint({ windowMs: 900_000, limit: 100 }, 'windowMs', /period/);
+    hint({ max: 100, period: '15m' }, 'max', /limit: 100/);
+    hint({ limit: 1, period: '1m', keyGenerator: () => 'k' }, 'keyGenerator', /key: \(req\)/);
+    hint({ limit: 1, period: '1m', standardHeaders: 'draft-8' }, 'standardHeaders', /headers: 'draft'/);
+    hint({ points: 10, period: '1s' }, 'points', /limit/);
+    hint({ limit: 10, duration: 60 }, 'duration', /period: '60s'/);
+    hint({ limit: 10, timeWindow: '1 minute' }, 'timeWindow', /period/);
+  });
+
+  it('period: 60 (seconds in other libraries) is warned about: it is 60 ms', async () => {
+    const seen: string[] = [];
+    const onWarning = (w: Error & { code?: string }) => void (w.code && seen.push(w.message));
+    process.on('warning', onWarning);
+    try {
+      limiter({ limit: 10, period: 60 });
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off('warning', onWarning);
+    }
+    assert.ok(
+      seen.some((m) => /period: 60 is 60 milliseconds.*'60s'/.test(m)),
+      seen.join('\n'),
+    );
+  });
+
   it('a key that is neither a string nor a number is an error, not a silent bypass', () => {
     const l = limiter({ limit: 1, period: '1s', key: () => ({ id: 42 }) as never });
     assert.throws(
