@@ -18,6 +18,7 @@
 
 export type { Cidr, IpBytes } from '../core/ip.js';
 export { cidrContains, formatIp, maskIp, parseCidr, parseIp } from '../core/ip.js';
+export { IpPrefixTable } from '../core/ip-prefix-table.js';
 export type { AccessList } from './access-list.js';
 export { createAccessList, isAccessList } from './access-list.js';
 export type { ClientIpOptions, ClientIpResolver, ProxyHeader } from './client-ip.js';
