@@ -50,6 +50,14 @@ export const RULE_ISSUE_CODES = {
   invalidValue: 'ERR_SLUICE_RULES_INVALID_VALUE',
   /** An `http` action that is not a map with exactly one action name. */
   invalidAction: 'ERR_SLUICE_RULES_INVALID_ACTION',
+  /** A file larger than `MAX_RULE_FILE_BYTES`; it is not read. */
+  fileTooLarge: 'ERR_SLUICE_RULES_FILE_TOO_LARGE',
+  /** Aliases or merge keys expand a file past `MAX_RULE_NODES`, or it nests too deeply to read. */
+  tooComplex: 'ERR_SLUICE_RULES_TOO_COMPLEX',
+  /** More problems than `MAX_REPORTED_ISSUES`: this last issue counts the ones not listed. */
+  tooManyIssues: 'ERR_SLUICE_RULES_TOO_MANY_ISSUES',
+  /** Loading failed for another reason (an exception, a parse that ran out of time or memory). */
+  loadFailed: 'ERR_SLUICE_RULES_LOAD_FAILED',
 } as const;
 
 /**

@@ -1,5 +1,6 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { extname, join } from 'node:path';
+import { IssueList, MAX_RULE_FILE_BYTES } from './budget.js';
 import { RULE_ISSUE_CODES as C } from './codes.js';
 import { parseRules } from './parse-rules.js';
 import type { LoadResult, RuleIssue, RuleSource } from './types.js';
@@ -24,10 +25,23 @@ export function isRuleFile(name: string): boolean {
  */
 export async function loadRules(paths: string | readonly string[]): Promise<LoadResult> {
   const { sources, issues } = await readSources(paths);
-  const files = sources.map((s) => s.file);
-  const parsed = parseRules(sources);
-  if (issues.length === 0) return parsed;
-  return { ok: false, issues: [...issues, ...(parsed.ok ? [] : parsed.issues)], files };
+  return withReadIssues(issues, parseRules(sources), sources);
+}
+
+/** A parse result with the problems of reading the files put first (capped like the parser's own). */
+export function withReadIssues(
+  readIssues: readonly RuleIssue[],
+  parsed: LoadResult,
+  sources: readonly RuleSource[],
+): LoadResult {
+  if (readIssues.length === 0) return parsed;
+  const issues = new IssueList();
+  for (const issue of readIssues) issues.add(issue);
+  return {
+    ok: false,
+    issues: [...issues.toArray(), ...(parsed.ok ? [] : parsed.issues)],
+    files: sources.map((s) => s.file),
+  };
 }
 
 /** Reads the rule files under `paths`; problems reading them are issues, not exceptions. */
@@ -61,7 +75,18 @@ export async function readSources(
   }
   for (const file of [...new Set(files)]) {
     try {
-      sources.push({ file, text: await readFile(file, 'utf8') });
+      // Checked before reading (a huge file is never loaded) and after (it may have grown meanwhile).
+      const size = Math.max((await stat(file)).size, 0);
+      const text = size > MAX_RULE_FILE_BYTES ? undefined : await readFile(file, 'utf8');
+      if (text === undefined || text.length > MAX_RULE_FILE_BYTES) {
+        whole(
+          file,
+          C.fileTooLarge,
+          `${file}: ${text?.length ?? size} bytes; rule files are read up to ${MAX_RULE_FILE_BYTES} bytes (split the rules into several files, or write them with less repetition)`,
+        );
+        continue;
+      }
+      sources.push({ file, text });
     } catch (error) {
       whole(file, C.readFailed, `${file}: cannot read it (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
     }

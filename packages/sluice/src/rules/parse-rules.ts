@@ -1,36 +1,41 @@
 import { LineCounter, parseDocument } from 'yaml';
+import { IssueList, MAX_REPORTED_ISSUES, MAX_RULE_NODES, RuleBudgetExceeded } from './budget.js';
 import { RULE_ISSUE_CODES as C } from './codes.js';
 import { parseDescriptors } from './parse/parse-descriptors.js';
 import { parseFail } from './parse/parse-fail.js';
 import { parseHttp } from './parse/parse-http.js';
 import { Reader } from './parse/reader.js';
-import type { DomainRules, LoadResult, RuleIssue, RuleSource } from './types.js';
+import type { DomainRules, LoadResult, RuleSource } from './types.js';
 
 const TOP_LEVEL_FIELDS = ['domain', 'descriptors', 'http', 'fail'] as const;
 
 /**
  * Parses rule files from their text, without touching the file system (for tests, `sluice validate` and
  * the admin API). Each source is one domain, in envoy ratelimit's YAML format or as JSON; every problem
- * in every source is reported at once, with its file, line, column and a stable code.
+ * in every source is reported at once, with its file, line, column and a stable code — the first
+ * `MAX_REPORTED_ISSUES` of them, then one that counts the rest. A hostile file cannot make it run
+ * without end: aliases are counted at every use against `MAX_RULE_NODES`, and a file nested past what
+ * the stack holds is refused, each with a code. It never throws for what a file holds.
  *
  * @example
  * const result = parseRules([{ file: 'api.yaml', text: 'domain: api\ndescriptors:\n  - key: user\n    rate_limit: { unit: minute, requests_per_unit: 20 }\n' }]);
  * if (!result.ok) for (const i of result.issues) console.error(`${i.file}:${i.line}:${i.column} ${i.code} ${i.message}`);
  */
 export function parseRules(sources: readonly RuleSource[]): LoadResult {
-  const issues: RuleIssue[] = [];
+  const issues = new IssueList();
   const domains = new Map<string, DomainRules>();
   const files = sources.map((s) => s.file);
   for (const source of sources) {
-    const found: RuleIssue[] = [];
-    const parsed = parseSource(source, found);
+    const found = new IssueList();
+    const parsed = parseGuarded(source, found);
     // Within a file, in reading order.
-    issues.push(...found.sort((a, b) => a.line - b.line || a.column - b.column));
+    found.kept.sort((a, b) => a.line - b.line || a.column - b.column);
+    issues.merge(found);
     if (parsed === undefined) continue;
     const { rules, at } = parsed;
     const first = domains.get(rules.domain);
     if (first) {
-      issues.push({
+      issues.add({
         code: C.duplicateDomain,
         message: `domain: '${rules.domain}' is already defined in ${first.file}; each domain lives in one file`,
         file: source.file,
@@ -40,25 +45,52 @@ export function parseRules(sources: readonly RuleSource[]): LoadResult {
     }
     domains.set(rules.domain, rules);
   }
-  if (issues.length > 0) return { ok: false, issues, files };
+  if (issues.size > 0) return { ok: false, issues: issues.toArray(), files };
   return { ok: true, ruleSet: { domains, files }, files };
 }
 
-function parseSource(
-  source: RuleSource,
-  issues: RuleIssue[],
-): { rules: DomainRules; at: { line: number; column: number } } | undefined {
+type Parsed = { rules: DomainRules; at: { line: number; column: number } };
+
+/** parseSource, turning a spent budget, a stack overflow or any other exception into an issue of the file. */
+function parseGuarded(source: RuleSource, issues: IssueList): Parsed | undefined {
   const lines = new LineCounter();
+  try {
+    return parseSource(source, issues, lines);
+  } catch (error) {
+    const whole = { file: source.file, line: 0, column: 0 };
+    if (error instanceof RuleBudgetExceeded) {
+      const { line, col } = lines.linePos(error.offset);
+      issues.add({
+        code: C.tooComplex,
+        message: `reading this file would visit more than ${MAX_RULE_NODES} fields and list items (aliases and << merge keys count at every use); an alias here expands too far — write the rules out, or split them`,
+        file: source.file,
+        line,
+        column: col,
+      });
+    } else if (error instanceof RangeError) {
+      issues.add({
+        code: C.tooComplex,
+        message: 'the file nests too deeply to read; descriptors rarely need more than a few levels',
+        ...whole,
+      });
+    } else {
+      issues.add({ code: C.loadFailed, message: `could not be read: ${String(error)}`, ...whole });
+    }
+    return undefined;
+  }
+}
+
+function parseSource(source: RuleSource, issues: IssueList, lines: LineCounter): Parsed | undefined {
   // YAML 1.1, as envoy ratelimit's decoder reads it (yes/no are booleans; << merge keys work).
   const doc = parseDocument(source.text, { lineCounter: lines, version: '1.1', merge: true, prettyErrors: false });
   if (doc.errors.length > 0) {
-    for (const error of doc.errors) {
+    for (const error of doc.errors.slice(0, MAX_REPORTED_ISSUES + 1)) {
       const { line, col } = lines.linePos(error.pos[0]);
       const message =
         error.code === 'MULTIPLE_DOCS'
           ? 'a rules file holds one document (one domain); put each --- document in a file of its own'
           : (error.message.split('\n')[0] ?? error.message);
-      issues.push({ code: C.badYaml, message: `not valid YAML: ${message}`, file: source.file, line, column: col });
+      issues.add({ code: C.badYaml, message: `not valid YAML: ${message}`, file: source.file, line, column: col });
     }
     return undefined;
   }
@@ -66,12 +98,12 @@ function parseSource(
   const top = r.resolve(doc.contents);
   if (top === undefined) {
     r.report(C.emptyDomain, 'the file is empty; it needs at least domain: <name>', 0);
-    issues.push(...r.issues);
+    issues.merge(r.issues);
     return undefined;
   }
   const f = r.fields(top, '(top level)', TOP_LEVEL_FIELDS);
   if (f === undefined) {
-    issues.push(...r.issues);
+    issues.merge(r.issues);
     return undefined;
   }
   const domainField = f.get('domain');
@@ -84,7 +116,7 @@ function parseSource(
   // Descriptors are validated even without a domain, so their problems are reported too.
   const root = parseDescriptors(r, f.get('descriptors'), 'descriptors', { domain: domain ?? '', parentPath: [], fail });
   const http = parseHttp(r, f.get('http'));
-  issues.push(...r.issues);
+  issues.merge(r.issues);
   if (!domain) return undefined;
   const { line, col } = r.position(domainField?.at);
   return {

@@ -1,10 +1,11 @@
 import { type FSWatcher, statSync, watch } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { SluiceError } from '../core/errors.js';
+import { RULE_ISSUE_CODES } from './codes.js';
 import type { RulesEngine } from './engine-types.js';
-import { readSources } from './load-rules.js';
+import { readSources, withReadIssues } from './load-rules.js';
 import { parseRules } from './parse-rules.js';
-import type { LoadResult, RuleSet } from './types.js';
+import type { LoadResult, RuleSet, RuleSource } from './types.js';
 
 /** Options of `watchRules`. */
 export interface WatchRulesOptions {
@@ -17,6 +18,11 @@ export interface WatchRulesOptions {
   debounceMs?: number;
   /** When given, every valid reload is applied to it with `setRuleSet`, keeping its counters. */
   engine?: RulesEngine;
+  /**
+   * Parses the files' text (default `parseRules`, on this thread). The service passes one that parses
+   * in a worker thread, so a large file does not stall the requests being answered meanwhile.
+   */
+  parse?: (sources: RuleSource[]) => LoadResult | Promise<LoadResult>;
 }
 
 /** A running watch. */
@@ -100,22 +106,27 @@ export function watchRules(paths: string | readonly string[], options: WatchRule
     if (timer) clearTimeout(timer);
     timer = setTimeout(() => {
       timer = undefined;
-      void run(false);
+      // load() never rejects; only an exception thrown by onReload itself could land here, and a file
+      // event must not turn it into an unhandled rejection that ends the process.
+      run(false).catch(() => {});
     }, debounceMs);
     timer.unref();
   }
 
+  const parse = options.parse ?? parseRules;
+
   async function load(): Promise<{ result: LoadResult; changed: boolean }> {
-    const { sources, issues } = await readSources(list);
-    const signature = JSON.stringify([sources, issues]);
-    const changed = signature !== lastSignature;
-    lastSignature = signature;
-    const parsed = parseRules(sources);
-    const result: LoadResult =
-      issues.length === 0
-        ? parsed
-        : { ok: false, issues: [...issues, ...(parsed.ok ? [] : parsed.issues)], files: sources.map((s) => s.file) };
-    return { result, changed };
+    try {
+      const { sources, issues } = await readSources(list);
+      const signature = JSON.stringify([sources, issues]);
+      const changed = signature !== lastSignature;
+      lastSignature = signature;
+      return { result: withReadIssues(issues, await parse(sources), sources), changed };
+    } catch (error) {
+      // Whatever went wrong, it is a failed reload (the rules in use stay), never an unhandled rejection.
+      lastSignature = undefined;
+      return { result: loadFailed(list, error), changed: true };
+    }
   }
 
   async function run(force: boolean): Promise<LoadResult> {
@@ -163,5 +174,23 @@ export function watchRules(paths: string | readonly string[], options: WatchRule
       for (const w of watchers.values()) w.close();
       watchers.clear();
     },
+  };
+}
+
+/** A failed LoadResult for an exception thrown while loading. */
+export function loadFailed(paths: readonly string[], error: unknown): LoadResult {
+  const message = error instanceof Error ? error.message : String(error);
+  return {
+    ok: false,
+    issues: [
+      {
+        code: RULE_ISSUE_CODES.loadFailed,
+        message: `loading the rules failed: ${message}; the rules in use stay`,
+        file: paths.join(', '),
+        line: 0,
+        column: 0,
+      },
+    ],
+    files: [],
   };
 }

@@ -4,16 +4,27 @@
  * so every new fixture gets asserted.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, it } from 'node:test';
-import { formatRuleIssue, loadRules, RULE_ISSUE_CODES } from '../../src/rules/index.js';
+import {
+  formatRuleIssue,
+  loadRules,
+  MAX_REPORTED_ISSUES,
+  MAX_RULE_FILE_BYTES,
+  MAX_RULE_NODES,
+  RULE_ISSUE_CODES,
+} from '../../src/rules/index.js';
 
 const dir = resolve(import.meta.dirname, '../fixtures/rules/invalid');
 
 /** fixture → the one issue it must produce (file relative to the fixture, line, column). */
-const EXPECTED: Record<string, { code: string; line: number; column: number; file?: string; mentions: RegExp }> = {
+const EXPECTED: Record<
+  string,
+  // `total`: the fixture produces that many issues, and the one asserted is the last.
+  { code: string; line: number; column: number; file?: string; mentions: RegExp; total?: number }
+> = {
   'bad-yaml.yaml': { code: RULE_ISSUE_CODES.badYaml, line: 5, column: 1, mentions: /not valid YAML/ },
   'empty-domain.yaml': { code: RULE_ISSUE_CODES.emptyDomain, line: 1, column: 9, mentions: /domain/ },
   'duplicate-domain': {
@@ -70,6 +81,19 @@ const EXPECTED: Record<string, { code: string; line: number; column: number; fil
   'invalid-burst.yaml': { code: RULE_ISSUE_CODES.invalidBurst, line: 7, column: 14, mentions: /take a burst/ },
   'invalid-value.yaml': { code: RULE_ISSUE_CODES.invalidValue, line: 4, column: 11, mentions: /'sometimes'/ },
   'invalid-action.yaml': { code: RULE_ISSUE_CODES.invalidAction, line: 5, column: 11, mentions: /one action name/ },
+  'too-complex.yaml': {
+    code: RULE_ISSUE_CODES.tooComplex,
+    line: 6,
+    column: 32,
+    mentions: new RegExp(`more than ${MAX_RULE_NODES} fields and list items`),
+  },
+  'too-many-issues.yaml': {
+    code: RULE_ISSUE_CODES.tooManyIssues,
+    line: 3,
+    column: 1215,
+    mentions: /and 50 more problems not listed .* descriptors\[100\]\.key/,
+    total: MAX_REPORTED_ISSUES + 1,
+  },
 };
 
 describe('rules fixtures: one file per validation error', () => {
@@ -83,8 +107,8 @@ describe('rules fixtures: one file per validation error', () => {
       const result = await loadRules(join(dir, fixture));
       assert.equal(result.ok, false);
       if (result.ok) return;
-      assert.equal(result.issues.length, 1, JSON.stringify(result.issues, null, 2));
-      const [issue] = result.issues;
+      assert.equal(result.issues.length, want.total ?? 1, JSON.stringify(result.issues.slice(0, 3), null, 2));
+      const issue = result.issues.at(-1);
       assert.equal(issue?.code, want.code);
       assert.equal(issue?.file, want.file ? join(dir, fixture, want.file) : join(dir, fixture));
       assert.deepEqual([issue?.line, issue?.column], [want.line, want.column]);
@@ -134,6 +158,26 @@ describe('rules fixtures: one file per validation error', () => {
       if (!result.ok) assert.equal(result.issues[0]?.code, RULE_ISSUE_CODES.noFiles);
     } finally {
       rmSync(empty, { recursive: true, force: true });
+    }
+  });
+
+  it(`a file over ${MAX_RULE_FILE_BYTES} bytes → ${RULE_ISSUE_CODES.fileTooLarge} for the whole file, unread`, async () => {
+    // Generated, not committed: a sparse file of MAX_RULE_FILE_BYTES + 1 bytes takes no disk space.
+    const tmp = mkdtempSync(join(tmpdir(), 'sluice-rules-large-'));
+    try {
+      const file = join(tmp, 'huge.yaml');
+      writeFileSync(file, 'domain: huge\n');
+      truncateSync(file, MAX_RULE_FILE_BYTES + 1);
+      const result = await loadRules(file);
+      assert.equal(result.ok, false);
+      if (result.ok) return;
+      assert.deepEqual(
+        result.issues.map((i) => [i.code, i.file, i.line, i.column]),
+        [[RULE_ISSUE_CODES.fileTooLarge, file, 0, 0]],
+      );
+      assert.match(result.issues[0]?.message ?? '', new RegExp(`${MAX_RULE_FILE_BYTES + 1} bytes`));
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
     }
   });
 });

@@ -1,7 +1,7 @@
 import type { Document, LineCounter, Node as YamlNode } from 'yaml';
 import { isAlias, isMap, isScalar, isSeq } from 'yaml';
+import { IssueList, MAX_RULE_NODES, RuleBudgetExceeded } from '../budget.js';
 import { RULE_ISSUE_CODES } from '../codes.js';
-import type { RuleIssue } from '../types.js';
 
 /** A YAML node, as parsed. */
 export type Node = YamlNode;
@@ -21,7 +21,11 @@ export interface Field {
  * wrong and returns a neutral value, so validation carries on and reports every problem at once.
  */
 export class Reader {
-  readonly issues: RuleIssue[] = [];
+  /** The problems found, at most `MAX_REPORTED_ISSUES` of them kept. */
+  readonly issues = new IssueList();
+  /** Fields and list items read so far, aliases counted at every use (see MAX_RULE_NODES). */
+  private nodes = 0;
+  private readonly aliases = new Map<object, Node | undefined>();
 
   constructor(
     readonly file: string,
@@ -33,7 +37,13 @@ export class Reader {
   report(code: string, message: string, at: Node | number | undefined): void {
     const offset = typeof at === 'number' ? at : (at?.range?.[0] ?? 0);
     const { line, col } = this.lines.linePos(offset);
-    this.issues.push({ code, message, file: this.file, line, column: col });
+    this.issues.add({ code, message, file: this.file, line, column: col });
+  }
+
+  /** Counts `n` nodes read at `at`; throws RuleBudgetExceeded once the file has read too many. */
+  private spend(n: number, at: Node): void {
+    this.nodes += n;
+    if (this.nodes > MAX_RULE_NODES) throw new RuleBudgetExceeded(at.range?.[0] ?? 0);
   }
 
   /** 1-based line and column of a node. */
@@ -44,8 +54,13 @@ export class Reader {
   /** The node behind an alias (`*anchor`), or the node itself. */
   resolve(node: unknown): Node | undefined {
     if (node === null || node === undefined) return undefined;
-    if (isAlias(node)) return node.resolve(this.doc) as Node | undefined;
-    return node as Node;
+    if (!isAlias(node)) return node as Node;
+    // yaml's Alias.resolve walks the whole document each time; an alias used a million times (through
+    // other aliases) must cost one walk, not a million.
+    if (this.aliases.has(node)) return this.aliases.get(node);
+    const target = node.resolve(this.doc) as Node | undefined;
+    this.aliases.set(node, target);
+    return target;
   }
 
   /**
@@ -57,6 +72,7 @@ export class Reader {
       this.report(RULE_ISSUE_CODES.wrongType, `${path}: expected a map, got ${describe(node)}`, at ?? node);
       return undefined;
     }
+    this.spend(node.items.length, node);
     const out = new Map<string, Field>();
     const merged: Node[] = [];
     for (const pair of node.items) {
@@ -93,7 +109,10 @@ export class Reader {
 
   private mergeSources(value: Node, path: string): Node[] {
     const resolved = this.resolve(value);
-    if (isSeq(resolved)) return resolved.items.map((item) => this.resolve(item)).filter((n) => n !== undefined);
+    if (isSeq(resolved)) {
+      this.spend(resolved.items.length, resolved);
+      return resolved.items.map((item) => this.resolve(item)).filter((n) => n !== undefined);
+    }
     if (isMap(resolved)) return [resolved];
     this.report(RULE_ISSUE_CODES.wrongType, `${path}: a << merge key takes a map or a list of maps`, value);
     return [];
@@ -106,6 +125,7 @@ export class Reader {
       this.report(RULE_ISSUE_CODES.wrongType, `${path}: expected a list, got ${describe(field.value)}`, field.at);
       return undefined;
     }
+    this.spend(field.value.items.length, field.value);
     return field.value.items.map((item) => ({ node: this.resolve(item), at: (item as Node) ?? field.value }));
   }
 
