@@ -1,6 +1,7 @@
-import type { LoadResult, RuleIssue, RuleSet } from 'sluice/rules';
-import { loadRules, parseRules, watchRules } from 'sluice/rules';
+import type { LoadResult, LoadRulesOptions, RuleIssue, RuleSet } from 'sluice/rules';
+import { loadRules, parseRules, RULE_ISSUE_CODES, watchRules } from 'sluice/rules';
 import { EXAMPLE_CONFIG, EXAMPLE_CONFIG_NAME } from './example-config.js';
+import { parseOffThread } from './rules/parse-off-thread.js';
 
 /** Where the rules come from and how the last load went (for the admin API and the dashboard). */
 export interface ConfigStatus {
@@ -16,10 +17,13 @@ export interface ConfigStatus {
   readonly lastError?: { readonly at: string; readonly issues: readonly RuleIssue[] };
 }
 
-/** Loads the rules: from the paths given, or the built-in example when there are none. */
-export function loadConfig(paths: readonly string[]): Promise<LoadResult> {
+/**
+ * Loads the rules: from the paths given, or the built-in example when there are none. `parse` defaults
+ * to parsing on this thread (at start, before anything is served); reloads parse off-thread.
+ */
+export function loadConfig(paths: readonly string[], parse?: LoadRulesOptions['parse']): Promise<LoadResult> {
   if (paths.length === 0) return Promise.resolve(parseRules([{ file: EXAMPLE_CONFIG_NAME, text: EXAMPLE_CONFIG }]));
-  return loadRules(paths);
+  return loadRules(paths, parse === undefined ? {} : { parse });
 }
 
 /** Tracks the config: the current status, reloads on demand and on file changes. */
@@ -31,42 +35,82 @@ export interface ConfigSource {
   watch(): () => void;
 }
 
-/** Creates the config tracker around the first good load, calling `apply` with every later good RuleSet. */
+/** Options of {@link createConfigSource} beyond its callbacks. */
+export interface ConfigSourceOptions {
+  /** Parses rule files on reload. @default parseOffThread (a worker thread, bounded in time and heap) */
+  parse?: LoadRulesOptions['parse'];
+}
+
+/**
+ * Creates the config tracker around the first good load, calling `apply` with every later good RuleSet.
+ * A reload that fails for any reason — problems in the files, a file too large or too complex, an
+ * exception anywhere in loading or applying — changes nothing but `status.lastError`: the last good
+ * rules stay, and so do their counters (they live in the store, under rule identities).
+ */
 export function createConfigSource(
   paths: readonly string[],
   first: { ruleSet: RuleSet; files: readonly string[] },
   apply: (ruleSet: RuleSet) => void,
   report: (result: LoadResult) => void,
+  options: ConfigSourceOptions = {},
 ): ConfigSource {
+  const parse = options.parse ?? parseOffThread;
   let status: ConfigStatus = {
     source: paths.length === 0 ? 'example' : 'files',
     paths,
     files: first.files,
     loadedAt: new Date().toISOString(),
   };
-  const take = (result: LoadResult) => {
+  const take = (loaded: LoadResult): LoadResult => {
+    let result = loaded;
     if (result.ok) {
-      apply(result.ruleSet);
-      status = { source: status.source, paths, files: result.files, loadedAt: new Date().toISOString() };
-    } else {
-      status = { ...status, lastError: { at: new Date().toISOString(), issues: result.issues } };
+      try {
+        apply(result.ruleSet);
+        status = { source: status.source, paths, files: result.files, loadedAt: new Date().toISOString() };
+      } catch (error) {
+        result = failure(paths, error);
+      }
     }
+    if (!result.ok) status = { ...status, lastError: { at: new Date().toISOString(), issues: result.issues } };
     report(result);
+    return result;
   };
   return {
     get status() {
       return status;
     },
     async reload() {
-      const result = await loadConfig(paths);
-      take(result);
-      return result;
+      let result: LoadResult;
+      try {
+        result = await loadConfig(paths, parse);
+      } catch (error) {
+        result = failure(paths, error);
+      }
+      return take(result);
     },
     watch() {
       if (paths.length === 0) return () => {};
-      const watcher = watchRules(paths, { onReload: take });
+      const watcher = watchRules(paths, { parse, onReload: take });
       return () => watcher.close();
     },
+  };
+}
+
+/** A failed load for an exception thrown while loading or applying rules. */
+function failure(paths: readonly string[], error: unknown): LoadResult {
+  const why = error instanceof Error ? error.message : String(error);
+  return {
+    ok: false,
+    issues: [
+      {
+        code: RULE_ISSUE_CODES.loadFailed,
+        message: `loading the rules failed: ${why}; the rules in use stay`,
+        file: paths.join(', '),
+        line: 0,
+        column: 0,
+      },
+    ],
+    files: [],
   };
 }
 

@@ -43,6 +43,27 @@ describe('sluice validate', () => {
     }
     assert.equal((await sluice(['validate'])).code, 2);
   });
+
+  it('survives an alias bomb and a file with 200,000 problems: exit 1, the problems listed and counted', async () => {
+    const fixtures = join(ROOT, '..', 'sluice', 'test', 'fixtures', 'rules', 'invalid');
+    const bomb = await sluice(['validate', join(fixtures, 'too-complex.yaml')]);
+    assert.equal(bomb.code, 1);
+    assert.match(bomb.stderr, /too-complex\.yaml:6:32 ERR_SLUICE_RULES_TOO_COMPLEX /);
+    const many = tempFile(
+      'many.yaml',
+      `domain: many\ndescriptors: [${Array.from({ length: 200_000 }, () => '{}').join(',')}]\n`,
+    );
+    try {
+      const res = await sluice(['validate', '--json', many.path]);
+      assert.equal(res.code, 1);
+      const issues = (JSON.parse(res.stdout) as { issues: { code: string; message: string }[] }).issues;
+      assert.equal(issues.length, 101);
+      assert.equal(issues.at(-1)?.code, 'ERR_SLUICE_RULES_TOO_MANY_ISSUES');
+      assert.match(issues.at(-1)?.message ?? '', /^and 199900 more problems/);
+    } finally {
+      many.remove();
+    }
+  });
 });
 
 describe('sluice check and sluice bench against a running service', () => {

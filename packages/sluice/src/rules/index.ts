@@ -39,6 +39,7 @@ export type {
   HttpRateLimit,
   HttpRequestInfo,
 } from './http/types.js';
+export type { LoadRulesOptions } from './load-rules.js';
 export { loadRules } from './load-rules.js';
 export { parseRules } from './parse-rules.js';
 export type {

@@ -23,9 +23,21 @@ export function isRuleFile(name: string): boolean {
  * if (loaded.ok) engine.setRuleSet(loaded.ruleSet);
  * else for (const i of loaded.issues) console.error(`${i.file}:${i.line}:${i.column} ${i.code} ${i.message}`);
  */
-export async function loadRules(paths: string | readonly string[]): Promise<LoadResult> {
+export async function loadRules(
+  paths: string | readonly string[],
+  options: LoadRulesOptions = {},
+): Promise<LoadResult> {
   const { sources, issues } = await readSources(paths);
-  return withReadIssues(issues, parseRules(sources), sources);
+  return withReadIssues(issues, await (options.parse ?? parseRules)(sources), sources);
+}
+
+/** Options of `loadRules`. */
+export interface LoadRulesOptions {
+  /**
+   * Parses the files' text. @default parseRules, on this thread; the service passes one that parses in
+   * a worker thread, so a large file does not stall the requests it answers meanwhile.
+   */
+  parse?: (sources: RuleSource[]) => LoadResult | Promise<LoadResult>;
 }
 
 /** A parse result with the problems of reading the files put first (capped like the parser's own). */

@@ -3,9 +3,9 @@ import { dirname, resolve } from 'node:path';
 import { SluiceError } from '../core/errors.js';
 import { RULE_ISSUE_CODES } from './codes.js';
 import type { RulesEngine } from './engine-types.js';
-import { readSources, withReadIssues } from './load-rules.js';
+import { type LoadRulesOptions, readSources, withReadIssues } from './load-rules.js';
 import { parseRules } from './parse-rules.js';
-import type { LoadResult, RuleSet, RuleSource } from './types.js';
+import type { LoadResult, RuleSet } from './types.js';
 
 /** Options of `watchRules`. */
 export interface WatchRulesOptions {
@@ -18,11 +18,8 @@ export interface WatchRulesOptions {
   debounceMs?: number;
   /** When given, every valid reload is applied to it with `setRuleSet`, keeping its counters. */
   engine?: RulesEngine;
-  /**
-   * Parses the files' text (default `parseRules`, on this thread). The service passes one that parses
-   * in a worker thread, so a large file does not stall the requests being answered meanwhile.
-   */
-  parse?: (sources: RuleSource[]) => LoadResult | Promise<LoadResult>;
+  /** Parses the files' text, as `loadRules`'s option does. @default parseRules */
+  parse?: LoadRulesOptions['parse'];
 }
 
 /** A running watch. */
