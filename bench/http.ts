@@ -5,15 +5,19 @@
  * (a redis-server this benchmark starts), in two passes: limits set high (nothing rejected) and
  * limits set low (after the first 100 requests everything is rejected).
  *
- *   node --import tsx bench/http.ts
- *   BENCH_HTTP_DURATION=5 BENCH_HTTP_ROUNDS=7 node --import tsx bench/http.ts   # longer, steadier
+ *   npm run bench -- http
+ *   BENCH_HTTP_DURATION=5 BENCH_HTTP_ROUNDS=7 npm run bench -- http      # longer, steadier
+ *   BENCH_HTTP_ONLY=fastify/sluice/redis,fastify/peer/redis BENCH_HTTP_PASSES=allow npm run bench -- http
+ *   BENCH_HTTP_PROFILE=/tmp/prof npm run bench -- http    # each server writes a --cpu-prof profile there
  *
  * Every server runs in a child process of its own; autocannon runs in this one, with the same settings
  * for every variant. On a small machine the load generator, the servers and Redis share the cores,
  * so absolute numbers are low and swing with whatever else runs; the ratios within one run are what
  * to read. The servers of a pass all start first, then ROUNDS rounds load each in turn and the median
  * is reported; besides req/s and p99, the server's own CPU time per request (process.cpuUsage) is
- * measured, which the load of other processes disturbs far less than throughput.
+ * measured, which the load of other processes disturbs far less than throughput. What a limiter costs
+ * is the CPU it *adds* per request over the bare framework of the same run (the floor no limiter can
+ * beat): the last table compares that between sluice and the peer.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -36,10 +40,15 @@ type Autocannon = (options: {
 }) => Promise<AutocannonResult>;
 const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
 
-const DURATION_S = Number(process.env.BENCH_HTTP_DURATION ?? 3);
+const DURATION_S = Number(process.env.BENCH_HTTP_DURATION ?? process.env.SLUICE_BENCH_SECONDS ?? 3);
 const ROUNDS = Number(process.env.BENCH_HTTP_ROUNDS ?? 5);
 const CONNECTIONS = Number(process.env.BENCH_HTTP_CONNECTIONS ?? 50);
 const WARMUP_S = 2;
+/** Comma-separated substrings of `framework/limiter/store` ids to run (the bare framework always runs). */
+const ONLY = (process.env.BENCH_HTTP_ONLY ?? '').split(',').filter(Boolean);
+const PASSES = (process.env.BENCH_HTTP_PASSES ?? 'allow,reject').split(',') as Pass[];
+/** A directory: every server then runs under `node --cpu-prof` and writes its profile there on exit. */
+const PROFILE_DIR = process.env.BENCH_HTTP_PROFILE;
 
 type Framework = 'fastify' | 'express';
 type Limiter = 'bare' | 'sluice' | 'peer';
@@ -139,8 +148,8 @@ async function startServer(v: Variant, pass: Pass, redisPort: number): Promise<S
   const child = spawn(
     process.execPath,
     [
-      '--import',
-      'tsx',
+      ...(import.meta.url.endsWith('.ts') ? ['--import', 'tsx'] : []),
+      ...(PROFILE_DIR === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`]),
       fileURLToPath(import.meta.url),
       'serve',
       v.framework,
@@ -214,13 +223,19 @@ async function main(): Promise<void> {
   const { startRedis } = await import('../test/helpers/redis-server.js');
   const redis = await startRedis();
   const variants: Variant[] = [];
+  const wanted = (v: Variant) =>
+    ONLY.length === 0 || ONLY.some((x) => `${v.framework}/${v.limiter}/${v.store}`.includes(x));
   for (const framework of ['fastify', 'express'] as const) {
-    variants.push({ framework, limiter: 'bare', store: 'memory' });
+    const ofFramework: Variant[] = [];
     for (const store of ['memory', 'redis'] as const) {
-      for (const limiter of ['sluice', 'peer'] as const) variants.push({ framework, limiter, store });
+      for (const limiter of ['sluice', 'peer'] as const) {
+        const v: Variant = { framework, limiter, store };
+        if (wanted(v)) ofFramework.push(v);
+      }
     }
+    if (ofFramework.length > 0) variants.push({ framework, limiter: 'bare', store: 'memory' }, ...ofFramework);
   }
-  const passes: Pass[] = ['allow', 'reject'];
+  const passes = PASSES;
   const results = new Map<string, Measurement[]>();
   const id = (v: Variant, pass: Pass) => `${v.framework}/${v.limiter}/${v.store}/${pass}`;
   try {
@@ -297,18 +312,37 @@ async function main(): Promise<void> {
     const pairs = [];
     for (const framework of ['fastify', 'express'] as const) {
       for (const store of ['memory', 'redis'] as const) {
-        const s = get({ framework, limiter: 'sluice', store }, pass);
-        const p = get({ framework, limiter: 'peer', store }, pass);
+        const sv: Variant = { framework, limiter: 'sluice', store };
+        const pv: Variant = { framework, limiter: 'peer', store };
+        if (!results.has(id(sv, pass)) || !results.has(id(pv, pass))) continue;
+        const s = get(sv, pass);
+        const p = get(pv, pass);
+        const bare = get({ framework, limiter: 'bare', store: 'memory' }, pass);
+        const added = (m: { cpuUs: number }) => fmt(m.cpuUs - bare.cpuUs, 1);
         pairs.push([
           `${framework}, ${store}`,
           `sluice vs ${PEER[framework]}`,
           `${fmt(s.rps / p.rps, 2)}×`,
           `${fmt(p.cpuUs / s.cpuUs, 2)}×`,
+          `${added(s)} / ${added(p)}`,
+          `${fmt((s.cpuUs - bare.cpuUs) / (p.cpuUs - bare.cpuUs), 2)}×`,
         ]);
       }
     }
     console.log('');
-    console.log(table(['pair', '', 'req/s ratio', 'CPU per request ratio (peer / sluice)'], pairs));
+    console.log(
+      table(
+        [
+          'pair',
+          '',
+          'req/s ratio',
+          'CPU per request ratio (peer / sluice)',
+          'CPU µs/req added over bare (sluice / peer)',
+          'added CPU, sluice / peer',
+        ],
+        pairs,
+      ),
+    );
   }
 }
 
