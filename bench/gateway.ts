@@ -7,6 +7,7 @@
  *
  *   npm run bench -- gateway
  *   SLUICE_BENCH_SECONDS=2 BENCH_GATEWAY_ROUNDS=3 npm run bench -- gateway    # quicker, noisier
+ *   BENCH_GATEWAY_ONLY=memory npm run bench -- gateway      # the bare proxy and the variants named so
  *
  * Every process (upstream, proxies, Redis) starts first; then ROUNDS rounds load each proxy in turn with
  * autocannon (this process, same settings for all) and the median is reported, so a burst of background
@@ -41,6 +42,8 @@ const SECONDS = Number(process.env.SLUICE_BENCH_SECONDS ?? 3);
 const ROUNDS = Number(process.env.BENCH_GATEWAY_ROUNDS ?? 5);
 const CONNECTIONS = Number(process.env.BENCH_GATEWAY_CONNECTIONS ?? 50);
 const WARMUP_S = 2;
+/** Comma-separated substrings of variant names to run besides the bare proxy (e.g. `memory,proxy only`). */
+const ONLY = (process.env.BENCH_GATEWAY_ONLY ?? '').split(',').filter(Boolean);
 
 /** The upstream: a small JSON answer, as an API would give. */
 const UPSTREAM = `
@@ -174,6 +177,7 @@ try {
   procs.push(upstream);
   const upstreamUrl = `http://127.0.0.1:${upstream.port}`;
   const sluice = async (name: string, config: string, extra: string[] = []) => {
+    if (ONLY.length > 0 && !ONLY.some((x) => name.includes(x))) return;
     const argv = [
       ...CLI,
       'serve',
