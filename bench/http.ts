@@ -135,6 +135,8 @@ interface Measurement {
   total: number;
   /** Server CPU time per request, in µs: what the server spent, whatever else ran on the machine. */
   cpuUs: number;
+  /** Redis CPU time per request, in µs (Redis shares the machine's cores with the servers). */
+  redisUs: number;
 }
 
 interface Server {
@@ -194,12 +196,22 @@ function load(port: number, duration: number): Promise<AutocannonResult> {
   return autocannon({ url: `http://127.0.0.1:${port}/`, connections: CONNECTIONS, pipelining: 1, duration });
 }
 
+/** Redis's own CPU time so far (user + system), in µs, from INFO. */
+async function redisCpuUs(admin: import('ioredis').Redis): Promise<number> {
+  const info = await admin.info('cpu');
+  const num = (name: string) => Number(new RegExp(`${name}:([\\d.]+)`).exec(info)?.[1] ?? 0);
+  return (num('used_cpu_user') + num('used_cpu_sys')) * 1e6;
+}
+
 /** One measured window of load on a running server. */
-async function measure(server: Server): Promise<Measurement> {
+async function measure(server: Server, admin: import('ioredis').Redis): Promise<Measurement> {
   const before = await server.cpu();
+  const redisBefore = await redisCpuUs(admin);
   const r = await load(server.port, DURATION_S);
-  const cpuUs = ((await server.cpu()) - before) / Math.max(1, r.requests.total);
-  return { rps: r.requests.average, p99: r.latency.p99, non2xx: r.non2xx, total: r.requests.total, cpuUs };
+  const requests = Math.max(1, r.requests.total);
+  const cpuUs = ((await server.cpu()) - before) / requests;
+  const redisUs = ((await redisCpuUs(admin)) - redisBefore) / requests;
+  return { rps: r.requests.average, p99: r.latency.p99, non2xx: r.non2xx, total: r.requests.total, cpuUs, redisUs };
 }
 
 const median = (xs: number[]) => {
@@ -222,6 +234,8 @@ async function main(): Promise<void> {
   }
   const { startRedis } = await import('../test/helpers/redis-server.js');
   const redis = await startRedis();
+  const { Redis } = await import('ioredis');
+  const admin = new Redis(redis.port, '127.0.0.1');
   const variants: Variant[] = [];
   const wanted = (v: Variant) =>
     ONLY.length === 0 || ONLY.some((x) => `${v.framework}/${v.limiter}/${v.store}`.includes(x));
@@ -252,8 +266,10 @@ async function main(): Promise<void> {
         for (let round = 1; round <= ROUNDS; round++) {
           for (const [i, v] of variants.entries()) {
             process.stderr.write(`${pass} round ${round}/${ROUNDS}: ${id(v, pass)} ...`);
-            const m = await measure(servers[i] as Server);
-            process.stderr.write(` ${fmt(m.rps)} req/s, ${fmt(m.cpuUs, 1)} µs CPU/req\n`);
+            const m = await measure(servers[i] as Server, admin);
+            process.stderr.write(
+              ` ${fmt(m.rps)} req/s, ${fmt(m.cpuUs, 1)} µs CPU/req, Redis ${fmt(m.redisUs, 1)} µs/req\n`,
+            );
             results.set(id(v, pass), [...(results.get(id(v, pass)) ?? []), m]);
           }
         }
@@ -262,6 +278,7 @@ async function main(): Promise<void> {
       }
     }
   } finally {
+    admin.disconnect();
     await redis.stop();
   }
 
@@ -272,6 +289,7 @@ async function main(): Promise<void> {
       p99: median(ms.map((m) => m.p99)),
       rejected: median(ms.map((m) => (m.total === 0 ? 0 : m.non2xx / m.total))),
       cpuUs: median(ms.map((m) => m.cpuUs)),
+      redisUs: median(ms.map((m) => m.redisUs)),
     };
   };
   const name = (v: Variant) =>
@@ -300,12 +318,22 @@ async function main(): Promise<void> {
         v.limiter === 'bare'
           ? ''
           : `${m.cpuUs >= bare.cpuUs ? '+' : ''}${fmt(((m.cpuUs - bare.cpuUs) / bare.cpuUs) * 100, 1)} %`,
+        v.store === 'redis' ? fmt(m.redisUs, 1) : '',
         `${fmt(m.rejected * 100, 1)} %`,
       ];
     });
     console.log(
       table(
-        ['variant', 'req/s', 'p99 (ms)', 'req/s vs bare', 'server CPU µs/req', 'CPU/req vs bare', 'answered 429'],
+        [
+          'variant',
+          'req/s',
+          'p99 (ms)',
+          'req/s vs bare',
+          'server CPU µs/req',
+          'CPU/req vs bare',
+          'Redis CPU µs/req',
+          'answered 429',
+        ],
         rows,
       ),
     );

@@ -34,7 +34,7 @@ export interface RedisStoreOptions {
    */
   localCache?: boolean | { maxKeys?: number };
   /**
-   * Send the single-limit checks that arrive in the same tick as one script call (independent
+   * Send the single-limit checks that arrive in the same event-loop turn as one script call (independent
    * decisions, in arrival order): fewer commands for Redis and for the client to encode. @default true
    */
   batch?: boolean;
@@ -163,9 +163,11 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
       sendChecks(queue);
     } else if (!flushScheduled) {
       flushScheduled = true;
-      // After every promise continuation of this tick has run: callers resumed by the same reply
-      // all get into the next batch.
-      process.nextTick(flush);
+      // After the event loop's I/O phase: every check started by the I/O that arrived together (the
+      // requests a server read in one poll, the callers one reply resumed) shares one script call —
+      // one socket write instead of one per request, which is most of a check's CPU in a server. The
+      // wait is within the same loop iteration: no timer, no added round trip.
+      setImmediate(flush);
     }
   }
 
