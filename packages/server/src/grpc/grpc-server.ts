@@ -2,10 +2,10 @@ import { Server, ServerCredentials, type ServerUnaryCall, type sendUnaryData, st
 import { isSluiceError } from 'sluice';
 import type { Decider } from '../decide.js';
 import { isStoreError } from '../decide.js';
-import { requestFromMessage, responseToMessage } from '../envoy-codec.js';
+import { requestFromMessage } from '../envoy-codec.js';
 import type { Logger } from '../logger.js';
 import type { ServiceMetrics } from '../metrics.js';
-import { loadRateLimitService } from './proto.js';
+import { RLS_SERVICE_DEFINITION } from './rls-definition.js';
 
 /** A listening gRPC server. */
 export interface GrpcHandle {
@@ -44,7 +44,12 @@ export function grpcStatusOf(error: unknown): number {
 /** Serves `envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit` on `host:port` (0 = any free port). */
 export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcHandle> {
   const { decider, metrics, logger } = options;
-  const server = new Server({ 'grpc.max_receive_message_length': 4 * 1024 * 1024 });
+  const server = new Server({
+    'grpc.max_receive_message_length': 4 * 1024 * 1024,
+    // Channelz (grpc-js's introspection service, which sluice does not serve) costs every call a tracker
+    // object, four closures and two clock reads; off, as in grpc-js's own fast path.
+    'grpc.enable_channelz': 0,
+  });
   const fail = (callback: sendUnaryData<unknown>, error: unknown) => {
     const code = grpcStatusOf(error);
     metrics.grpc(CODE_NAMES[code] ?? String(code));
@@ -52,7 +57,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcH
     else if (code === status.UNAVAILABLE) logger.warn({ err: (error as Error).message }, 'store unavailable');
     callback({ code, details: code === status.INTERNAL ? 'internal error' : (error as Error).message });
   };
-  server.addService(loadRateLimitService(), {
+  server.addService(RLS_SERVICE_DEFINITION, {
     ShouldRateLimit(call: ServerUnaryCall<unknown, unknown>, callback: sendUnaryData<unknown>) {
       let request: ReturnType<typeof requestFromMessage>;
       try {
@@ -64,7 +69,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcH
       decider.decide(request, 'grpc').then(
         (decided) => {
           metrics.grpc('OK');
-          callback(null, responseToMessage(decided));
+          callback(null, decided);
         },
         (error: unknown) => fail(callback, error),
       );
