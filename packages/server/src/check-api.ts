@@ -3,6 +3,18 @@ import type { Decision, ResolvedPolicy, Store } from 'sluice';
 import { createMemoryStore, isSluiceError, type MemoryStore, resolveCost, resolvePolicy, SluiceError } from 'sluice';
 import type { FailMode } from 'sluice/rules';
 import type { AccessLists } from './access-lists.js';
+import {
+  acquireArgs,
+  type CheckOp,
+  decideGroup,
+  EXTENSION_KEYS,
+  type GroupMember,
+  groupOf,
+  opOf,
+  releaseArgs,
+  scopedPolicy,
+  timeOf,
+} from './check-ops.js';
 import { isStoreError } from './decide.js';
 import type { DecisionHub } from './decision-events.js';
 import { outcomeOf } from './decision-events.js';
@@ -26,8 +38,17 @@ export type CheckResult =
       delayMs?: number;
       reason?: string;
       degraded?: boolean;
+      /** `acquire`: the lease to give back with `release`. */
+      lease?: { id: string; expiresAt: number };
     }
+  /** `refund`, `reset`: done. */
+  | { ok: true }
+  /** `release`: whether the lease was still held. */
+  | { released: boolean }
   | { error: { code: string; message: string } };
+
+/** A result that carries a decision. */
+type DecisionResult = Extract<CheckResult, { allowed: boolean }>;
 
 /** The config-less API: each check names its own key and policy. */
 export interface CheckApi {
@@ -49,9 +70,13 @@ export interface CheckApiOptions {
    * `store-unavailable`), or decide on an in-process store (`insurance`). @default a per-check error
    */
   fail?: FailMode;
+  /** Accept a caller's `nowMs` (`sluice serve --client-clock`): for tests that drive time. @default false */
+  clientClock?: boolean;
 }
 
-const ITEM_KEYS = new Set(['key', 'cost']);
+const ITEM_KEYS = new Set(['key', 'cost', ...EXTENSION_KEYS]);
+/** Item fields that are not part of its policy (`name` is: it scopes the counters). */
+const NOT_POLICY = new Set(['key', 'cost', 'op', 'group', 'nowMs', 'leaseMs', 'lease']);
 /** Counters of `/v1/check` live apart from the rules' counters. */
 export const CHECK_KEY_PREFIX = 'v1:';
 
@@ -72,6 +97,7 @@ export function createCheckApi(options: CheckApiOptions): CheckApi {
     policy: ResolvedPolicy,
     cost: number,
     atMs: number,
+    commit = true,
   ): Decision | undefined {
     if (!isStoreError(error) || options.fail === undefined) return undefined;
     if (options.fail === 'open') {
@@ -96,76 +122,174 @@ export function createCheckApi(options: CheckApiOptions): CheckApi {
       };
     }
     insurance ??= createMemoryStore({ maxKeys: 100_000 });
-    return { ...insurance.check(CHECK_KEY_PREFIX + key, policy, cost, atMs, true), degraded: true };
+    return { ...insurance.check(CHECK_KEY_PREFIX + key, policy, cost, atMs, commit), degraded: true };
   }
 
   function policyFor(item: Record<string, unknown>, path: string): ResolvedPolicy {
-    const { key: _key, cost: _cost, ...policy } = item;
+    const policy: Record<string, unknown> = {};
+    for (const field of Object.keys(item)) if (!NOT_POLICY.has(field)) policy[field] = item[field];
     // The whole policy part of the item is the cache key, so an unknown field never hits a cached policy.
     const cacheKey = JSON.stringify(policy);
     const cached = policies.get(cacheKey);
     if (cached !== undefined) return cached;
-    const resolved = resolvePolicy(item as never, path, ITEM_KEYS);
+    const resolved = scopedPolicy(resolvePolicy(item as never, path, ITEM_KEYS), item.name, path);
     if (policies.size >= maxPolicies) policies.delete(policies.keys().next().value as string);
     policies.set(cacheKey, resolved);
     return resolved;
   }
 
-  async function one(item: unknown, i: number, atMs: number): Promise<CheckResult> {
+  /** An item, validated: what to do, to which key, under which policy, at what time. */
+  interface Parsed {
+    readonly op: CheckOp;
+    readonly key: string;
+    /** Undefined for `acquire` and `release`, which take no policy. */
+    readonly policy: ResolvedPolicy | undefined;
+    readonly cost: number;
+    readonly atMs: number;
+    readonly group: string | undefined;
+    readonly item: Record<string, unknown>;
+    readonly path: string;
+  }
+
+  function parse(item: unknown, i: number, atMs: number): Parsed {
     const path = `checks[${i}].`;
-    let key: string;
-    let policy: ResolvedPolicy;
-    let cost: number;
-    try {
-      if (!isObject(item)) throw new SluiceError('ERR_SLUICE_INVALID_REQUEST', `checks[${i}]: expected an object`);
-      if (typeof item.key !== 'string' || item.key === '' || item.key.length > MAX_KEY_LENGTH) {
-        throw new SluiceError(
-          'ERR_SLUICE_INVALID_KEY',
-          `${path}key: expected a non-empty string of at most ${MAX_KEY_LENGTH} characters`,
-        );
-      }
-      key = item.key;
-      policy = policyFor(item, path);
-      cost = withPath(() => resolveCost(item.cost), path);
-    } catch (error) {
-      return errorResult(error);
+    if (!isObject(item)) throw new SluiceError('ERR_SLUICE_INVALID_REQUEST', `checks[${i}]: expected an object`);
+    if (typeof item.key !== 'string' || item.key === '' || item.key.length > MAX_KEY_LENGTH) {
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_KEY',
+        `${path}key: expected a non-empty string of at most ${MAX_KEY_LENGTH} characters`,
+      );
     }
-    const list = lists.match('', 'key', key);
-    let decision: Decision;
-    if (list === 'deny') {
-      decision = {
-        allowed: false,
-        limit: policy.limit,
-        remaining: 0,
-        resetMs: 0,
-        retryAfterMs: Number.POSITIVE_INFINITY,
-        reason: 'denied',
-      };
-    } else if (list === 'allow') {
-      decision = { allowed: true, limit: policy.limit, remaining: policy.limit, resetMs: 0, retryAfterMs: 0 };
-    } else {
-      try {
-        decision = await store.check(CHECK_KEY_PREFIX + key, policy, cost, atMs, true);
-      } catch (error) {
-        if (isStoreError(error)) metrics.observeStore(0, true);
-        const fallback = failed(error, key, policy, cost, atMs);
-        if (fallback === undefined) return errorResult(error);
-        decision = fallback;
-      }
+    const op = opOf(item, path);
+    const at = timeOf(item, path, atMs, options.clientClock === true);
+    const group = groupOf(item, path);
+    if (group !== undefined && op !== 'check' && op !== 'peek') {
+      throw new SluiceError('ERR_SLUICE_INVALID_REQUEST', `${path}group: only checks and peeks are decided in groups`);
     }
+    const base = { op, key: item.key, atMs: at, group, item, path };
+    if (op === 'acquire') return { ...base, policy: undefined, cost: 1, ...{ lease: acquireArgs(item, path) } };
+    if (op === 'release') return { ...base, policy: undefined, cost: 0 };
+    const policy = policyFor(item, path);
+    const cost = op === 'reset' ? 0 : withPath(() => resolveCost(item.cost), path);
+    return { ...base, policy, cost };
+  }
+
+  function emit(p: Parsed, policy: ResolvedPolicy, decision: Decision, list: 'allow' | 'deny' | undefined): void {
     hub.emit({
       source: 'check',
       domain: '',
       rule: policy.id,
-      key,
+      key: p.key,
       outcome: outcomeOf(decision.allowed, decision.limit, decision.remaining),
       limit: decision.limit,
       remaining: decision.remaining,
       resetMs: decision.resetMs,
       ...(list === undefined ? {} : { list }),
-      atMs,
+      atMs: p.atMs,
     });
+  }
+
+  async function one(item: unknown, i: number, atMs: number): Promise<CheckResult> {
+    let p: Parsed;
+    try {
+      p = parse(item, i, atMs);
+    } catch (error) {
+      return errorResult(error);
+    }
+    if (p.op !== 'check' && p.op !== 'peek') return other(p);
+    const { key, cost } = p;
+    const policy = p.policy as ResolvedPolicy;
+    const commit = p.op === 'check';
+    const list = lists.match('', 'key', key);
+    let decision: Decision;
+    if (list === 'deny') {
+      decision = deniedDecision(policy.limit);
+    } else if (list === 'allow') {
+      decision = { allowed: true, limit: policy.limit, remaining: policy.limit, resetMs: 0, retryAfterMs: 0 };
+    } else {
+      try {
+        decision = await store.check(CHECK_KEY_PREFIX + key, policy, cost, p.atMs, commit);
+      } catch (error) {
+        if (isStoreError(error)) metrics.observeStore(0, true);
+        const fallback = failed(error, key, policy, cost, p.atMs, commit);
+        if (fallback === undefined) return errorResult(error);
+        decision = fallback;
+      }
+    }
+    if (commit) emit(p, policy, decision, list);
     return resultOf(decision);
+  }
+
+  /** `refund`, `reset`, `acquire`, `release`: store operations without a decision to report. */
+  async function other(p: Parsed): Promise<CheckResult> {
+    const stored = CHECK_KEY_PREFIX + p.key;
+    try {
+      switch (p.op) {
+        case 'refund':
+          await store.refund(stored, p.policy as ResolvedPolicy, p.cost, p.atMs);
+          return { ok: true };
+        case 'reset':
+          await store.reset(stored, p.policy as ResolvedPolicy);
+          return { ok: true };
+        case 'acquire': {
+          const { limit, leaseMs } = (p as Parsed & { lease: { limit: number; leaseMs: number } }).lease;
+          if (lists.match('', 'key', p.key) === 'deny') return resultOf(deniedDecision(limit));
+          const d = await store.acquire(stored, limit, leaseMs, p.atMs);
+          const result = resultOf(d);
+          if (d.lease !== undefined && 'allowed' in result) {
+            result.lease = { id: d.lease.id, expiresAt: d.lease.expiresAt };
+          }
+          return result;
+        }
+        default:
+          return { released: await store.release(releaseArgs(p.item, p.path, stored), p.atMs) };
+      }
+    } catch (error) {
+      if (isStoreError(error)) metrics.observeStore(0, true);
+      return errorResult(error);
+    }
+  }
+
+  /** The items of one group, decided together, all or nothing; results by item index. */
+  async function group(checks: readonly unknown[], indices: readonly number[], atMs: number): Promise<CheckResult[]> {
+    const parsed: (Parsed | CheckResult)[] = indices.map((i) => {
+      try {
+        return parse(checks[i], i, atMs);
+      } catch (error) {
+        return errorResult(error);
+      }
+    });
+    const valid = parsed.filter((p): p is Parsed => 'op' in p);
+    const first = valid[0];
+    let problem: string | undefined;
+    if (valid.length < parsed.length) problem = 'another check of its group is invalid';
+    else if (first === undefined || valid.some((p) => p.op !== first.op || p.atMs !== first.atMs)) {
+      problem = 'the checks of a group must share op and nowMs';
+    }
+    if (problem !== undefined || first === undefined) {
+      const error = { error: { code: 'ERR_SLUICE_GROUP_INVALID', message: problem ?? 'empty group' } };
+      return parsed.map((p) => ('op' in p ? error : p));
+    }
+    const commit = first.op === 'check';
+    const members: GroupMember[] = valid.map((p, index) => ({
+      index,
+      item: { key: CHECK_KEY_PREFIX + p.key, policy: p.policy as ResolvedPolicy, cost: p.cost },
+      list: lists.match('', 'key', p.key),
+    }));
+    let decisions: Decision[];
+    try {
+      decisions = await decideGroup(store, members, first.atMs, commit);
+    } catch (error) {
+      if (isStoreError(error)) metrics.observeStore(0, true);
+      const fallbacks = valid.map((p) => failed(error, p.key, p.policy as ResolvedPolicy, p.cost, first.atMs, commit));
+      if (fallbacks.some((d) => d === undefined)) return valid.map(() => errorResult(error));
+      decisions = fallbacks as Decision[];
+    }
+    return valid.map((p, j) => {
+      const d = decisions[j] as Decision;
+      if (commit) emit(p, p.policy as ResolvedPolicy, d, members[j]?.list);
+      return resultOf(d);
+    });
   }
 
   return {
@@ -195,13 +319,49 @@ export function createCheckApi(options: CheckApiOptions): CheckApi {
       }
       const atMs = now();
       const started = performance.now();
-      const results = store.synchronous
-        ? await sequential(checks, (c, i) => one(c, i, atMs))
-        : await Promise.all(checks.map((c, i) => one(c, i, atMs)));
+      const groups = groupsOf(checks);
+      const run =
+        groups === undefined
+          ? (c: unknown, i: number) => one(c, i, atMs)
+          : (c: unknown, i: number) =>
+              inGroup(c, i, groups, (indices) => group(checks, indices, atMs)) ?? one(c, i, atMs);
+      const results = store.synchronous ? await sequential(checks, run) : await Promise.all(checks.map(run));
       if (checks.length > 0) metrics.observeStore((performance.now() - started) / 1000 / checks.length, false);
       return { results };
     },
   };
+}
+
+/** Item indices by group, or undefined when no item has a group (the common case: nothing to do). */
+function groupsOf(checks: readonly unknown[]): Map<unknown, number[]> | undefined {
+  let groups: Map<unknown, number[]> | undefined;
+  checks.forEach((c, i) => {
+    if (!isObject(c) || c.group === undefined) return;
+    groups ??= new Map();
+    // Typed keys: the group 1 and the group "1" are different groups.
+    const id = `${typeof c.group}:${String(c.group)}`;
+    const indices = groups.get(id);
+    if (indices === undefined) groups.set(id, [i]);
+    else indices.push(i);
+  });
+  return groups;
+}
+
+/**
+ * A grouped item's result: its group is decided when its first item comes up (in request order), and
+ * the later items take their results from that. Undefined for an item outside any group.
+ */
+function inGroup(
+  c: unknown,
+  i: number,
+  groups: Map<unknown, number[]>,
+  decide: (indices: readonly number[]) => Promise<CheckResult[]>,
+): Promise<CheckResult> | undefined {
+  if (!isObject(c) || c.group === undefined) return undefined;
+  const indices = groups.get(`${typeof c.group}:${String(c.group)}`) as number[] & { decided?: Promise<CheckResult[]> };
+  indices.decided ??= decide(indices);
+  const at = indices.indexOf(i);
+  return indices.decided.then((results) => results[at] as CheckResult);
 }
 
 /** On a synchronous store each check completes at once; awaiting them in order keeps counting in request order. */
@@ -227,8 +387,12 @@ function errorResult(error: unknown): CheckResult {
   return { error: { code: 'ERR_SLUICE_INTERNAL', message: 'internal error' } };
 }
 
-function resultOf(d: Decision): CheckResult {
-  const result: CheckResult = {
+function deniedDecision(limit: number): Decision {
+  return { allowed: false, limit, remaining: 0, resetMs: 0, retryAfterMs: Number.POSITIVE_INFINITY, reason: 'denied' };
+}
+
+function resultOf(d: Decision): DecisionResult {
+  const result: DecisionResult = {
     allowed: d.allowed,
     limit: d.limit,
     remaining: d.remaining,

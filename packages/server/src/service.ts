@@ -61,6 +61,11 @@ export interface ServiceOptions {
   fail?: FailMode;
   /** Put every rule in shadow mode (count and report, never reject). @default false */
   shadow?: boolean;
+  /**
+   * `/v1/check` accepts a caller's `nowMs`, for tests that drive time through `sluice/remote`
+   * (`clock: 'client'`). Never in production: a caller could move its counters in time. @default false
+   */
+  clientClock?: boolean;
   /** Gateway: proxies whose `X-Forwarded-For` is believed (CIDRs, addresses, `loopback`, ...). @default none */
   trustProxy?: string | readonly string[];
   /** Watch the config files and reload on change. @default true */
@@ -183,6 +188,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     metrics,
     now,
     ...(options.fail === undefined ? {} : { fail: options.fail }),
+    ...(options.clientClock === true ? { clientClock: true } : {}),
   });
   let draining = false;
   const health = createHealth({

@@ -30,6 +30,7 @@ options:
   --fail MODE            open | closed | insurance: when the store fails, for rules that do not say
                          (default: the store's error, i.e. gRPC UNAVAILABLE / HTTP 503)
   --shadow               every rule in shadow mode: count and report, never reject
+  --client-clock         /v1/check takes the caller's nowMs (tests driving time via sluice/remote; never in production)
   --trust-proxy LIST     gateway: proxies whose X-Forwarded-For is believed (CIDRs, loopback, ...)
   --no-watch             do not reload when the config files change
   --max-body BYTES       largest API request body (default 1048576)
@@ -81,6 +82,7 @@ export function serveOptions(
       'proxy-port': { type: 'string' },
       fail: { type: 'string' },
       shadow: { type: 'boolean' },
+      'client-clock': { type: 'boolean' },
       'trust-proxy': { type: 'string' },
       'no-watch': { type: 'boolean' },
       'max-body': { type: 'string' },
@@ -130,6 +132,7 @@ export function serveOptions(
     options.fail = values.fail as FailMode;
   }
   if (values.shadow) options.shadow = true;
+  if (values['client-clock']) options.clientClock = true;
   if (values['trust-proxy'] !== undefined) options.trustProxy = values['trust-proxy'].split(',').map((s) => s.trim());
   if (values['no-watch']) options.watch = false;
   if (values['max-body'] !== undefined) {

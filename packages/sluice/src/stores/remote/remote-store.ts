@@ -1,0 +1,197 @@
+import type { Decision } from '../../core/decision.js';
+import { SluiceError } from '../../core/errors.js';
+import type { ResolvedPolicy } from '../../core/policy.js';
+import type { Lease, LeaseDecision, Store, StoreItem } from '../store.js';
+import { type Batcher, createBatcher, type FetchLike } from './batcher.js';
+import { policyPart, releaseItem, toDecision, toLeaseDecision, type WireItem, type WireResult } from './wire.js';
+
+/** Options of {@link createRemoteStore}. */
+export interface RemoteStoreOptions {
+  /**
+   * Where `sluice serve` answers HTTP, e.g. `'http://127.0.0.1:8080'` (its `/v1/check` is appended),
+   * or the full URL of `/v1/check` behind a proxy.
+   */
+  url: string | URL;
+  /**
+   * Longest wait for the service, in ms; past it the call fails with ERR_SLUICE_STORE_TIMEOUT and the
+   * limiter's `fail` policy answers. Longer than the Redis store's 50 ms because the service is usually
+   * across a network, often from an edge region: a first request also pays for the TLS handshake.
+   * @default 1000
+   */
+  timeoutMs?: number;
+  /**
+   * Whose clock decides: `'server'` uses the service's clock (instances with skewed clocks agree);
+   * `'client'` sends the `nowMs` the limiter passes, for tests with a manual clock — the service must
+   * run with `--client-clock`. @default 'server'
+   */
+  clock?: 'server' | 'client';
+  /** Extra request headers, e.g. `authorization` for a proxy in front of the service. */
+  headers?: Readonly<Record<string, string>>;
+  /** The fetch to use (a Cloudflare service binding's `fetch`, or a test's). @default globalThis.fetch */
+  fetch?: FetchLike;
+  /**
+   * Send the operations that arrive together (callers resumed by the same reply, several limits of one
+   * request) as one HTTP request. @default true
+   */
+  batch?: boolean;
+  /** Most operations in one HTTP request (the service takes at most 1000). @default 100 */
+  maxBatch?: number;
+  /** Called with store failures (timeouts, HTTP errors, a refused connection), once per outage. */
+  onError?: (error: SluiceError) => void;
+}
+
+/** What a remote store did, for metrics, tests and benchmarks. */
+export interface RemoteStoreStats {
+  /** HTTP requests sent. */
+  requests: number;
+  /** Operations sent (checks, refunds, resets, leases). */
+  operations: number;
+  errors: number;
+  timeouts: number;
+}
+
+/** A store whose counters live in a running `sluice serve`. */
+export interface RemoteStore extends Store {
+  readonly synchronous: false;
+  check(key: string, policy: ResolvedPolicy, cost: number, nowMs: number, commit: boolean): Promise<Decision>;
+  checkMany(items: readonly StoreItem[], nowMs: number, commit: boolean): Promise<Decision[]>;
+  refund(key: string, policy: ResolvedPolicy, cost: number, nowMs: number): Promise<void>;
+  reset(key: string, policy: ResolvedPolicy): Promise<void>;
+  acquire(key: string, limit: number, leaseMs: number, nowMs: number): Promise<LeaseDecision>;
+  release(lease: Lease, nowMs: number): Promise<boolean>;
+  stats(): RemoteStoreStats;
+}
+
+/**
+ * Creates a store that asks a running `sluice serve` over HTTP (`POST /v1/check`): every instance that
+ * points at the same service shares the same limits — edge functions, serverless instances, processes
+ * in other languages. Uses `fetch` only, so it runs on Node, Bun, Deno and Cloudflare Workers.
+ *
+ * @example
+ * import { createLimiter } from 'sluice';
+ * import { createRemoteStore } from 'sluice/remote';
+ *
+ * const store = createRemoteStore({ url: 'http://127.0.0.1:8080' });
+ * const limiter = createLimiter({ limit: 100, period: '1m', store, fail: 'open' });
+ * const d = await limiter.check('user:42');
+ */
+export function createRemoteStore(options: RemoteStoreOptions): RemoteStore {
+  if (options === null || typeof options !== 'object') {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'createRemoteStore: expected an options object');
+  }
+  const url = checkUrl(options.url);
+  const timeoutMs = options.timeoutMs ?? 1000;
+  if (typeof timeoutMs !== 'number' || !(timeoutMs >= 1) || timeoutMs > 2 ** 31 - 1) {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'timeoutMs: expected a number of ms ≥ 1', {
+      option: 'timeoutMs',
+    });
+  }
+  const clock = options.clock ?? 'server';
+  if (clock !== 'server' && clock !== 'client') {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `clock: expected 'server' or 'client', got ${String(clock)}`, {
+      option: 'clock',
+    });
+  }
+  const maxBatch = options.maxBatch ?? 100;
+  if (!Number.isInteger(maxBatch) || maxBatch < 1 || maxBatch > 1000) {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'maxBatch: expected a whole number from 1 to 1000', {
+      option: 'maxBatch',
+    });
+  }
+  const fetchFn = options.fetch ?? (globalThis.fetch as FetchLike | undefined);
+  if (typeof fetchFn !== 'function') {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'fetch: this runtime has no global fetch; pass options.fetch', {
+      option: 'fetch',
+    });
+  }
+  for (const name of ['onError'] as const) {
+    if (options[name] !== undefined && typeof options[name] !== 'function') {
+      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${name}: expected a function`, { option: name });
+    }
+  }
+  const batcher: Batcher = createBatcher({
+    url,
+    timeoutMs,
+    fetch: fetchFn,
+    headers: options.headers ?? {},
+    batch: options.batch ?? true,
+    maxBatch,
+    onError: options.onError,
+  });
+  const clientClock = clock === 'client';
+  /** The item of one operation, with the caller's clock when the store runs on it. */
+  const at = (item: WireItem, nowMs: number): WireItem => {
+    if (clientClock) item.nowMs = nowMs;
+    return item;
+  };
+  const one = (item: WireItem) => batcher.send([item]).then((results) => results[0] as WireResult);
+
+  return {
+    name: 'remote',
+    synchronous: false,
+
+    check(key, policy, cost, nowMs, commit) {
+      const item = at({ key, op: commit ? 'check' : 'peek', cost, ...policyPart(policy) }, nowMs);
+      return one(item).then(toDecision);
+    },
+
+    async checkMany(items, nowMs, commit) {
+      if (items.length === 0) return [];
+      if (items.length === 1) {
+        const only = items[0] as StoreItem;
+        return [await this.check(only.key, only.policy, only.cost, nowMs, commit)];
+      }
+      const group = batcher.nextGroup();
+      const wire = items.map((item) =>
+        at({ key: item.key, op: commit ? 'check' : 'peek', cost: item.cost, group, ...policyPart(item.policy) }, nowMs),
+      );
+      return (await batcher.send(wire)).map(toDecision);
+    },
+
+    async refund(key, policy, cost, nowMs) {
+      toOk(await one(at({ key, op: 'refund', cost, ...policyPart(policy) }, nowMs)));
+    },
+
+    async reset(key, policy) {
+      toOk(await one({ key, op: 'reset', ...policyPart(policy) }));
+    },
+
+    async acquire(key, limit, leaseMs, nowMs) {
+      return toLeaseDecision(await one(at({ key, op: 'acquire', limit, leaseMs }, nowMs)), key);
+    },
+
+    async release(lease, nowMs) {
+      const r = await one(at(releaseItem(lease), nowMs));
+      if (typeof r.released !== 'boolean') toOk(r);
+      return r.released === true;
+    },
+
+    close: () => batcher.close(),
+    stats: () => ({ ...batcher.stats }),
+  };
+}
+
+/** A result that only says the operation was done. */
+function toOk(r: WireResult): void {
+  if (r.error !== undefined || r.ok !== true) toDecision(r); // throws the result's error
+}
+
+function checkUrl(value: unknown): string {
+  let url: URL;
+  try {
+    url = new URL(value as string);
+  } catch {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `url: expected the URL of sluice serve's HTTP port, e.g. 'http://127.0.0.1:8080', got ${String(value)}`,
+      { option: 'url' },
+    );
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `url: expected http: or https:, got ${url.protocol}`, {
+      option: 'url',
+    });
+  }
+  if (!url.pathname.endsWith('/v1/check')) url.pathname = `${url.pathname.replace(/\/+$/, '')}/v1/check`;
+  return url.href;
+}
