@@ -1,7 +1,7 @@
 /**
- * `sluice/hono` — rate limiting for Hono. Nothing on this path imports `node:*`: on Node (with
- * `@hono/node-server`) the client address is read from the socket; on other runtimes pass
- * `peerAddress` (or a `key`).
+ * `sluice/hono` — rate limiting for Hono. Nothing on this path imports `node:*`: the client address
+ * is read from each runtime's own connection information on Node (`@hono/node-server`), Bun, Deno and
+ * Cloudflare Workers (hono/peer.ts); elsewhere pass `peerAddress` (or a `key`).
  * @packageDocumentation
  */
 import type { Context, MiddlewareHandler, Next } from 'hono';
@@ -13,6 +13,7 @@ import {
   type RejectionInfo,
   type RequestAccess,
 } from '../http/index.js';
+import { createPeerReader } from './hono/peer.js';
 
 declare module 'hono' {
   interface ContextVariableMap {
@@ -74,7 +75,8 @@ function setHeaders(c: Context, headers: HttpOutcome['headers']): void {
  * app.get('/', (c) => c.text('ok'));
  */
 export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler {
-  const limiter = createHttpLimiter(options, access, EXTRA_KEYS);
+  // The peer as this runtime reports it (hono/peer.ts); throws now where no address can be had.
+  const limiter = createHttpLimiter(options, { ...access, peer: createPeerReader(options) }, EXTRA_KEYS);
   const handler = options.handler;
 
   return async function sluiceRateLimit(c: Context, next: Next) {
