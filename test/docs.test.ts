@@ -17,6 +17,10 @@ const docs = join(root, 'docs');
 const cache = join(root, 'node_modules', '.cache');
 mkdirSync(cache, { recursive: true });
 const work = mkdtempSync(join(cache, 'sluice-docs-'));
+// The project's compiler options apply to the examples too (tsx reads only the tsconfig whose `include`
+// matches a file): decorators in the NestJS examples compile as in the project's own tests.
+const tsconfig = join(work, 'tsconfig.json');
+writeFileSync(tsconfig, JSON.stringify({ extends: join(root, 'tsconfig.json'), include: ['./*.mts'] }));
 let redis: RedisServerHandle | undefined;
 before(async () => {
   redis = await startRedis();
@@ -36,6 +40,7 @@ describe('docs examples run', () => {
         writeFileSync(path, code);
         const run = spawnSync(process.execPath, ['--import', 'tsx', path], {
           cwd: root,
+          env: { ...process.env, TSX_TSCONFIG_PATH: tsconfig },
           encoding: 'utf8',
           timeout: 30_000,
         });

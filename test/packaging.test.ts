@@ -135,12 +135,20 @@ describe('the sluice tarball in a fresh project', { timeout: 300_000 }, () => {
     writeFileSync(
       join(app, 'esm.mjs'),
       entries
+        .filter((e) => e !== 'sluice/nest')
         .map((e, i) => `import * as m${i} from '${e}';\nif (Object.keys(m${i}).length === 0) throw new Error('${e}');`)
-        .join('\n'),
+        .join('\n') +
+        // sluice/nest needs Nest itself (an optional peer, not installed here): its only failure is that.
+        `\ntry { await import('sluice/nest'); throw new Error('sluice/nest loaded without @nestjs/common'); }\ncatch (e) { if (!String(e.message).includes("'@nestjs/common'")) throw e; }`,
     );
     writeFileSync(
       join(app, 'cjs.cjs'),
-      `${entries.map((e) => `if (Object.keys(require('${e}')).length === 0) throw new Error('${e}');`).join('\n')}
+      `${entries
+        .filter((e) => e !== 'sluice/nest')
+        .map((e) => `if (Object.keys(require('${e}')).length === 0) throw new Error('${e}');`)
+        .join('\n')}
+try { require('sluice/nest'); throw new Error('sluice/nest loaded without @nestjs/common'); }
+catch (e) { if (!String(e.message).includes("'@nestjs/common'")) throw e; }
 const { createLimiter } = require('sluice');
 createLimiter({ limit: 1, period: '1s' }).check('k').then((d) => { if (!d.allowed) process.exit(3); });`,
     );

@@ -1,0 +1,109 @@
+/**
+ * What the guard limits, whatever Nest is serving: an HTTP request on Express or Fastify, the request
+ * behind a GraphQL resolver, or one message of a WebSocket client. Only types come from Nest here.
+ */
+import type { ExecutionContext } from '@nestjs/common';
+import type { RequestAccess } from '../../http/index.js';
+
+/** The kinds of Nest context the guard limits. */
+export type NestTargetType = 'http' | 'graphql' | 'ws';
+
+/**
+ * One limited call: the Nest context and the native request in it (an Express or Fastify request, or
+ * a WebSocket client for `ws`). Every option that is a function (`key`, `skip`, `cost`, …) receives it.
+ */
+export interface NestTarget {
+  readonly type: NestTargetType;
+  readonly context: ExecutionContext;
+  /** Express `Request`, Fastify `FastifyRequest`, or the WebSocket client (`ws`, socket.io). */
+  readonly request: unknown;
+  /** Express `Response` or Fastify `FastifyReply`; undefined for WebSocket messages. */
+  readonly response: unknown;
+}
+
+/** The Node request under an Express or a Fastify request (Fastify wraps it as `raw`). */
+interface NodeLike {
+  socket?: { remoteAddress?: string };
+  headers?: Record<string, string | string[] | undefined>;
+  method?: string;
+  url?: string;
+  originalUrl?: string;
+}
+
+/** The peer and upgrade headers of a WebSocket client: `ws` (`_socket`) or socket.io (`handshake`). */
+interface WsClientLike {
+  _socket?: { remoteAddress?: string };
+  handshake?: { address?: string; headers?: Record<string, string | string[] | undefined> };
+  conn?: { remoteAddress?: string };
+}
+
+const EMPTY: Record<string, string | string[] | undefined> = {};
+
+function raw(t: NestTarget): NodeLike {
+  const req = t.request as (NodeLike & { raw?: NodeLike }) | undefined;
+  return req?.raw ?? req ?? {};
+}
+
+function headersOf(t: NestTarget): Record<string, string | string[] | undefined> {
+  if (t.type === 'ws') return (t.request as WsClientLike | undefined)?.handshake?.headers ?? EMPTY;
+  return raw(t).headers ?? EMPTY;
+}
+
+/** How the framework-neutral core reads a NestTarget. */
+export const nestAccess: RequestAccess<NestTarget> = {
+  peer(t) {
+    if (t.type === 'ws') {
+      const c = t.request as WsClientLike | undefined;
+      return c?._socket?.remoteAddress ?? c?.handshake?.address ?? c?.conn?.remoteAddress;
+    }
+    return raw(t).socket?.remoteAddress;
+  },
+  header(t, name) {
+    const value = headersOf(t)[name];
+    return Array.isArray(value) ? value.join(', ') : value;
+  },
+  method: (t) => (t.type === 'ws' ? 'WS' : (raw(t).method ?? 'GET')),
+  url(t) {
+    if (t.type === 'ws') return `/${t.context.switchToWs().getPattern?.() ?? t.context.getHandler().name}`;
+    const req = t.request as NodeLike | undefined;
+    return req?.originalUrl ?? raw(t).url ?? '/';
+  },
+  headers: headersOf,
+};
+
+/** The GraphQL context object (the third resolver argument) as Apollo and Mercurius build it. */
+interface GqlContextLike {
+  req?: unknown;
+  res?: unknown;
+  request?: unknown;
+  reply?: { request?: unknown };
+}
+
+/** The target of a context, or undefined for one the guard does not limit (microservices). */
+export function targetOf(context: ExecutionContext): NestTarget | undefined {
+  const type = context.getType<string>();
+  if (type === 'http') {
+    const http = context.switchToHttp();
+    return { type, context, request: http.getRequest(), response: http.getResponse() };
+  }
+  if (type === 'graphql') {
+    const ctx = (context.getArgByIndex(2) ?? {}) as GqlContextLike;
+    const request = ctx.req ?? ctx.request ?? ctx.reply?.request;
+    return { type, context, request, response: ctx.res ?? ctx.reply };
+  }
+  if (type === 'ws') return { type, context, request: context.switchToWs().getClient(), response: undefined };
+  return undefined;
+}
+
+/** Sets `[name, value, …]` on an Express response or a Fastify reply. */
+export function setHeaders(response: unknown, headers: readonly string[]): void {
+  const res = response as {
+    setHeader?: (name: string, value: string) => void;
+    header?: (name: string, value: string) => void;
+  };
+  if (typeof res?.header === 'function' && typeof res.setHeader !== 'function') {
+    for (let i = 0; i < headers.length; i += 2) res.header(headers[i] as string, headers[i + 1] as string);
+  } else if (typeof res?.setHeader === 'function') {
+    for (let i = 0; i < headers.length; i += 2) res.setHeader(headers[i] as string, headers[i + 1] as string);
+  }
+}
