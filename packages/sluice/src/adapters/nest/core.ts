@@ -3,13 +3,7 @@
  * shares, and one framework-neutral limiter per handler (built on the handler's first call).
  */
 import { SluiceError } from '../../core/errors.js';
-import {
-  createHttpLimiter,
-  type HttpLimitEntry,
-  type HttpLimiter,
-  type RateLimitOptions,
-  type RequestFn,
-} from '../../http/index.js';
+import { createHttpLimiter, type HttpLimiter, type RateLimitOptions } from '../../http/index.js';
 import { createMemoryStore } from '../../stores/memory/memory-store.js';
 import type { Store } from '../../stores/store.js';
 import { routeLimitsOf, skipsOf } from './decorators.js';
@@ -36,12 +30,8 @@ export function createRateLimitCore(options: NestRateLimitOptions): RateLimitCor
   }
   const ownStore = options.store === undefined && options.rules === undefined ? createMemoryStore() : undefined;
   const base: NestRateLimitOptions = ownStore === undefined ? options : { ...options, store: ownStore };
-  // Built now, so a bad option fails at startup rather than on the first request. Named limits that a
-  // handler skips (@SkipRateLimit('name')) get no key on its calls: one limiter, so one set of counters.
-  const moduleLimiter = createHttpLimiter(
-    base.limits === undefined ? base : { ...base, limits: base.limits.map((l) => skippable(l, base)) },
-    nestAccess,
-  );
+  // Built now, so a bad option fails at startup rather than on the first request.
+  const moduleLimiter = createHttpLimiter(base, nestAccess);
   const store = moduleLimiter.store;
   const limiters = new WeakMap<object, HttpLimiter<NestTarget> | null>();
 
@@ -67,9 +57,16 @@ export function createRateLimitCore(options: NestRateLimitOptions): RateLimitCor
       }
       return createHttpLimiter({ ...own, store }, nestAccess);
     }
-    // An inline module limit is named by the module's `name` (default 'default').
-    if (skip !== undefined && base.limits === undefined && skip.has(base.name ?? 'default')) return null;
-    return moduleLimiter;
+    if (skip === undefined) return moduleLimiter;
+    if (base.limits === undefined) {
+      // An inline module limit is named by the module's `name` (default 'default').
+      return skip.has(base.name ?? 'default') ? null : moduleLimiter;
+    }
+    const kept = base.limits.filter((l) => typeof l === 'function' || l.name === undefined || !skip.has(l.name));
+    if (kept.length === base.limits.length) return moduleLimiter;
+    if (kept.length === 0) return null;
+    // The same names and policies on the same store, on purpose (claim: false): the module's counters.
+    return createHttpLimiter({ ...base, limits: kept }, nestAccess, undefined, false);
   }
 
   return {
@@ -86,19 +83,6 @@ export function createRateLimitCore(options: NestRateLimitOptions): RateLimitCor
       await ownStore?.close();
     },
   };
-}
-
-/** A module limit whose key is null on the calls of handlers that skip it by name. */
-function skippable(entry: HttpLimitEntry<NestTarget>, base: NestRateLimitOptions): HttpLimitEntry<NestTarget> {
-  if (typeof entry === 'function' || entry.name === undefined) return entry;
-  const name = entry.name;
-  const own = entry.key ?? base.key;
-  const key: RequestFn<NestTarget, string | null | undefined> = (t, info) => {
-    const skip = skipsOf(t.context.getClass(), t.context.getHandler());
-    if (skip !== undefined && skip !== true && skip.has(name)) return null;
-    return own === undefined ? info.ipKey : own(t, info);
-  };
-  return { ...entry, key };
 }
 
 function routeName(cls: object, handler: object): string {

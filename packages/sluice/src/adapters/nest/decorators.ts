@@ -12,7 +12,7 @@ export interface RouteLimitOptions extends Partial<HttpPolicy> {
   /** Several limits, all or nothing (instead of the inline `limit`/`period`). */
   limits?: readonly HttpLimit<NestTarget>[];
   /** The key to count under. @default the module's `key` (the client IP) */
-  key?: RequestFn<NestTarget, string | null | undefined>;
+  key?: RequestFn<NestTarget, string | number | null | undefined>;
   /** Units a call takes. @default the module's `cost` (1) */
   cost?: number | RequestFn<NestTarget, number>;
 }
