@@ -308,6 +308,11 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       },
       'listening',
     );
+    if (options.clientClock === true) {
+      logger.warn(
+        "--client-clock: /v1/check decides at the caller's nowMs, so a caller can move its counters in time; for tests only",
+      );
+    }
     return handle;
   } catch (error) {
     await Promise.all(started.map((s) => s.close()));
