@@ -32,7 +32,7 @@ describe('npm start on a fresh clone', () => {
   const dir = mkdtempSync(join(tmpdir(), 'sluice-clone-'));
   after(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('builds, then serves the built-in example rules; SIGTERM stops it with exit 0', { timeout: 180_000 }, async () => {
+  it('builds, then serves the built-in example rules; SIGTERM stops it with exit 0', { timeout: 480_000 }, async () => {
     const clone = join(dir, 'sluice');
     const git = spawnSync('git', ['clone', '--quiet', '--no-hardlinks', REPO, clone], { encoding: 'utf8' });
     assert.equal(git.status, 0, git.stderr);

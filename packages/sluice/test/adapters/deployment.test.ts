@@ -117,7 +117,7 @@ describe('two middlewares on one Redis store', () => {
   });
 
   it('the same policy twice is an error at construction, naming the fix', async () => {
-    const store = createRedisStore({ client, clock: 'client', prefix: 'twice:' });
+    const store = createRedisStore({ client, clock: 'client', prefix: 'twice:', timeoutMs: 2000 });
     try {
       expressLimit({ store, limit: 5, period: '1m' });
       assert.throws(
@@ -133,7 +133,7 @@ describe('two middlewares on one Redis store', () => {
   });
 
   it('distinct names keep counters apart; shared: true shares them on purpose', async () => {
-    const store = createRedisStore({ client, clock: 'client', prefix: 'apart:' });
+    const store = createRedisStore({ client, clock: 'client', prefix: 'apart:', timeoutMs: 2000 });
     const clock = createManualClock(T0);
     const app = express();
     app.get('/a', expressLimit({ store, clock, limit: 1, period: '1m', name: 'a' }), (_q, r) => void r.send('a'));
