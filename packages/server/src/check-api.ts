@@ -10,6 +10,7 @@ import {
   EXTENSION_KEYS,
   type GroupMember,
   groupOf,
+  MAX_NAME_LENGTH,
   opOf,
   releaseArgs,
   scopedPolicy,
@@ -23,8 +24,16 @@ import type { ServiceMetrics } from './metrics.js';
 
 /** Most checks in one `POST /v1/check`. */
 export const MAX_CHECKS = 1000;
-/** Longest key accepted. */
+/** Longest key accepted, in characters. */
 export const MAX_KEY_LENGTH = 1024;
+/** Longest string a policy field (`algorithm`, `period`, `blockDuration`) may be, in characters. */
+export const MAX_FIELD_LENGTH = 64;
+/**
+ * Longest `period` and `blockDuration` of a check: callers choose their own policies here, and a state
+ * lives as long as its period (or block), so a caller must not be able to park counters in the store
+ * for years. A month's quota (31 days) fits.
+ */
+export const MAX_CHECK_PERIOD_MS = 31 * 86_400_000;
 
 /** One result of `POST /v1/check`: a decision, or why this one check could not be made. */
 export type CheckResult =
@@ -75,8 +84,9 @@ export interface CheckApiOptions {
 }
 
 const ITEM_KEYS = new Set(['key', 'cost', ...EXTENSION_KEYS]);
-/** Item fields that are not part of its policy (`name` is: it scopes the counters). */
-const NOT_POLICY = new Set(['key', 'cost', 'op', 'group', 'nowMs', 'leaseMs', 'lease']);
+/** The fields that make an item's policy (`name` is one: it scopes the counters). */
+const POLICY_FIELDS = ['algorithm', 'limit', 'period', 'burst', 'blockDuration', 'name'] as const;
+const KNOWN_FIELDS = new Set<string>([...ITEM_KEYS, ...POLICY_FIELDS]);
 /** Counters of `/v1/check` live apart from the rules' counters. */
 export const CHECK_KEY_PREFIX = 'v1:';
 
@@ -126,13 +136,59 @@ export function createCheckApi(options: CheckApiOptions): CheckApi {
   }
 
   function policyFor(item: Record<string, unknown>, path: string): ResolvedPolicy {
-    const policy: Record<string, unknown> = {};
-    for (const field of Object.keys(item)) if (!NOT_POLICY.has(field)) policy[field] = item[field];
-    // The whole policy part of the item is the cache key, so an unknown field never hits a cached policy.
-    const cacheKey = JSON.stringify(policy);
+    // Every field is checked before anything walks a value: an unknown field may hold anything (a
+    // 100,000-deep array would overflow JSON.stringify's stack), and error messages quote only short text.
+    for (const name of Object.keys(item)) {
+      if (!KNOWN_FIELDS.has(name)) {
+        throw new SluiceError(
+          'ERR_SLUICE_UNKNOWN_OPTION',
+          `${path}${clip(name)}: unknown field (known: ${[...KNOWN_FIELDS].join(', ')})`,
+          { option: `${path}${clip(name)}` },
+        );
+      }
+    }
+    const values = POLICY_FIELDS.map((name) => {
+      const v = item[name];
+      if (name === 'name' && v !== undefined && typeof v !== 'string') {
+        throw new SluiceError(
+          'ERR_SLUICE_INVALID_REQUEST',
+          `${path}name: expected a non-empty string of at most ${MAX_NAME_LENGTH} printable characters`,
+        );
+      }
+      if (v === undefined || typeof v === 'number') return v ?? null;
+      if (typeof v !== 'string') {
+        throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${path}${name}: expected a number or a string`, {
+          option: `${path}${name}`,
+        });
+      }
+      if (v.length > MAX_FIELD_LENGTH && name !== 'name') {
+        throw new SluiceError(
+          'ERR_SLUICE_FIELD_TOO_LONG',
+          `${path}${name}: at most ${MAX_FIELD_LENGTH} characters, got ${v.length}`,
+          { option: `${path}${name}` },
+        );
+      }
+      return v;
+    });
+    // The policy fields are the cache key, so an unknown field never hits a cached policy.
+    const cacheKey = JSON.stringify(values);
     const cached = policies.get(cacheKey);
     if (cached !== undefined) return cached;
     const resolved = scopedPolicy(resolvePolicy(item as never, path, ITEM_KEYS), item.name, path);
+    if (resolved.periodMs > MAX_CHECK_PERIOD_MS) {
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_PERIOD',
+        `${path}period: at most 31 days for a config-less check, got ${resolved.periodMs} ms (longer quotas belong in the rules)`,
+        { option: `${path}period` },
+      );
+    }
+    if (resolved.blockMs > MAX_CHECK_PERIOD_MS) {
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_BLOCK',
+        `${path}blockDuration: at most 31 days for a config-less check, got ${resolved.blockMs} ms`,
+        { option: `${path}blockDuration` },
+      );
+    }
     if (policies.size >= maxPolicies) policies.delete(policies.keys().next().value as string);
     policies.set(cacheKey, resolved);
     return resolved;
@@ -369,6 +425,11 @@ async function sequential<T>(items: readonly unknown[], run: (item: unknown, i: 
   const out: T[] = [];
   for (const [i, item] of items.entries()) out.push(await run(item, i));
   return out;
+}
+
+/** At most MAX_FIELD_LENGTH characters of a caller's text, for messages. */
+function clip(text: string): string {
+  return text.length <= MAX_FIELD_LENGTH ? text : `${text.slice(0, MAX_FIELD_LENGTH)}…`;
 }
 
 function withPath<T>(work: () => T, path: string): T {

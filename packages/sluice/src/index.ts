@@ -21,7 +21,7 @@ export { parseDuration } from './core/duration.js';
 export type { SluiceErrorCode } from './core/errors.js';
 export { isSluiceError, SluiceError } from './core/errors.js';
 export type { AlgorithmName, PolicyOptions, ResolvedPolicy } from './core/policy.js';
-export { ALGORITHMS, isAlgorithmName, isBucketAlgorithm, resolvePolicy } from './core/policy.js';
+export { ALGORITHMS, isAlgorithmName, isBucketAlgorithm, MAX_SLIDING_LOG_LIMIT, resolvePolicy } from './core/policy.js';
 export type { CheckAllItem } from './limiter/check-all.js';
 export { checkAll } from './limiter/check-all.js';
 export { combineDecisions } from './limiter/combine.js';

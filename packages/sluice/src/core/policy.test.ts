@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseDuration } from './duration.js';
 import { SluiceError } from './errors.js';
-import { type PolicyOptions, resolvePolicy, ticksFor } from './policy.js';
+import { MAX_SLIDING_LOG_LIMIT, type PolicyOptions, resolvePolicy, ticksFor } from './policy.js';
 
 function rejects(options: unknown, code: string, option: string) {
   assert.throws(
@@ -33,6 +33,21 @@ describe('policy validation', () => {
       'ERR_SLUICE_INVALID_LIMIT',
       'limit',
     );
+    rejects({ limit: 10, period: '1s', blockDuration: '3661d' }, 'ERR_SLUICE_INVALID_BLOCK', 'blockDuration');
+  });
+
+  it(`refuses a sliding log whose log could exceed ${MAX_SLIDING_LOG_LIMIT} entries, naming the sliding window`, () => {
+    assert.equal(resolvePolicy({ algorithm: 'sliding-log', limit: MAX_SLIDING_LOG_LIMIT, period: '1d' }).limit, 10_000);
+    assert.throws(
+      () => resolvePolicy({ algorithm: 'sliding-log', limit: 1e9, period: '3650d' }, 'checks[0].'),
+      (e: unknown) =>
+        e instanceof SluiceError &&
+        e.code === 'ERR_SLUICE_SLIDING_LOG_TOO_LARGE' &&
+        e.option === 'checks[0].limit' &&
+        /'sliding-window'/.test(e.message),
+    );
+    // The sliding window takes the same limit.
+    assert.equal(resolvePolicy({ algorithm: 'sliding-window', limit: 100_000, period: '1h' }).limit, 100_000);
   });
 
   it('accepts durations as ms or strings', () => {

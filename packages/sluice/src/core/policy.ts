@@ -63,8 +63,15 @@ export const MAX_SCALE = 1500;
 export const MAX_LIMIT = 1_000_000_000;
 /** Largest limit × period (or bucket size in ticks) accepted: keeps sums with `now * scale` below 2^53. */
 export const MAX_MAGNITUDE = 2 ** 50;
-/** The longest period accepted: 10 years. */
+/** The longest period accepted: 10 years. Also the longest `blockDuration`. */
 export const MAX_PERIOD_MS = 10 * 366 * 86_400_000;
+/**
+ * The largest limit of a sliding log. A log keeps one (time, units) pair — 16 bytes, in memory and in
+ * Redis — per admitted request still in its window, so its memory per key is O(limit): 10,000 is at most
+ * 160 KB per key. Larger limits are refused (`ERR_SLUICE_SLIDING_LOG_TOO_LARGE`); the sliding window
+ * counter keeps two counts per key whatever the limit, within about 1% of the exact log.
+ */
+export const MAX_SLIDING_LOG_LIMIT = 10_000;
 
 const BUCKET_ALGORITHMS: ReadonlySet<AlgorithmName> = new Set(['token-bucket', 'leaky-bucket', 'gcra']);
 const POLICY_KEYS = new Set(['algorithm', 'limit', 'period', 'burst', 'blockDuration']);
@@ -150,8 +157,21 @@ export function resolvePolicy(
     }
     burst = b;
   }
+  if (algorithm === 'sliding-log' && limit > MAX_SLIDING_LOG_LIMIT) {
+    throw new SluiceError(
+      'ERR_SLUICE_SLIDING_LOG_TOO_LARGE',
+      `${path}limit: a sliding log keeps one entry per admitted request (16 bytes each, per key), so it takes a limit of at most ${MAX_SLIDING_LOG_LIMIT}, not ${limit}; use algorithm 'sliding-window' (two counters per key, within about 1% of exact)`,
+      { option: `${path}limit` },
+    );
+  }
   const blockMs =
     options.blockDuration === undefined ? 0 : parseDuration(options.blockDuration, `${path}blockDuration`);
+  if (blockMs > MAX_PERIOD_MS) {
+    // The block lives in the store (with a TTL) for this long.
+    throw new SluiceError('ERR_SLUICE_INVALID_BLOCK', `${path}blockDuration: at most 10 years, got ${blockMs} ms`, {
+      option: `${path}blockDuration`,
+    });
+  }
   const capacity = limit === 0 ? 0 : burst;
   const { scale, intervalTicks } = ticksFor(limit, periodMs);
   // Keep every intermediate an exact double (see ResolvedPolicy): the bucket size in ticks, and

@@ -144,4 +144,20 @@ descriptors:
       ],
     );
   });
+
+  it('a sliding log over its entry bound is an invalid limit that names the sliding window', () => {
+    const result = parseRules([
+      {
+        file: 'log.yaml',
+        text: 'domain: log\ndescriptors:\n  - key: k\n    rate_limit: { period: 1h, requests_per_unit: 20000, algorithm: sliding-log }\n',
+      },
+    ]);
+    assert.equal(result.ok, false);
+    if (result.ok) return;
+    assert.deepEqual(
+      result.issues.map((i) => [i.code, i.line, i.column]),
+      [[RULE_ISSUE_CODES.invalidLimit, 4, 50]],
+    );
+    assert.match(result.issues[0]?.message ?? '', /requests_per_unit: .*at most 10000.*'sliding-window'/);
+  });
 });
