@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Clock, Store } from 'sluice';
-import { createMemoryStore, SluiceError, systemClock } from 'sluice';
+import { createMemoryStore, type MemoryStoreOptions, SluiceError, systemClock } from 'sluice';
 import { createClientIpResolver } from 'sluice/http';
 import type { FailMode, RulesEngine } from 'sluice/rules';
 import { createRulesEngine } from 'sluice/rules';
@@ -59,6 +59,13 @@ export interface ServiceOptions {
   adminToken?: string;
   /** What to do when the store fails, for rules that do not say. @default the store's error: UNAVAILABLE / 503 */
   fail?: FailMode;
+  /**
+   * With `fail: 'insurance'`: the share of each limit this process enforces on its own while the store
+   * is down (e.g. 0.25 when four processes share the limit). @default 1
+   */
+  insuranceShare?: number;
+  /** Sizes the memory store the service creates (without `store` or `redis`), e.g. `{ maxKeys }`. */
+  memory?: MemoryStoreOptions;
   /** Put every rule in shadow mode (count and report, never reject). @default false */
   shadow?: boolean;
   /**
@@ -126,6 +133,13 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
   if (options.store !== undefined && options.redis !== undefined) {
     throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'store and redis: give one or the other', { option: 'redis' });
   }
+  if (options.memory !== undefined && (options.store !== undefined || options.redis !== undefined)) {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      'memory: sizes the memory store the service creates; with store or redis there is none',
+      { option: 'memory' },
+    );
+  }
   const logger = options.logger ?? createLogger(options.logLevel ?? 'info');
   const clock = options.clock ?? systemClock;
   const host = options.host ?? '0.0.0.0';
@@ -149,7 +163,11 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
   const backend: StoreBackend =
     options.redis !== undefined
       ? await createRedisBackend(options.redis, logger)
-      : { store: options.store ?? createMemoryStore(), close: async () => {}, owned: options.store === undefined };
+      : {
+          store: options.store ?? createMemoryStore(options.memory),
+          close: async () => {},
+          owned: options.store === undefined,
+        };
   const { store } = backend;
   const hub = createDecisionHub();
   const metrics = createMetrics({ hub, storeName: store.name, storeStats: () => storeStats(store) });
@@ -161,6 +179,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       clock,
       ...(options.fail === undefined ? {} : { fail: options.fail }),
       ...(options.shadow === undefined ? {} : { shadow: options.shadow }),
+      ...(options.insuranceShare === undefined ? {} : { insuranceShare: options.insuranceShare }),
     });
   } catch (error) {
     // A bad option must not leave a Redis connection holding the process open.

@@ -130,3 +130,32 @@ describe('sluice check and sluice bench against a running service', () => {
     assert.match(res.stderr, /bench: 1\.0\/1\.0 s/, 'progress is shown');
   });
 });
+
+describe('sluice serve sizing flags', () => {
+  it('--memory-max-keys bounds the memory store (the least recently used key goes first)', async () => {
+    const service = await startSluice(['--memory-max-keys', '2']);
+    try {
+      const check = async (key: string) => {
+        const res = await fetch(`http://127.0.0.1:${service.http}/v1/check`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ checks: [{ key, limit: 1, period: '1h' }] }),
+        });
+        return ((await res.json()) as { results: { allowed: boolean }[] }).results[0]?.allowed;
+      };
+      assert.equal(await check('a'), true);
+      assert.equal(await check('a'), false, 'a is at its limit');
+      assert.equal(await check('b'), true);
+      assert.equal(await check('c'), true);
+      assert.equal(await check('a'), true, 'a was forgotten: only 2 keys are kept');
+    } finally {
+      assert.equal((await service.stop()).code, 0);
+    }
+  });
+
+  it('a bad value exits 2 with the flag and its code', async () => {
+    const res = await sluice(['serve', '--memory-max-keys', 'lots']);
+    assert.equal(res.code, 2);
+    assert.match(res.stderr, /--memory-max-keys: 'lots' is not a whole number .*\(ERR_SLUICE_INVALID_OPTION\)/);
+  });
+});

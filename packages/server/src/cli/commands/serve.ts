@@ -29,6 +29,10 @@ options:
   --grpc-server IMPL     grpc-js (@grpc/grpc-js, default) or h2 (sluice's lean RLS server on Node's HTTP/2)
   --fail MODE            open | closed | insurance: when the store fails, for rules that do not say
                          (default: the store's error, i.e. gRPC UNAVAILABLE / HTTP 503)
+  --insurance-share F    with --fail insurance: the share (0 < F <= 1) of each limit this process
+                         enforces alone while the store is down, e.g. 0.25 for four replicas (default 1)
+  --memory-max-keys N    most keys the memory store keeps; the least recently used go first
+                         (default 1000000; not with --redis)
   --shadow               every rule in shadow mode: count and report, never reject
   --client-clock         /v1/check takes the caller's nowMs (tests driving time via sluice/remote; never in production)
   --trust-proxy LIST     gateway: proxies whose X-Forwarded-For is believed (CIDRs, loopback, ...)
@@ -57,7 +61,24 @@ function port(value: string | undefined, name: string): number | undefined {
   return n;
 }
 
-class UsageError extends Error {}
+/** Bad usage (exit 2); `code` is the SluiceError code a program can match on in `--json`-less stderr. */
+class UsageError extends Error {
+  constructor(
+    message: string,
+    readonly code = 'ERR_SLUICE_USAGE',
+  ) {
+    super(message);
+  }
+}
+
+/** A flag's whole number between `min` and `max` (digits only: '1e3', '0x10' and '' are refused). */
+function wholeNumber(text: string, flag: string, min: number, max: number): number {
+  const n = /^\d+$/.test(text.trim()) ? Number(text) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
+    throw new UsageError(`${flag}: '${text}' is not a whole number from ${min} to ${max}`, 'ERR_SLUICE_INVALID_OPTION');
+  }
+  return n;
+}
 
 /** Turns flags and environment into service options; flags win over the environment. */
 export function serveOptions(
@@ -81,6 +102,8 @@ export function serveOptions(
       'grpc-server': { type: 'string' },
       'proxy-port': { type: 'string' },
       fail: { type: 'string' },
+      'insurance-share': { type: 'string' },
+      'memory-max-keys': { type: 'string' },
       shadow: { type: 'boolean' },
       'client-clock': { type: 'boolean' },
       'trust-proxy': { type: 'string' },
@@ -131,6 +154,28 @@ export function serveOptions(
     if (!FAIL_MODES.includes(values.fail as FailMode)) throw new UsageError(`--fail: use ${FAIL_MODES.join(', ')}`);
     options.fail = values.fail as FailMode;
   }
+  if (values['insurance-share'] !== undefined) {
+    const share = Number(values['insurance-share']);
+    if (options.fail !== 'insurance') {
+      throw new UsageError('--insurance-share: only applies with --fail insurance', 'ERR_SLUICE_INVALID_OPTION');
+    }
+    if (values['insurance-share'].trim() === '' || !Number.isFinite(share) || share <= 0 || share > 1) {
+      throw new UsageError(
+        `--insurance-share: '${values['insurance-share']}' is not a number above 0 and at most 1 (e.g. 0.25)`,
+        'ERR_SLUICE_INVALID_OPTION',
+      );
+    }
+    options.insuranceShare = share;
+  }
+  if (values['memory-max-keys'] !== undefined) {
+    if (options.redis !== undefined) {
+      throw new UsageError(
+        '--memory-max-keys: sizes the memory store; with --redis there is none',
+        'ERR_SLUICE_INVALID_OPTION',
+      );
+    }
+    options.memory = { maxKeys: wholeNumber(values['memory-max-keys'], '--memory-max-keys', 1, 2 ** 30) };
+  }
   if (values.shadow) options.shadow = true;
   if (values['client-clock']) options.clientClock = true;
   if (values['trust-proxy'] !== undefined) options.trustProxy = values['trust-proxy'].split(',').map((s) => s.trim());
@@ -164,7 +209,8 @@ export const serveCommand: Command = {
       parsed = serveOptions(argv, process.env);
     } catch (error) {
       if (error instanceof UsageError || /^ERR_(PARSE_ARGS|SLUICE)/.test(String((error as { code?: string }).code))) {
-        io.err(`sluice serve: ${(error as Error).message}\n\n${HELP}`);
+        const code = (error as { code?: string }).code;
+        io.err(`sluice serve: ${(error as Error).message}${code ? ` (${code})` : ''}\n\n${HELP}`);
         return 2;
       }
       throw error;

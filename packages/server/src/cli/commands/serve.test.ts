@@ -1,0 +1,34 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { serveOptions } from './serve.js';
+
+const usage = (argv: string[], pattern: RegExp) =>
+  assert.throws(
+    () => serveOptions(argv, {}),
+    (e: unknown) => {
+      assert.equal((e as { code?: string }).code, 'ERR_SLUICE_INVALID_OPTION');
+      assert.match((e as Error).message, pattern);
+      return true;
+    },
+  );
+
+describe('sluice serve flags', () => {
+  it('--memory-max-keys sizes the memory store; --insurance-share goes to the engine', () => {
+    assert.deepEqual(serveOptions(['--memory-max-keys', '50000'], {}).options.memory, { maxKeys: 50_000 });
+    const { options } = serveOptions(['--fail', 'insurance', '--insurance-share', '0.25'], {});
+    assert.equal(options.insuranceShare, 0.25);
+    assert.equal(options.fail, 'insurance');
+  });
+
+  it('refuses bad values with a code, naming the flag and what it takes', () => {
+    for (const bad of ['0', '-5', '1.5', '1e3', '', 'many', String(2 ** 31)]) {
+      usage([`--memory-max-keys=${bad}`], /^--memory-max-keys: '.*' is not a whole number from 1 to/);
+    }
+    usage(['--redis', 'redis://127.0.0.1:6379', '--memory-max-keys', '10'], /with --redis there is none/);
+    for (const bad of ['0', '-0.5', '1.01', 'half', '', 'NaN', 'Infinity']) {
+      usage(['--fail', 'insurance', `--insurance-share=${bad}`], /^--insurance-share: '.*' is not a number above 0/);
+    }
+    usage(['--insurance-share', '0.5'], /only applies with --fail insurance/);
+    usage(['--fail', 'open', '--insurance-share', '0.5'], /only applies with --fail insurance/);
+  });
+});
