@@ -44,6 +44,33 @@ describe('access lists', () => {
     );
   });
 
+  it('one value listed for many domains: each scope matches until its own entry is removed', () => {
+    const lists = createAccessLists();
+    const ids = Array.from({ length: 20 }, (_, i) => lists.add('deny', { value: 'shared', domain: `d${i}` }).id);
+    const addressIds = Array.from(
+      { length: 20 },
+      (_, i) => lists.add('deny', { value: '192.0.2.0/24', domain: `d${i}`, key: 'ip' }).id,
+    );
+    for (let i = 0; i < 20; i++) {
+      assert.equal(lists.match(`d${i}`, 'any', 'shared'), 'deny');
+      assert.equal(lists.match(`d${i}`, 'ip', '192.0.2.77'), 'deny');
+      assert.equal(lists.match(`d${i}`, 'other', '192.0.2.77'), undefined);
+    }
+    assert.equal(lists.match('d20', 'any', 'shared'), undefined);
+    for (let i = 0; i < 20; i += 2) {
+      lists.remove('deny', ids[i] as string);
+      lists.remove('deny', addressIds[i] as string);
+    }
+    for (let i = 0; i < 20; i++) {
+      const want = i % 2 === 0 ? undefined : 'deny';
+      assert.equal(lists.match(`d${i}`, 'any', 'shared'), want);
+      assert.equal(lists.match(`d${i}`, 'ip', '192.0.2.77'), want);
+    }
+    lists.add('allow', { value: 'shared' });
+    assert.equal(lists.match('d0', 'any', 'shared'), 'allow');
+    assert.equal(lists.match('d1', 'any', 'shared'), 'deny');
+  });
+
   it('holds 100,000 entries, matches each kind among them, and refuses one more with a code', () => {
     const lists = createAccessLists();
     const half = MAX_ACCESS_ENTRIES / 2;

@@ -47,42 +47,67 @@ export interface AccessLists {
 export const MAX_ACCESS_ENTRIES = 100_000;
 const MAX_FIELD_LENGTH = 1024;
 
+/** Entries of one value kept in a plain list; past this many, they are counted by scope instead. */
+const FEW = 8;
+
 /**
- * How many entries of one value (or block) apply to each scope: domain → key → count, with '' for
- * "any" (validation refuses empty domains and keys, so '' is free). A lookup asks four fixed questions,
- * however many entries share the value.
+ * The entries of one value (or block), answering "does one apply to this domain and key?". Almost
+ * every value has one entry, kept as is; a value listed more than FEW times (say for many domains)
+ * switches to counts by scope — domain → key → count, '' for "any" (validation refuses empty domains
+ * and keys, so '' is free) — where a lookup asks four fixed questions however many entries there are.
  */
 class Scopes {
-  private readonly byDomain = new Map<string, Map<string, number>>();
+  private few: AccessEntry[] | undefined = [];
+  /** domain → key → count, once the value has more than FEW entries. */
+  private many: Map<string, Map<string, number>> | undefined;
 
   add(entry: AccessEntry): void {
-    const domain = entry.domain ?? '';
-    let byKey = this.byDomain.get(domain);
-    if (byKey === undefined) {
-      byKey = new Map();
-      this.byDomain.set(domain, byKey);
+    if (this.few !== undefined && this.few.length < FEW) {
+      this.few.push(entry);
+      return;
     }
-    byKey.set(entry.key ?? '', (byKey.get(entry.key ?? '') ?? 0) + 1);
+    for (const e of this.few ?? []) this.count(e, 1);
+    this.few = undefined;
+    this.count(entry, 1);
   }
 
-  /** Removes one entry's count; true when no entry is left. */
+  /** Removes an entry; true when none is left. */
   remove(entry: AccessEntry): boolean {
-    const domain = entry.domain ?? '';
-    const byKey = this.byDomain.get(domain);
-    if (byKey === undefined) return this.byDomain.size === 0;
-    const left = (byKey.get(entry.key ?? '') ?? 1) - 1;
-    if (left > 0) byKey.set(entry.key ?? '', left);
-    else {
-      byKey.delete(entry.key ?? '');
-      if (byKey.size === 0) this.byDomain.delete(domain);
+    if (this.few !== undefined) {
+      const i = this.few.indexOf(entry);
+      if (i !== -1) this.few.splice(i, 1);
+      return this.few.length === 0;
     }
-    return this.byDomain.size === 0;
+    this.count(entry, -1);
+    return this.many?.size === 0;
   }
 
   applies(domain: string, key: string): boolean {
-    const specific = this.byDomain.get(domain);
-    const any = this.byDomain.get('');
+    if (this.few !== undefined) {
+      return this.few.some(
+        (e) => (e.domain === undefined || e.domain === domain) && (e.key === undefined || e.key === key),
+      );
+    }
+    const specific = this.many?.get(domain);
+    const any = this.many?.get('');
     return specific?.has(key) === true || specific?.has('') === true || any?.has(key) === true || any?.has('') === true;
+  }
+
+  private count(entry: AccessEntry, delta: 1 | -1): void {
+    const domain = entry.domain ?? '';
+    const key = entry.key ?? '';
+    this.many ??= new Map();
+    let byKey = this.many.get(domain);
+    if (byKey === undefined) {
+      byKey = new Map();
+      this.many.set(domain, byKey);
+    }
+    const n = (byKey.get(key) ?? 0) + delta;
+    if (n > 0) byKey.set(key, n);
+    else {
+      byKey.delete(key);
+      if (byKey.size === 0) this.many.delete(domain);
+    }
   }
 }
 

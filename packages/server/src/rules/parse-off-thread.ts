@@ -6,8 +6,12 @@ import { RULE_ISSUE_CODES } from 'sluice/rules';
 
 /** How long one parse may take before the worker is stopped and the reload fails. @default 60 s */
 export const PARSE_TIMEOUT_MS = 60_000;
-/** Heap of the parsing worker: a file that makes the parser need more fails the reload alone. */
-export const PARSE_HEAP_MB = 512;
+/**
+ * Heap of the parsing worker: a file that makes the parser need more fails the reload alone, not the
+ * service. YAML takes about 90 MB of heap per MB of text while it is parsed, so a file at the 8 MiB cap
+ * needs about 750 MB. @default 1536 MB
+ */
+export const PARSE_HEAP_MB = 1536;
 
 const EXT = extname(fileURLToPath(import.meta.url));
 const WORKER_URL = new URL(`./parse-worker${EXT}`, import.meta.url).href;
