@@ -28,12 +28,6 @@ export const MAX_CHECKS = 1000;
 export const MAX_KEY_LENGTH = 1024;
 /** Longest string a policy field (`algorithm`, `period`, `blockDuration`) may be, in characters. */
 export const MAX_FIELD_LENGTH = 64;
-/**
- * Longest `period` and `blockDuration` of a check: callers choose their own policies here, and a state
- * lives as long as its period (or block), so a caller must not be able to park counters in the store
- * for years. A month's quota (31 days) fits.
- */
-export const MAX_CHECK_PERIOD_MS = 31 * 86_400_000;
 
 /** One result of `POST /v1/check`: a decision, or why this one check could not be made. */
 export type CheckResult =
@@ -175,20 +169,6 @@ export function createCheckApi(options: CheckApiOptions): CheckApi {
     const cached = policies.get(cacheKey);
     if (cached !== undefined) return cached;
     const resolved = scopedPolicy(resolvePolicy(item as never, path, ITEM_KEYS), item.name, path);
-    if (resolved.periodMs > MAX_CHECK_PERIOD_MS) {
-      throw new SluiceError(
-        'ERR_SLUICE_INVALID_PERIOD',
-        `${path}period: at most 31 days for a config-less check, got ${resolved.periodMs} ms (longer quotas belong in the rules)`,
-        { option: `${path}period` },
-      );
-    }
-    if (resolved.blockMs > MAX_CHECK_PERIOD_MS) {
-      throw new SluiceError(
-        'ERR_SLUICE_INVALID_BLOCK',
-        `${path}blockDuration: at most 31 days for a config-less check, got ${resolved.blockMs} ms`,
-        { option: `${path}blockDuration` },
-      );
-    }
     if (policies.size >= maxPolicies) policies.delete(policies.keys().next().value as string);
     policies.set(cacheKey, resolved);
     return resolved;
