@@ -17,6 +17,7 @@ import { createDecisionHub } from './decision-events.js';
 import { createGateway } from './gateway.js';
 import { type GrpcHandle, startGrpcServer } from './grpc/grpc-server.js';
 import { startH2GrpcServer } from './grpc/h2-server.js';
+import type { ReceiveLimits } from './grpc/receive-guard.js';
 import { createHealth } from './health.js';
 import { createAdminAuth } from './http/admin-auth.js';
 import { createAdminRoutes } from './http/admin-routes.js';
@@ -55,6 +56,13 @@ export interface ServiceOptions {
    * Both speak the same wire protocol. @default 'grpc-js'
    */
   grpcServer?: 'h2' | 'grpc-js';
+  /**
+   * Bounds on the request messages the gRPC server holds before they are complete: largest message, bytes
+   * per connection and in total, and how long a message may take to arrive. @default DEFAULT_RECEIVE_LIMITS
+   */
+  grpcLimits?: Partial<ReceiveLimits>;
+  /** Most concurrent streams per gRPC connection (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS). @default 4096 */
+  grpcMaxStreams?: number;
   /** Token of the admin API; admin is off without one. */
   adminToken?: string;
   /** What to do when the store fails, for rules that do not say. @default the store's error: UNAVAILABLE / 503 */
@@ -279,7 +287,15 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
   try {
     const httpPort = await listen(api, options.port ?? 8080, host);
     started.push({ close: () => closeServer(api, graceMs) });
-    const grpcOptions = { host, port: options.grpcPort ?? 8081, decider, metrics, logger };
+    const grpcOptions = {
+      host,
+      port: options.grpcPort ?? 8081,
+      decider,
+      metrics,
+      logger,
+      ...(options.grpcLimits === undefined ? {} : { limits: options.grpcLimits }),
+      ...(options.grpcMaxStreams === undefined ? {} : { maxConcurrentStreams: options.grpcMaxStreams }),
+    };
     const grpc: GrpcHandle =
       options.grpcServer === 'h2' ? await startH2GrpcServer(grpcOptions) : await startGrpcServer(grpcOptions);
     started.push({ close: () => grpc.close(graceMs) });

@@ -1,10 +1,27 @@
-import { Server, ServerCredentials, type ServerUnaryCall, type sendUnaryData, status } from '@grpc/grpc-js';
+import type { ServerHttp2Stream } from 'node:http2';
+import {
+  Server,
+  ServerCredentials,
+  ServerInterceptingCall,
+  type ServerInterceptingCallInterface,
+  type ServerInterceptor,
+  type ServerUnaryCall,
+  type sendUnaryData,
+  status,
+} from '@grpc/grpc-js';
 import { isSluiceError } from 'sluice';
 import type { Decider } from '../decide.js';
 import { isStoreError } from '../decide.js';
 import { requestFromMessage } from '../envoy-codec.js';
 import type { Logger } from '../logger.js';
 import type { ServiceMetrics } from '../metrics.js';
+import {
+  createReceiveGuard,
+  describeFailure,
+  type ReceiveGuard,
+  type ReceiveLimits,
+  type Reception,
+} from './receive-guard.js';
 import { RLS_SERVICE_DEFINITION } from './rls-definition.js';
 
 /** A listening gRPC server. */
@@ -21,6 +38,10 @@ export interface GrpcServerOptions {
   decider: Decider;
   metrics: ServiceMetrics;
   logger: Logger;
+  /** Bounds on unfinished request messages (size, per connection, in total, time). @default DEFAULT_RECEIVE_LIMITS */
+  limits?: Partial<ReceiveLimits>;
+  /** Most concurrent streams one connection may open (HTTP/2 SETTINGS). @default 4096 */
+  maxConcurrentStreams?: number;
 }
 
 const CODE_NAMES: Record<number, string> = Object.fromEntries(
@@ -41,14 +62,85 @@ export function grpcStatusOf(error: unknown): number {
   return status.INTERNAL;
 }
 
+/**
+ * A server interceptor that puts grpc-js calls under the same {@link ReceiveGuard} as the h2 server: the
+ * request bytes a call holds before its message is complete count against the connection's and the
+ * server's budgets, and a call whose message is not complete in time gets DEADLINE_EXCEEDED. grpc-js has
+ * no option for either (its own deadline is the client's `grpc-timeout`, which an attacker leaves out), so
+ * the interceptor watches the call's HTTP/2 stream, which grpc-js's innermost call object exposes.
+ */
+function receiveInterceptor(guard: ReceiveGuard, metrics: ServiceMetrics, logger: Logger): ServerInterceptor {
+  let warned = false;
+  return (_method, call) => {
+    const stream = streamOf(call);
+    if (stream === undefined && !warned) {
+      warned = true;
+      logger.warn('grpc-js no longer exposes a call stream: unfinished messages are bounded by size only');
+    }
+    let reception: Reception | undefined;
+    let complete = false;
+    /** grpc-js keeps what it buffered until the stream closes: after an answer to an unfinished request, close it (RFC 9113 §8.1, NO_ERROR). */
+    const closeUnfinished = () => {
+      if (complete || stream === undefined) return;
+      reception?.release();
+      setImmediate(() => {
+        if (!stream.destroyed && !stream.closed) stream.close();
+      });
+    };
+    const intercepted: ServerInterceptingCall = new ServerInterceptingCall(call, {
+      sendStatus(statusObject, next) {
+        next(statusObject);
+        // grpc-js's own refusals (an oversized declared length) end here too.
+        closeUnfinished();
+      },
+      start(next) {
+        if (stream !== undefined) {
+          const cutOff = (failure: Parameters<typeof describeFailure>[0]) => {
+            stream.off('data', onData);
+            const { status: name, message } = describeFailure(failure, guard.limits);
+            metrics.grpc(name);
+            intercepted.sendStatus({ code: status[name], details: message });
+          };
+          const onData = (chunk: Buffer) => {
+            const failure = reception?.add(chunk.length);
+            if (failure !== undefined) cutOff(failure);
+          };
+          reception = guard.open(stream.session, () => cutOff('timeout'));
+          stream.on('data', onData);
+          stream.once('close', () => reception?.release());
+        }
+        next({
+          onReceiveMessage(message, nextMessage) {
+            complete = true;
+            reception?.release();
+            nextMessage(message);
+          },
+        });
+      },
+    });
+    return intercepted;
+  };
+}
+
+/** The HTTP/2 stream under grpc-js's innermost call (a property its objects carry, not a public API). */
+function streamOf(call: ServerInterceptingCallInterface): ServerHttp2Stream | undefined {
+  const stream = (call as unknown as { stream?: unknown }).stream;
+  return typeof stream === 'object' && stream !== null && 'respond' in stream
+    ? (stream as ServerHttp2Stream)
+    : undefined;
+}
+
 /** Serves `envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit` on `host:port` (0 = any free port). */
 export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcHandle> {
   const { decider, metrics, logger } = options;
+  const guard = createReceiveGuard(options.limits);
   const server = new Server({
-    'grpc.max_receive_message_length': 4 * 1024 * 1024,
+    'grpc.max_receive_message_length': guard.limits.maxMessageBytes,
+    'grpc.max_concurrent_streams': options.maxConcurrentStreams ?? 4096,
     // Channelz (grpc-js's introspection service, which sluice does not serve) costs every call a tracker
     // object, four closures and two clock reads; off, as in grpc-js's own fast path.
     'grpc.enable_channelz': 0,
+    interceptors: [receiveInterceptor(guard, metrics, logger)],
   });
   const fail = (callback: sendUnaryData<unknown>, error: unknown) => {
     const code = grpcStatusOf(error);

@@ -1,4 +1,10 @@
-import { createServer, type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
+import {
+  constants,
+  createServer,
+  type Http2Session,
+  type IncomingHttpHeaders,
+  type ServerHttp2Stream,
+} from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { gunzip, inflate } from 'node:zlib';
 import { isSluiceError } from 'sluice';
@@ -8,6 +14,13 @@ import { requestFromMessage } from '../envoy-codec.js';
 import type { Logger } from '../logger.js';
 import type { ServiceMetrics } from '../metrics.js';
 import type { GrpcHandle } from './grpc-server.js';
+import {
+  createReceiveGuard,
+  describeFailure,
+  isAnswerable,
+  type ReceiveFailure,
+  type ReceiveLimits,
+} from './receive-guard.js';
 import { decodeRateLimitRequest, encodeDecisionFrame, WireError } from './wire.js';
 
 /** The one method served, as gRPC names it on the wire. */
@@ -17,6 +30,7 @@ export const SHOULD_RATE_LIMIT_PATH = '/envoy.service.ratelimit.v3.RateLimitServ
 export const GRPC_STATUS = {
   OK: 0,
   INVALID_ARGUMENT: 3,
+  DEADLINE_EXCEEDED: 4,
   RESOURCE_EXHAUSTED: 8,
   UNIMPLEMENTED: 12,
   INTERNAL: 13,
@@ -32,8 +46,10 @@ export interface H2GrpcServerOptions {
   decider: Decider;
   metrics: ServiceMetrics;
   logger: Logger;
-  /** Largest request message accepted. @default 4 MiB (gRPC's usual default) */
-  maxMessageBytes?: number;
+  /** Bounds on unfinished request messages (size, per connection, in total, time). @default DEFAULT_RECEIVE_LIMITS */
+  limits?: Partial<ReceiveLimits>;
+  /** Most concurrent streams one connection may open (HTTP/2 SETTINGS). @default 4096 */
+  maxConcurrentStreams?: number;
 }
 
 /** `grpc-message` is percent-encoded: everything outside printable ASCII, and `%` itself. */
@@ -47,34 +63,86 @@ function grpcMessage(text: string): string {
  * responses for errors, identity/gzip/deflate message encodings. A general gRPC framework spends most of
  * its time per call on machinery a single unary method does not need; this is what lets one core answer
  * tens of thousands of Envoy calls per second. Any gRPC client (Envoy, grpc-go, grpc-js) talks to it.
+ *
+ * A client may leave at any point of a call (RST_STREAM, a dropped connection, GOAWAY): every handler of
+ * a stream runs through `guarded`, and every answer checks that the stream can still take one, so no
+ * such exit can throw out of an event handler. Unfinished messages are bounded by a {@link ReceiveGuard}.
  */
 export async function startH2GrpcServer(options: H2GrpcServerOptions): Promise<GrpcHandle> {
   const { decider, metrics, logger } = options;
-  const maxMessageBytes = options.maxMessageBytes ?? 4 * 1024 * 1024;
-  const server = createServer({ settings: { maxConcurrentStreams: 4096 } });
+  const guard = createReceiveGuard(options.limits);
+  const { maxMessageBytes } = guard.limits;
+  const server = createServer({ settings: { maxConcurrentStreams: options.maxConcurrentStreams ?? 4096 } });
   const sessions = new Set<Http2Session>();
+
+  /**
+   * Wraps an event handler of a client-driven stream or session: whatever the client did (left, reset,
+   * sent garbage), an exception here is logged, never thrown into the event loop where it would end the
+   * process.
+   */
+  function guarded<A extends unknown[]>(stream: ServerHttp2Stream | undefined, handler: (...args: A) => void) {
+    return (...args: A): void => {
+      try {
+        handler(...args);
+      } catch (error) {
+        logger.error({ err: error }, 'gRPC stream handler failed');
+        if (stream !== undefined) abandon(stream);
+      }
+    };
+  }
+
+  /** Ends a stream we will not answer (or already answered) without waiting for the rest of its request. */
+  function abandon(stream: ServerHttp2Stream, code: number = constants.NGHTTP2_NO_ERROR): void {
+    try {
+      if (!stream.destroyed && !stream.closed) stream.close(code);
+    } catch {
+      // Already gone.
+    }
+  }
+
+  /** After a complete answer to a request the client has not finished sending: ask it to stop (RFC 9113 §8.1). */
+  function stopReading(stream: ServerHttp2Stream): void {
+    if (stream.readableEnded) return;
+    stream.once('finish', () => abandon(stream));
+    stream.resume();
+  }
 
   function fail(stream: ServerHttp2Stream, code: number, message: string): void {
     metrics.grpc(STATUS_NAMES[code] ?? String(code));
-    if (stream.destroyed || stream.headersSent) return;
-    // Trailers-Only: the status travels in the one HEADERS frame that ends the stream.
-    stream.respond(
-      {
-        ':status': 200,
-        'content-type': 'application/grpc',
-        'grpc-status': String(code),
-        'grpc-message': grpcMessage(message),
-      },
-      { endStream: true },
-    );
+    if (!isAnswerable(stream) || stream.headersSent) return;
+    try {
+      // Trailers-Only: the status travels in the one HEADERS frame that ends the stream.
+      stream.respond(
+        {
+          ':status': 200,
+          'content-type': 'application/grpc',
+          'grpc-status': String(code),
+          'grpc-message': grpcMessage(message),
+        },
+        { endStream: true },
+      );
+      stopReading(stream);
+    } catch {
+      // The client left between the check and the answer.
+      abandon(stream);
+    }
   }
 
   function reply(stream: ServerHttp2Stream, frame: Buffer): void {
     metrics.grpc('OK');
-    if (stream.destroyed) return;
-    stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
-    stream.once('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
-    stream.end(frame);
+    if (!isAnswerable(stream) || stream.headersSent) return;
+    try {
+      stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+      stream.once(
+        'wantTrailers',
+        guarded(stream, () => {
+          if (isAnswerable(stream)) stream.sendTrailers({ 'grpc-status': '0' });
+        }),
+      );
+      stream.end(frame);
+    } catch {
+      abandon(stream);
+    }
   }
 
   function handle(stream: ServerHttp2Stream, message: Buffer): void {
@@ -106,71 +174,95 @@ export async function startH2GrpcServer(options: H2GrpcServerOptions): Promise<G
     );
   }
 
-  server.on('session', (session) => {
+  server.on('session', (session: Http2Session) => {
     sessions.add(session);
     session.on('close', () => sessions.delete(session));
     session.on('error', () => {});
   });
   server.on('stream', (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => {
     stream.on('error', () => {});
-    try {
-      onStream(stream, headers);
-    } catch (error) {
-      // Nothing a client sends may take the service down.
-      logger.error({ err: error }, 'gRPC stream failed');
-      fail(stream, GRPC_STATUS.INTERNAL, 'internal error');
-    }
+    guarded(stream, onStream)(stream, headers);
   });
 
   function onStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
     if (headers[':method'] !== 'POST') {
       stream.respond({ ':status': 405 }, { endStream: true });
+      stopReading(stream);
       return;
     }
     const contentType = headers['content-type'];
     if (typeof contentType !== 'string' || !contentType.startsWith('application/grpc')) {
       stream.respond({ ':status': 415 }, { endStream: true });
+      stopReading(stream);
       return;
     }
     if (headers[':path'] !== SHOULD_RATE_LIMIT_PATH) {
       fail(stream, GRPC_STATUS.UNIMPLEMENTED, `unknown method ${String(headers[':path'])}`);
-      stream.resume();
       return;
     }
     const chunks: Buffer[] = [];
     let size = 0;
-    let tooLarge = false;
-    stream.on('data', (chunk: Buffer) => {
-      if (tooLarge) return;
-      size += chunk.length;
-      if (size > maxMessageBytes + 5) {
-        tooLarge = true;
+    let cut = false;
+    const cutOff = (failure: ReceiveFailure) => {
+      cut = true;
+      chunks.length = 0;
+      reception.release();
+      const { status, message } = describeFailure(failure, guard.limits);
+      fail(stream, GRPC_STATUS[status], message);
+      // fail() asked the client to stop; a client that left is already closed.
+    };
+    const reception = guard.open(
+      stream.session,
+      guarded(stream, () => {
+        if (!cut) cutOff('timeout');
+      }),
+    );
+    stream.on('close', () => reception.release());
+    stream.on(
+      'data',
+      guarded(stream, (chunk: Buffer) => {
+        if (cut) return;
+        let failure = reception.add(chunk.length);
+        // The message's declared length is known from its 5-byte prefix: refuse an oversized one at once.
+        if (failure === undefined && size < 5 && size + chunk.length >= 5) {
+          const prefix = Buffer.concat([...chunks, chunk], size + chunk.length);
+          if (prefix.readUInt32BE(1) > maxMessageBytes) failure = 'too-large';
+        }
+        if (failure !== undefined) return cutOff(failure);
+        size += chunk.length;
+        chunks.push(chunk);
+      }),
+    );
+    stream.on(
+      'end',
+      guarded(stream, () => {
+        reception.release();
+        // A stream the client reset or dropped ends here too, with whatever arrived: nobody to answer.
+        if (cut || !isAnswerable(stream)) return;
+        const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
         chunks.length = 0;
-        fail(stream, GRPC_STATUS.RESOURCE_EXHAUSTED, `request message larger than ${maxMessageBytes} bytes`);
-        return;
-      }
-      chunks.push(chunk);
-    });
-    stream.on('end', () => {
-      if (tooLarge) return;
-      const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
-      if (body.length < 5) return fail(stream, GRPC_STATUS.INTERNAL, 'missing request message');
-      const length = body.readUInt32BE(1);
-      if (body.length !== 5 + length) {
-        return fail(stream, GRPC_STATUS.INTERNAL, 'a unary call carries exactly one message');
-      }
-      const message = body.subarray(5);
-      if (body[0] === 0) return handle(stream, message);
-      const encoding = headers['grpc-encoding'];
-      const decompress = encoding === 'gzip' ? gunzip : encoding === 'deflate' ? inflate : undefined;
-      if (decompress === undefined) {
-        return fail(stream, GRPC_STATUS.UNIMPLEMENTED, `message encoding '${String(encoding)}' is not supported`);
-      }
-      decompress(message, { maxOutputLength: maxMessageBytes }, (error, plain) => {
-        if (error) fail(stream, GRPC_STATUS.INTERNAL, `could not decompress the request: ${error.message}`);
-        else handle(stream, plain);
-      });
-    });
+        if (body.length < 5) return fail(stream, GRPC_STATUS.INTERNAL, 'missing request message');
+        const length = body.readUInt32BE(1);
+        if (body.length !== 5 + length) {
+          return fail(stream, GRPC_STATUS.INTERNAL, 'a unary call carries exactly one message');
+        }
+        const message = body.subarray(5);
+        if (body[0] === 0) return handle(stream, message);
+        const encoding = headers['grpc-encoding'];
+        const decompress = encoding === 'gzip' ? gunzip : encoding === 'deflate' ? inflate : undefined;
+        if (decompress === undefined) {
+          return fail(stream, GRPC_STATUS.UNIMPLEMENTED, `message encoding '${String(encoding)}' is not supported`);
+        }
+        decompress(
+          message,
+          { maxOutputLength: maxMessageBytes },
+          guarded(stream, (error: Error | null, plain: Buffer) => {
+            if (error) fail(stream, GRPC_STATUS.INTERNAL, `could not decompress the request: ${error.message}`);
+            else handle(stream, plain);
+          }),
+        );
+      }),
+    );
   }
 
   const port = await new Promise<number>((resolve, reject) => {

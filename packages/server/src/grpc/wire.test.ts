@@ -200,4 +200,17 @@ describe('RLS wire codec', () => {
     assert.throws(() => decodeRateLimitRequest(Buffer.from([0x80])), WireError);
     assert.throws(() => decodeRateLimitRequest(Buffer.from([0x0b])), WireError);
   });
+
+  it('reads an over-long uint32 varint as protobufjs does: its low 32 bits, and 11 bytes as malformed', () => {
+    // domain "d", then hits_addend (field 3) = 2^64 - 1 as a 10-byte varint (what a 64-bit encoder writes)
+    const max64 = Buffer.from([0x0a, 0x01, 0x64, 0x18, ...Array(9).fill(0xff), 0x01]);
+    assert.equal(decodeRateLimitRequest(max64).hitsAddend, method.requestDeserialize(max64).hitsAddend);
+    assert.equal(decodeRateLimitRequest(max64).hitsAddend, 4294967295);
+    // 2^35 + 7 in 6 bytes: the low 32 bits are 7 (protobufjs assumes 10 bytes once past 5, the C++ runtime does not)
+    const wide = Buffer.from([0x18, 0x87, 0x80, 0x80, 0x80, 0x80, 0x01]);
+    assert.equal(decodeRateLimitRequest(wide).hitsAddend, 7);
+    const tooLong = Buffer.from([0x18, ...Array(10).fill(0xff), 0x01]);
+    assert.throws(() => decodeRateLimitRequest(tooLong), WireError);
+    assert.throws(() => method.requestDeserialize(tooLong));
+  });
 });

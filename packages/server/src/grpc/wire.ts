@@ -69,6 +69,23 @@ class Reader {
     return result < 0 ? result + 2 ** 32 : result;
   }
 
+  /**
+   * A `uint32` field: the low 32 bits of a varint of up to 10 bytes, as protobufjs and the C++ runtime
+   * read it (2^64 - 1 is 4294967295, not 0). Longer varints are malformed.
+   */
+  uint32(): number {
+    let result = 0;
+    for (let i = 0; ; i++) {
+      if (this.pos >= this.end) throw new WireError('truncated varint');
+      if (i >= 10) throw new WireError('varint too long');
+      const byte = this.buf[this.pos++] as number;
+      if (i < 4) result |= (byte & 0x7f) << (7 * i);
+      else if (i === 4) result |= (byte & 0x0f) << 28;
+      if (byte < 0x80) break;
+    }
+    return result >>> 0;
+  }
+
   /** The bounds of a length-delimited field's bytes; advances past them. */
   span(): [number, number] {
     const length = this.varint();
@@ -117,7 +134,7 @@ export function decodeRateLimitRequest(buf: Buffer): WireRequest {
     else if (field === 2 && type === 2) {
       const [start, end] = r.span();
       out.descriptors.push(decodeDescriptor(buf, start, end));
-    } else if (field === 3 && type === 0) out.hitsAddend = r.varint() % 2 ** 32;
+    } else if (field === 3 && type === 0) out.hitsAddend = r.uint32();
     else r.skip(type);
   }
   return out;
@@ -147,7 +164,7 @@ function decodeDescriptor(buf: Buffer, start: number, end: number): WireDescript
       const lr = new Reader(buf, s, e);
       while (lr.pos < lr.end) {
         const t = lr.varint();
-        if (t === 8) limit.requestsPerUnit = lr.varint() % 2 ** 32;
+        if (t === 8) limit.requestsPerUnit = lr.uint32();
         else if (t === 16) {
           const n = lr.varint();
           limit.unit = UNIT_NAMES[n] ?? n;

@@ -5,6 +5,7 @@ import type { FailMode } from 'sluice/rules';
 import type { LogLevel, ServiceOptions } from '../../index.js';
 import { EXAMPLE_CONFIG, LOG_LEVELS, startService } from '../../index.js';
 import type { Command } from '../command.js';
+import { applyLimitFlags, LIMIT_FLAGS, LIMIT_FLAGS_HELP, LimitFlagError } from './limit-flags.js';
 
 const HELP = `usage: sluice serve [--config PATH] [--redis URL | --redis-cluster HOST:PORT,...] [--upstream URL]
 
@@ -43,6 +44,7 @@ options:
   --ports-file FILE      write {"http":N,"grpc":N,"proxy":N} to FILE once listening (handy with port 0)
   -h, --help             show this help
 
+${LIMIT_FLAGS_HELP}
 environment:
   SLUICE_ADMIN_TOKEN     turns the admin API on: requests need Authorization: Bearer <token>
 
@@ -110,6 +112,7 @@ export function serveOptions(
       'no-watch': { type: 'boolean' },
       'max-body': { type: 'string' },
       'shutdown-grace': { type: 'string' },
+      ...LIMIT_FLAGS,
       'log-level': { type: 'string' },
       'ports-file': { type: 'string' },
     },
@@ -195,6 +198,7 @@ export function serveOptions(
   }
   const token = env.SLUICE_ADMIN_TOKEN;
   if (token !== undefined && token !== '') options.adminToken = token;
+  applyLimitFlags(values, options);
   return values['ports-file'] === undefined ? { options } : { options, portsFile: values['ports-file'] };
 }
 
@@ -208,7 +212,11 @@ export const serveCommand: Command = {
     try {
       parsed = serveOptions(argv, process.env);
     } catch (error) {
-      if (error instanceof UsageError || /^ERR_(PARSE_ARGS|SLUICE)/.test(String((error as { code?: string }).code))) {
+      if (
+        error instanceof UsageError ||
+        error instanceof LimitFlagError ||
+        /^ERR_(PARSE_ARGS|SLUICE)/.test(String((error as { code?: string }).code))
+      ) {
         const code = (error as { code?: string }).code;
         io.err(`sluice serve: ${(error as Error).message}${code ? ` (${code})` : ''}\n\n${HELP}`);
         return 2;

@@ -1,0 +1,162 @@
+import type { Http2Session, ServerHttp2Stream } from 'node:http2';
+import { performance } from 'node:perf_hooks';
+
+/** How much unfinished request data the gRPC servers hold, and for how long. */
+export interface ReceiveLimits {
+  /** Largest request message (after the 5-byte gRPC prefix). @default 1 MiB */
+  readonly maxMessageBytes: number;
+  /** Most bytes of unfinished request messages one connection may hold at once. @default 4 MiB */
+  readonly maxConnectionBufferBytes: number;
+  /** Most bytes of unfinished request messages all connections together may hold. @default 64 MiB */
+  readonly maxTotalBufferBytes: number;
+  /** Longest time from a call's headers to the end of its request message. @default 10 s */
+  readonly messageTimeoutMs: number;
+}
+
+/** The defaults of {@link ReceiveLimits}: an RLS request is a few hundred bytes, so these leave ample room. */
+export const DEFAULT_RECEIVE_LIMITS: ReceiveLimits = {
+  maxMessageBytes: 1024 * 1024,
+  maxConnectionBufferBytes: 4 * 1024 * 1024,
+  maxTotalBufferBytes: 64 * 1024 * 1024,
+  messageTimeoutMs: 10_000,
+};
+
+/** Why a call's request was cut off. */
+export type ReceiveFailure = 'too-large' | 'connection-budget' | 'total-budget' | 'timeout';
+
+/** The gRPC status name and message of each failure. */
+export function describeFailure(
+  failure: ReceiveFailure,
+  limits: ReceiveLimits,
+): { status: 'RESOURCE_EXHAUSTED' | 'DEADLINE_EXCEEDED'; message: string } {
+  switch (failure) {
+    case 'too-large':
+      return { status: 'RESOURCE_EXHAUSTED', message: `request message larger than ${limits.maxMessageBytes} bytes` };
+    case 'connection-budget':
+      return {
+        status: 'RESOURCE_EXHAUSTED',
+        message: `this connection holds more than ${limits.maxConnectionBufferBytes} bytes of unfinished requests`,
+      };
+    case 'total-budget':
+      return {
+        status: 'RESOURCE_EXHAUSTED',
+        message: `the server holds more than ${limits.maxTotalBufferBytes} bytes of unfinished requests`,
+      };
+    default:
+      return {
+        status: 'DEADLINE_EXCEEDED',
+        message: `the request message did not arrive within ${limits.messageTimeoutMs} ms`,
+      };
+  }
+}
+
+/** One call's share of the budgets, from its headers until its message is complete (or it failed). */
+export interface Reception {
+  /** Counts `bytes` more of this call's request; the failure when that crosses a bound (reported once). */
+  add(bytes: number): ReceiveFailure | undefined;
+  /** The message is complete (or the call is over): gives the bytes back and stops the timer. Idempotent. */
+  release(): void;
+}
+
+/**
+ * Accounts the request bytes that gRPC calls hold before their message is complete, per connection and in
+ * total, and times each call's reception. A client that opens many streams and sends part of a message on
+ * each — then waits, or leaves — can hold no more than these bounds, and no longer than the timeout.
+ */
+export interface ReceiveGuard {
+  readonly limits: ReceiveLimits;
+  /** Bytes held right now by unfinished requests, all connections. */
+  readonly heldBytes: number;
+  /** Starts one call's reception on `session`; `onTimeout` runs once if it is still unfinished in time. */
+  open(session: Http2Session | undefined, onTimeout: () => void): Reception;
+}
+
+/**
+ * Creates a guard with `limits` (defaults for those not given). Receptions are timed by one sweep every
+ * quarter of the timeout (started while any is open), not by a timer per call: a call costs a set insert
+ * and delete on the hot path.
+ */
+export function createReceiveGuard(limits: Partial<ReceiveLimits> = {}): ReceiveGuard {
+  const resolved: ReceiveLimits = { ...DEFAULT_RECEIVE_LIMITS, ...definedOnly(limits) };
+  const perSession = new WeakMap<object, { held: number }>();
+  const noSession = { held: 0 };
+  const open = new Set<{ deadline: number; expire(): void }>();
+  let sweeper: NodeJS.Timeout | undefined;
+  let total = 0;
+
+  function sweep(): void {
+    const now = performance.now();
+    for (const r of open) if (r.deadline <= now) r.expire();
+    if (open.size === 0 && sweeper !== undefined) {
+      clearInterval(sweeper);
+      sweeper = undefined;
+    }
+  }
+
+  return {
+    limits: resolved,
+    get heldBytes() {
+      return total;
+    },
+    open(session, onTimeout) {
+      let account = session === undefined ? noSession : perSession.get(session);
+      if (account === undefined) {
+        account = { held: 0 };
+        perSession.set(session as object, account);
+      }
+      const conn = account;
+      let mine = 0;
+      let done = false;
+      const entry = {
+        deadline: performance.now() + resolved.messageTimeoutMs,
+        expire() {
+          release();
+          onTimeout();
+        },
+      };
+      open.add(entry);
+      if (sweeper === undefined) {
+        sweeper = setInterval(sweep, Math.max(10, Math.ceil(resolved.messageTimeoutMs / 4)));
+        sweeper.unref();
+      }
+      function release(): void {
+        if (done) return;
+        done = true;
+        open.delete(entry);
+        conn.held -= mine;
+        total -= mine;
+        mine = 0;
+      }
+      return {
+        add(bytes) {
+          if (done) return undefined;
+          let failure: ReceiveFailure | undefined;
+          if (mine + bytes > resolved.maxMessageBytes + 5) failure = 'too-large';
+          else if (conn.held + bytes > resolved.maxConnectionBufferBytes) failure = 'connection-budget';
+          else if (total + bytes > resolved.maxTotalBufferBytes) failure = 'total-budget';
+          if (failure !== undefined) {
+            release();
+            return failure;
+          }
+          mine += bytes;
+          conn.held += bytes;
+          total += bytes;
+          return undefined;
+        },
+        release,
+      };
+    },
+  };
+}
+
+function definedOnly<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/**
+ * True while a server stream can still be answered: not destroyed, not closed (a client's RST_STREAM or a
+ * dropped connection closes it before any `'end'` handler runs), and its session alive.
+ */
+export function isAnswerable(stream: ServerHttp2Stream): boolean {
+  return !stream.destroyed && !stream.closed && stream.session !== undefined && !stream.session.destroyed;
+}
