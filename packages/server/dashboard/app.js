@@ -16,7 +16,12 @@ let rulesVersion;
 
 async function poll() {
   const since = charts.since();
-  const res = await fetch(`api/dashboard${since === undefined ? '' : `?since=${since}`}`, { cache: 'no-store' });
+  // With the admin token (kept for this tab by the lists panel) the top keys come unmasked.
+  const token = sessionStorage.getItem('sluice.adminToken');
+  const res = await fetch(`api/dashboard${since === undefined ? '' : `?since=${since}`}`, {
+    cache: 'no-store',
+    headers: token ? { authorization: `Bearer ${token}` } : {},
+  });
   if (!res.ok) throw new Error(`HTTP ${res.status}`);
   const data = await res.json();
 

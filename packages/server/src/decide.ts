@@ -4,7 +4,7 @@ import { combineDecisions, isSluiceError } from 'sluice';
 import type { DescriptorStatus, RateLimitRequest, RateLimitResponse, RulesEngine } from 'sluice/rules';
 import type { AccessLists, ListName } from './access-lists.js';
 import type { DecisionEvent, DecisionHub, DecisionOutcome, DecisionSource } from './decision-events.js';
-import { outcomeOf } from './decision-events.js';
+import { outcomeOf, UNKNOWN_DOMAIN } from './decision-events.js';
 import { rateLimitHeaders } from './headers.js';
 import type { ServiceMetrics } from './metrics.js';
 
@@ -99,6 +99,8 @@ export function createDecider(options: DeciderOptions): Decider {
     source: DecisionSource,
   ): Decided {
     const atMs = now();
+    // Listeners label and key by domain: only the rules' domains are let through as they are.
+    const domain = engine.ruleSet.domains.has(request.domain) ? request.domain : UNKNOWN_DOMAIN;
     const decisions: Decision[] = [];
     let bindingName = '';
     let bindingWindow = 0;
@@ -115,7 +117,7 @@ export function createDecider(options: DeciderOptions): Decider {
       // Built field by field (no spreads): this runs for every decision.
       const event: { -readonly [K in keyof DecisionEvent]: DecisionEvent[K] } = {
         source,
-        domain: request.domain,
+        domain,
         rule: status.ruleId ?? '',
         key: descriptor === undefined ? '' : keyOf(descriptor.entries),
         outcome,

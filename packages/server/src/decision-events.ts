@@ -4,6 +4,9 @@
  * "top keys") can watch without the request paths knowing about them.
  */
 
+/** The domain of events whose request named a domain the rules do not have. */
+export const UNKNOWN_DOMAIN = '_unknown';
+
 /** How one decision ended. The four outcomes are exclusive: their sum is every decision. */
 export type DecisionOutcome = 'ok' | 'near_limit' | 'over_limit' | 'shadow';
 
@@ -13,7 +16,10 @@ export type DecisionSource = 'grpc' | 'json' | 'check' | 'gateway';
 /** One decision, as published to listeners. */
 export interface DecisionEvent {
   readonly source: DecisionSource;
-  /** The request's domain; `''` for `/v1/check` items, which have none. */
+  /**
+   * The request's domain; {@link UNKNOWN_DOMAIN} for a domain the rules do not have (a client may send any
+   * string there, and listeners label and key by it); `''` for `/v1/check` items, which have none.
+   */
   readonly domain: string;
   /** The matched rule's id (domain + descriptor path), the `/v1/check` policy id, or `''` when no rule applied. */
   readonly rule: string;

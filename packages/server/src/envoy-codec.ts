@@ -10,6 +10,16 @@ import type { Decided } from './decide.js';
 /** Most descriptors in one request, and most entries in one descriptor. */
 export const MAX_DESCRIPTORS = 1000;
 export const MAX_ENTRIES = 100;
+/**
+ * Longest domain and descriptor key, and longest descriptor value (UTF-16 code units), on every surface
+ * that takes them (gRPC, `POST /json`, the gateway's header- and path-made descriptors): what a client
+ * sends becomes a store key and a dashboard entry, so its size is bounded where it enters.
+ */
+export const MAX_DOMAIN_LENGTH = 256;
+export const MAX_DESCRIPTOR_KEY_LENGTH = 256;
+export const MAX_DESCRIPTOR_VALUE_LENGTH = 1024;
+/** The code of a request whose domain, key or value is longer than allowed (INVALID_ARGUMENT / 400). */
+export const VALUE_TOO_LONG = 'ERR_SLUICE_REQUEST_VALUE_TOO_LONG';
 const UINT32_MAX = 4294967295;
 
 /** Envoy's unit enum, by number (`envoy.type.v3.RateLimitUnit`). */
@@ -47,10 +57,32 @@ function uint(value: unknown, field: string, max: number): number {
   return n;
 }
 
-function str(value: unknown, field: string): string {
+function str(value: unknown, field: string, max: number): string {
   if (value === undefined || value === null) return '';
   if (typeof value !== 'string') throw invalid('ERR_SLUICE_REQUEST_INVALID', `${field}: expected a string`);
+  if (value.length > max) throw tooLong(field, value.length, max);
   return value;
+}
+
+function tooLong(field: string, length: number, max: number): SluiceError {
+  return invalid(VALUE_TOO_LONG, `${field}: at most ${max} characters, got ${length}`);
+}
+
+/**
+ * Checks the lengths of a request built elsewhere (the gateway's descriptors come from request headers
+ * and paths). @throws SluiceError `ERR_SLUICE_REQUEST_VALUE_TOO_LONG`
+ */
+export function assertRequestLengths(request: RateLimitRequest): void {
+  if (request.domain.length > MAX_DOMAIN_LENGTH) throw tooLong('domain', request.domain.length, MAX_DOMAIN_LENGTH);
+  for (const [i, d] of request.descriptors.entries()) {
+    for (const [j, e] of d.entries.entries()) {
+      const at = `descriptors[${i}].entries[${j}]`;
+      if (e.key.length > MAX_DESCRIPTOR_KEY_LENGTH) throw tooLong(`${at}.key`, e.key.length, MAX_DESCRIPTOR_KEY_LENGTH);
+      if (e.value.length > MAX_DESCRIPTOR_VALUE_LENGTH) {
+        throw tooLong(`${at}.value (${e.key})`, e.value.length, MAX_DESCRIPTOR_VALUE_LENGTH);
+      }
+    }
+  }
 }
 
 /**
@@ -60,7 +92,7 @@ function str(value: unknown, field: string): string {
  */
 export function requestFromMessage(message: unknown): RateLimitRequest {
   if (!isRecord(message)) throw invalid('ERR_SLUICE_REQUEST_INVALID', 'request: expected a JSON object');
-  const domain = str(message.domain, 'domain');
+  const domain = str(message.domain, 'domain', MAX_DOMAIN_LENGTH);
   if (domain === '') throw invalid('ERR_SLUICE_REQUEST_EMPTY_DOMAIN', 'rate limit domain must not be empty');
   const list = message.descriptors ?? [];
   if (!Array.isArray(list)) throw invalid('ERR_SLUICE_REQUEST_INVALID', 'descriptors: expected a list');
@@ -89,7 +121,10 @@ function descriptorFrom(value: unknown, path: string): RequestDescriptor {
   }
   const entries = list.map((e, j) => {
     if (!isRecord(e)) throw invalid('ERR_SLUICE_REQUEST_INVALID', `${path}.entries[${j}]: expected an object`);
-    return { key: str(e.key, `${path}.entries[${j}].key`), value: str(e.value, `${path}.entries[${j}].value`) };
+    return {
+      key: str(e.key, `${path}.entries[${j}].key`, MAX_DESCRIPTOR_KEY_LENGTH),
+      value: str(e.value, `${path}.entries[${j}].value`, MAX_DESCRIPTOR_VALUE_LENGTH),
+    };
   });
   const descriptor: RequestDescriptor = { entries };
   const limit = value.limit;

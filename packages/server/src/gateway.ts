@@ -2,22 +2,51 @@ import {
   createServer,
   Agent as HttpAgent,
   request as httpRequest,
-  type IncomingHttpHeaders,
   type IncomingMessage,
   type Server,
   type ServerResponse,
 } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import type { Duplex } from 'node:stream';
 import type { Decision } from 'sluice';
-import { combineDecisions } from 'sluice';
+import { combineDecisions, isSluiceError } from 'sluice';
 import type { RulesEngine } from 'sluice/rules';
-import { httpDescriptorsFor } from 'sluice/rules';
+import { httpDescriptorsFor, normalizePath } from 'sluice/rules';
 import type { AccessLists } from './access-lists.js';
 import type { Decided, Decider } from './decide.js';
 import { isStoreError } from './decide.js';
+import { assertRequestLengths } from './envoy-codec.js';
+import { createClientSlots } from './gateway/client-slots.js';
+import { forwardable, upstreamHeaders } from './gateway/forwarding.js';
+import { proxyUpgrade, rejectUpgrade } from './gateway/upgrade.js';
 import { rejectionBody } from './headers.js';
 import type { Logger } from './logger.js';
 import type { ServiceMetrics } from './metrics.js';
+
+/** Time and concurrency bounds of the gateway (every one has a `sluice serve` flag; see docs/security.md). */
+export interface GatewayLimits {
+  /** Longest time to receive a request's headers. @default 10 s */
+  readonly headersTimeoutMs: number;
+  /** Longest time to receive a whole request, body included (a slow upload is cut with 408). @default 30 s */
+  readonly requestTimeoutMs: number;
+  /** Longest silence on a client or upstream connection while a request is in flight. @default 30 s */
+  readonly idleTimeoutMs: number;
+  /** Longest wait for the upstream's response headers once the whole request is sent (504 after). @default 30 s */
+  readonly upstreamTimeoutMs: number;
+  /** Most requests one client (address, IPv6 /56) may have in flight through the gateway. @default 64 */
+  readonly maxClientInFlight: number;
+  /** Connections to the upstream, at most. @default 256 */
+  readonly maxUpstreamSockets: number;
+}
+
+export const DEFAULT_GATEWAY_LIMITS: GatewayLimits = {
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  idleTimeoutMs: 30_000,
+  upstreamTimeoutMs: 30_000,
+  maxClientInFlight: 64,
+  maxUpstreamSockets: 256,
+};
 
 /** Options of {@link createGateway}. */
 export interface GatewayOptions {
@@ -30,87 +59,73 @@ export interface GatewayOptions {
   logger: Logger;
   /** The client address of a request (trusted proxies applied). */
   clientIp(req: IncomingMessage): string;
+  /** The key a client address counts under: IPv6 masked to its /56 (what rules and the in-flight cap see). */
+  clientKey(ip: string): string;
+  /** Whether the TCP peer of a request is a trusted proxy (its forwarding headers are kept and extended). */
+  trustsPeer(req: IncomingMessage): boolean;
+  limits?: Partial<GatewayLimits>;
 }
 
-/** Hop-by-hop headers (RFC 9110 §7.6.1) are the proxy's own business and never forwarded. */
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'proxy-connection',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-]);
+type Verdict = { verdict: 'pass' | 'limited' | 'denied'; headers: Record<string, string>; binding?: Decision };
 
-function forwardable(headers: IncomingHttpHeaders): IncomingHttpHeaders {
-  const out: IncomingHttpHeaders = {};
-  const connection = headers.connection;
-  // Most requests name no header in Connection beyond keep-alive/close: skip the split then.
-  const listed =
-    connection === undefined || connection === 'keep-alive' || connection === 'close'
-      ? undefined
-      : String(connection)
-          .split(',')
-          .map((s) => s.trim().toLowerCase())
-          .filter(Boolean);
-  for (const name in headers) {
-    const value = headers[name];
-    if (value === undefined || HOP_BY_HOP.has(name) || listed?.includes(name)) continue;
-    out[name] = value;
-  }
-  return out;
+/** A gateway answer written by the gateway itself: status, its headers, and a JSON error body. */
+export interface GatewayAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+function errorAnswer(status: number, code: string, message: string, headers: Record<string, string> = {}) {
+  return { status, headers, body: JSON.stringify({ error: { code, message } }) };
 }
 
 /**
  * Creates the gateway (not yet listening): every request is turned into descriptors by the config's
  * `http:` rules, decided, and either answered 429 (403 for a deny-list match) here or reverse-proxied to
  * the upstream with bodies streamed both ways and the rate-limit headers added. The upstream's status
- * and headers are kept; 502 when it cannot be reached.
+ * and headers are kept; 502 when it cannot be reached, 504 when it does not answer in time. Websocket
+ * (and other) upgrades are rate limited the same way and then tunnelled.
+ *
+ * The path is normalised before the rules see it and before it is forwarded (`normalizePath`), so a
+ * rule on `/login` also covers `//login`, `/a/../login` and `/%6Cogin`; a malformed escape is a 400.
  */
 export function createGateway(options: GatewayOptions): Server {
   const { upstream, engine, decider, lists, metrics, logger } = options;
+  const limits: GatewayLimits = { ...DEFAULT_GATEWAY_LIMITS, ...options.limits };
   const secure = upstream.protocol === 'https:';
-  const agent = secure
-    ? new HttpsAgent({ keepAlive: true, maxSockets: 256 })
-    : new HttpAgent({ keepAlive: true, maxSockets: 256 });
+  const agentOptions = { keepAlive: true, maxSockets: limits.maxUpstreamSockets, timeout: limits.idleTimeoutMs };
+  const agent = secure ? new HttpsAgent(agentOptions) : new HttpAgent(agentOptions);
   const send = secure ? httpsRequest : httpRequest;
   const basePath = upstream.pathname.replace(/\/$/, '');
+  const slots = createClientSlots(limits.maxClientInFlight);
 
-  function answer(res: ServerResponse, status: number, headers: Record<string, string>, body: string): void {
-    res.writeHead(status, {
-      ...headers,
+  function answer(res: ServerResponse, a: GatewayAnswer): void {
+    if (res.headersSent || res.destroyed) return;
+    res.writeHead(a.status, {
+      ...a.headers,
       'content-type': 'application/json; charset=utf-8',
-      'content-length': Buffer.byteLength(body),
+      'content-length': Buffer.byteLength(a.body),
     });
-    res.end(body);
-    metrics.gateway(status);
+    res.end(a.body);
+    metrics.gateway(a.status);
   }
 
-  async function decide(
-    req: IncomingMessage,
-    ip: string,
-  ): Promise<{
-    verdict: 'pass' | 'limited' | 'denied';
-    headers: Record<string, string>;
-    binding?: Decision;
-    name?: string;
-  }> {
+  async function decide(req: IncomingMessage, path: string, ip: string, key: string): Promise<Verdict> {
     const list = lists.match('', 'remote_address', ip);
     if (list === 'deny') return { verdict: 'denied', headers: {} };
     if (list === 'allow') return { verdict: 'pass', headers: {} };
     const groups = httpDescriptorsFor(engine.ruleSet, {
       method: req.method ?? 'GET',
-      path: req.url ?? '/',
+      path,
       headers: req.headers,
-      remoteAddress: ip,
+      remoteAddress: key,
     });
     if (groups.length === 0) return { verdict: 'pass', headers: {} };
     const answers: Decided[] = [];
     for (const { domain, descriptors } of groups) {
-      answers.push(await decider.decide({ domain, descriptors }, 'gateway'));
+      const request = { domain, descriptors };
+      assertRequestLengths(request);
+      answers.push(await decider.decide(request, 'gateway'));
     }
     const bindings = answers.flatMap((a) => (a.binding === undefined ? [] : [a.binding]));
     const binding = bindings.length === 0 ? undefined : combineDecisions(bindings);
@@ -122,26 +137,83 @@ export function createGateway(options: GatewayOptions): Server {
     return { verdict: 'pass', headers };
   }
 
-  function proxy(req: IncomingMessage, res: ServerResponse, ip: string, extra: Record<string, string>): void {
-    const headers = forwardable(req.headers);
-    const prior = req.headers['x-forwarded-for'];
-    headers['x-forwarded-for'] = prior
-      ? `${Array.isArray(prior) ? prior.join(', ') : prior}, ${req.socket.remoteAddress ?? ip}`
-      : (req.socket.remoteAddress ?? ip);
-    headers['x-forwarded-host'] = req.headers.host ?? '';
-    headers['x-forwarded-proto'] = 'http';
-    headers.host = upstream.host;
-    const path = req.url?.startsWith('/') ? req.url : `/${req.url ?? ''}`;
+  /** What the gateway answers instead of proxying; undefined to proxy. */
+  function refusal(verdict: Verdict): GatewayAnswer | undefined {
+    if (verdict.verdict === 'pass') return undefined;
+    const rejection = rejectionBody(verdict.verdict, verdict.binding);
+    return { status: rejection.status, headers: verdict.headers, body: rejection.body };
+  }
+
+  function failure(error: unknown): GatewayAnswer {
+    if (isStoreError(error)) {
+      const rejection = rejectionBody('unavailable', undefined);
+      return { status: rejection.status, headers: { 'retry-after': '1' }, body: rejection.body };
+    }
+    if (isSluiceError(error) && error.code.startsWith('ERR_SLUICE_REQUEST_')) {
+      return errorAnswer(400, error.code, error.message);
+    }
+    logger.error({ err: error }, 'gateway decision failed');
+    return errorAnswer(500, 'ERR_SLUICE_INTERNAL', 'internal error');
+  }
+
+  /** The request's target path, normalised; undefined when it is not an origin-form path with valid escapes. */
+  function targetOf(req: IncomingMessage): { path: string; query: string } | undefined {
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = normalizePath(q === -1 ? url : url.slice(0, q));
+    return path === undefined ? undefined : { path, query: q === -1 ? '' : url.slice(q) };
+  }
+
+  function proxy(
+    req: IncomingMessage,
+    res: ServerResponse,
+    target: string,
+    ip: string,
+    extra: Record<string, string>,
+    release: () => void,
+  ): void {
     const outgoing = send({
       protocol: upstream.protocol,
       hostname: upstream.hostname.replace(/^\[|\]$/g, ''),
       port: upstream.port || (secure ? 443 : 80),
       method: req.method,
-      path: basePath + path,
-      headers,
+      path: basePath + target,
+      headers: upstreamHeaders(req, ip, options.trustsPeer(req), upstream.host),
       agent,
     });
+    // Once the whole request is sent, the upstream has this long to start answering. (While the body is
+    // still coming in, the request timeout is the bound; a request waiting for a pooled socket is not
+    // sent, and so is bounded by it too.)
+    let deadline: NodeJS.Timeout | undefined;
+    const startDeadline = () => {
+      deadline = setTimeout(onDeadline, limits.upstreamTimeoutMs);
+    };
+    const onDeadline = () => {
+      logger.warn({ upstream: upstream.origin, timeoutMs: limits.upstreamTimeoutMs }, 'upstream timed out');
+      answer(
+        res,
+        errorAnswer(
+          504,
+          'ERR_SLUICE_UPSTREAM_TIMEOUT',
+          `the upstream did not answer within ${limits.upstreamTimeoutMs} ms`,
+          extra,
+        ),
+      );
+      outgoing.destroy();
+    };
+    outgoing.once('finish', startDeadline);
+    res.once('close', () => {
+      clearTimeout(deadline);
+      release();
+      // The client went away before the upstream finished: stop the upstream request too.
+      if (!res.writableFinished) outgoing.destroy();
+    });
     outgoing.on('response', (incoming) => {
+      clearTimeout(deadline);
+      if (res.headersSent || res.destroyed) {
+        incoming.destroy();
+        return;
+      }
       const out = forwardable(incoming.headers) as Record<string, string | string[]>;
       for (const name in extra) out[name] = extra[name] as string;
       res.writeHead(incoming.statusCode ?? 502, out);
@@ -152,55 +224,115 @@ export function createGateway(options: GatewayOptions): Server {
       incoming.pipe(res);
       incoming.on('error', () => res.destroy());
     });
+    outgoing.on('timeout', () => outgoing.destroy(new Error('upstream idle')));
     outgoing.on('error', (error) => {
+      clearTimeout(deadline);
       if (!res.headersSent) {
         logger.warn({ err: error.message, upstream: upstream.origin }, 'upstream unavailable');
-        answer(
-          res,
-          502,
-          extra,
-          JSON.stringify({
-            error: { code: 'ERR_SLUICE_UPSTREAM_UNAVAILABLE', message: 'the upstream could not be reached' },
-          }),
-        );
+        answer(res, errorAnswer(502, 'ERR_SLUICE_UPSTREAM_UNAVAILABLE', 'the upstream could not be reached', extra));
       } else {
         res.destroy(error);
       }
-    });
-    // The client went away before the upstream finished: stop the upstream request too.
-    res.on('close', () => {
-      if (!res.writableFinished) outgoing.destroy();
     });
     req.pipe(outgoing);
     req.on('error', () => outgoing.destroy());
   }
 
-  const server = createServer((req, res) => {
+  /** The checks every request goes through before it is proxied or tunnelled, in order. */
+  async function admit(
+    req: IncomingMessage,
+  ): Promise<
+    | { ok: true; target: string; ip: string; headers: Record<string, string>; release: () => void }
+    | { ok: false; answer: GatewayAnswer }
+  > {
+    const target = targetOf(req);
+    if (target === undefined) {
+      return {
+        ok: false,
+        answer: errorAnswer(400, 'ERR_SLUICE_BAD_PATH', 'the request path is not a valid origin-form path'),
+      };
+    }
     const ip = options.clientIp(req);
-    decide(req, ip).then(
-      ({ verdict, headers, binding }) => {
-        if (verdict === 'pass') {
-          proxy(req, res, ip, headers);
+    const key = options.clientKey(ip);
+    const release = slots.acquire(key);
+    if (release === undefined) {
+      return {
+        ok: false,
+        answer: errorAnswer(
+          429,
+          'ERR_SLUICE_TOO_MANY_IN_FLIGHT',
+          `at most ${limits.maxClientInFlight} requests per client may be in flight through the gateway`,
+          { 'retry-after': '1' },
+        ),
+      };
+    }
+    try {
+      const verdict = await decide(req, target.path, ip, key);
+      const refused = refusal(verdict);
+      if (refused !== undefined) {
+        release();
+        return { ok: false, answer: refused };
+      }
+      return { ok: true, target: target.path + target.query, ip, headers: verdict.headers, release };
+    } catch (error) {
+      release();
+      return { ok: false, answer: failure(error) };
+    }
+  }
+
+  const server = createServer(
+    {
+      headersTimeout: Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs),
+      requestTimeout: limits.requestTimeoutMs,
+      // How often Node looks for requests past those timeouts (its default, 30 s, would let them overrun).
+      connectionsCheckingInterval: Math.max(250, Math.min(1000, limits.headersTimeoutMs / 4)),
+    },
+    (req, res) => {
+      admit(req).then(
+        (admitted) => {
+          if (admitted.ok) {
+            proxy(req, res, admitted.target, admitted.ip, admitted.headers, admitted.release);
+            return;
+          }
+          req.resume();
+          answer(res, admitted.answer);
+        },
+        (error: unknown) => {
+          req.resume();
+          answer(res, failure(error));
+        },
+      );
+    },
+  );
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    socket.on('error', () => {});
+    admit(req).then(
+      (admitted) => {
+        if (!admitted.ok) {
+          metrics.gateway(admitted.answer.status);
+          rejectUpgrade(socket, admitted.answer);
           return;
         }
-        req.resume();
-        const rejection = rejectionBody(verdict, binding);
-        answer(res, rejection.status, headers, rejection.body);
+        proxyUpgrade({
+          req,
+          socket,
+          head,
+          upstream,
+          path: basePath + admitted.target,
+          headers: upstreamHeaders(req, admitted.ip, options.trustsPeer(req), upstream.host),
+          extra: admitted.headers,
+          timeoutMs: limits.upstreamTimeoutMs,
+          release: admitted.release,
+          metrics,
+          logger,
+        });
       },
-      (error: unknown) => {
-        req.resume();
-        if (isStoreError(error)) {
-          const rejection = rejectionBody('unavailable', undefined);
-          answer(res, rejection.status, { 'retry-after': '1' }, rejection.body);
-          return;
-        }
-        logger.error({ err: error }, 'gateway decision failed');
-        answer(res, 500, {}, JSON.stringify({ error: { code: 'ERR_SLUICE_INTERNAL', message: 'internal error' } }));
-      },
+      (error: unknown) => rejectUpgrade(socket, failure(error)),
     );
   });
   server.on('close', () => agent.destroy());
-  server.headersTimeout = 10_000;
+  // A connection that says nothing for this long is closed (Node's default is never).
+  server.timeout = limits.idleTimeoutMs;
   server.keepAliveTimeout = 5_000;
   return server;
 }

@@ -1,6 +1,13 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { DecisionEvent, DecisionHub } from './decision-events.js';
 
+/** The `rule` label of every `/v1/check` decision: its policies are the caller's, not the config's. */
+export const ADHOC_RULE = '_adhoc';
+/** The `domain` and `rule` labels of decisions past {@link MAX_DECISION_SERIES}. */
+export const OVERFLOW_LABEL = '_overflow';
+/** Most (domain, rule, outcome) series of `sluice_decisions_total`: 4 outcomes of 2,500 rules. */
+export const MAX_DECISION_SERIES = 10_000;
+
 /** Counters a store may expose (the Redis store's local over-limit cache, the memory store's keys). */
 export type StoreStats = () => Readonly<Record<string, number>> | undefined;
 
@@ -122,16 +129,27 @@ export function createMetrics(options: MetricsOptions): ServiceMetrics {
   reloads.inc({ result: 'failed' }, 0);
 
   // The hot path: one labelled child per (domain, rule, outcome), looked up in a Map instead of letting
-  // prom-client hash the label object on every decision. Bounded by the config's rules × 4 outcomes;
-  // the cap guards against a config with a huge number of rules.
+  // prom-client hash the label object on every decision. Label values come from the rules: the decider
+  // already folds unknown domains into UNKNOWN_DOMAIN, `/v1/check` policies (chosen by callers) fold into
+  // ADHOC_RULE here, and past MAX_DECISION_SERIES every new combination counts under OVERFLOW_LABEL, so
+  // no client can grow /metrics.
   const children = new Map<string, Counter.Internal>();
-  const MAX_CHILDREN = 50_000;
   options.hub.subscribe((event: DecisionEvent) => {
-    const id = `${event.domain}\u0000${event.rule}\u0000${event.outcome}`;
+    const rule = event.source === 'check' ? ADHOC_RULE : event.rule;
+    const id = `${event.domain}\u0000${rule}\u0000${event.outcome}`;
     let child = children.get(id);
     if (child === undefined) {
-      child = decisions.labels({ domain: event.domain, rule: event.rule, outcome: event.outcome });
-      if (children.size < MAX_CHILDREN) children.set(id, child);
+      if (children.size >= MAX_DECISION_SERIES) {
+        const overflow = `\u0001\u0000${event.outcome}`;
+        child = children.get(overflow);
+        if (child === undefined) {
+          child = decisions.labels({ domain: OVERFLOW_LABEL, rule: OVERFLOW_LABEL, outcome: event.outcome });
+          children.set(overflow, child);
+        }
+      } else {
+        child = decisions.labels({ domain: event.domain, rule, outcome: event.outcome });
+        children.set(id, child);
+      }
     }
     child.inc();
     if (event.list !== undefined) listHits.inc({ list: event.list });

@@ -14,15 +14,17 @@ import { createConfigSource, formatIssues, loadConfig } from './config-source.js
 import { createDecider } from './decide.js';
 import type { DecisionHub } from './decision-events.js';
 import { createDecisionHub } from './decision-events.js';
-import { createGateway } from './gateway.js';
+import { createTrustCheck } from './gateway/forwarding.js';
+import { createGateway, type GatewayLimits } from './gateway.js';
 import { type GrpcHandle, startGrpcServer } from './grpc/grpc-server.js';
 import { startH2GrpcServer } from './grpc/h2-server.js';
 import type { ReceiveLimits } from './grpc/receive-guard.js';
 import { createHealth } from './health.js';
 import { createAdminAuth } from './http/admin-auth.js';
-import { createAdminRoutes } from './http/admin-routes.js';
+import { checkAdmin, createAdminRoutes } from './http/admin-routes.js';
 import { createApiServer, type RouteHandler } from './http/api-server.js';
 import { createDashboardRoutes } from './http/dashboard-routes.js';
+import { createDrain, type Drain } from './http/drain.js';
 import { DEFAULT_MAX_BODY_BYTES, sendJson } from './http/respond.js';
 import { createStaticHandler, DASHBOARD_DIR } from './http/static-files.js';
 import type { Logger, LogLevel } from './logger.js';
@@ -83,6 +85,10 @@ export interface ServiceOptions {
   clientClock?: boolean;
   /** Gateway: proxies whose `X-Forwarded-For` is believed (CIDRs, addresses, `loopback`, ...). @default none */
   trustProxy?: string | readonly string[];
+  /** Gateway: IPv6 clients count under their network of this prefix length (one subscriber's /56). @default 56 */
+  ipv6Subnet?: number;
+  /** Gateway: timeouts and in-flight caps. @default DEFAULT_GATEWAY_LIMITS */
+  gatewayLimits?: Partial<GatewayLimits>;
   /** Watch the config files and reload on change. @default true */
   watch?: boolean;
   /** Largest API request body. @default 1 MiB */
@@ -153,12 +159,16 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
   const host = options.host ?? '0.0.0.0';
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const graceMs = options.shutdownGraceMs ?? 10_000;
+  // A short admin token is refused here, before any port or store is opened.
+  const adminAuth = createAdminAuth(options.adminToken);
   const paths =
     options.config === undefined ? [] : typeof options.config === 'string' ? [options.config] : [...options.config];
   const upstream = options.upstream === undefined ? undefined : parseUpstream(options.upstream);
-  const resolver = createClientIpResolver(
-    options.trustProxy === undefined ? {} : { trustProxy: options.trustProxy, ipv6Subnet: false },
-  );
+  const resolver = createClientIpResolver({
+    ...(options.trustProxy === undefined ? {} : { trustProxy: options.trustProxy }),
+    ipv6Subnet: options.ipv6Subnet ?? 56,
+  });
+  const trustsPeer = createTrustCheck(options.trustProxy);
 
   const first = await loadConfig(paths);
   if (!first.ok) {
@@ -237,6 +247,8 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
         storeName: store.name,
         registry: metrics.registry,
         adminEnabled: options.adminToken !== undefined && options.adminToken !== '',
+        // Raw keys only with the admin token; a wrong one is refused (and counts towards the backoff).
+        keyAccess: (req) => (checkAdmin(adminAuth, req, now, true) === 'ok' ? 'raw' : 'masked'),
         now,
       }),
     ),
@@ -262,7 +274,8 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     health,
     hasDomain: (domain) => engine.ruleSet.domains.has(domain),
     admin: createAdminRoutes({
-      auth: createAdminAuth(options.adminToken),
+      auth: adminAuth,
+      now,
       lists,
       actions: createAdminActions({ engine, store, clock, config }),
       maxBodyBytes,
@@ -281,12 +294,17 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
           metrics,
           logger,
           clientIp: (req) => resolver.clientIp(req.socket.remoteAddress, req, (r, name) => headerOf(r.headers[name])),
+          // The network address an IPv6 client counts under (its /56), without the prefix length.
+          clientKey: (ip) => resolver.ipKey(ip).replace(/\/\d+$/, ''),
+          trustsPeer: (req) => trustsPeer(req.socket.remoteAddress ?? ''),
+          ...(options.gatewayLimits === undefined ? {} : { limits: options.gatewayLimits }),
         });
 
   const started: { close(): Promise<void> }[] = [];
   try {
     const httpPort = await listen(api, options.port ?? 8080, host);
-    started.push({ close: () => closeServer(api, graceMs) });
+    const apiDrain = createDrain(api);
+    started.push({ close: () => closeServer(api, graceMs, apiDrain) });
     const grpcOptions = {
       host,
       port: options.grpcPort ?? 8081,
@@ -300,7 +318,10 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       options.grpcServer === 'h2' ? await startH2GrpcServer(grpcOptions) : await startGrpcServer(grpcOptions);
     started.push({ close: () => grpc.close(graceMs) });
     const proxyPort = gateway === undefined ? undefined : await listen(gateway, options.proxyPort ?? 8000, host);
-    if (gateway !== undefined) started.push({ close: () => closeServer(gateway, graceMs) });
+    if (gateway !== undefined) {
+      const gatewayDrain = createDrain(gateway);
+      started.push({ close: () => closeServer(gateway, graceMs, gatewayDrain) });
+    }
     const stopWatching = options.watch === false ? () => {} : config.watch();
 
     let closing: Promise<void> | undefined;
@@ -409,12 +430,14 @@ function listen(server: Server, port: number, host: string): Promise<number> {
  * as they become idle (a client holding one open must not delay the exit); after `graceMs` whatever is
  * left is cut.
  */
-function closeServer(server: Server, graceMs: number): Promise<void> {
+function closeServer(server: Server, graceMs: number, drain: Drain): Promise<void> {
   return new Promise((resolve) => {
     if (!server.listening) {
       resolve();
       return;
     }
+    // Answers from now on say `Connection: close`, so keep-alive clients do not reuse a closing connection.
+    drain.start();
     const sweep = setInterval(() => server.closeIdleConnections(), 50);
     const cut = setTimeout(() => server.closeAllConnections(), graceMs);
     server.close(() => {

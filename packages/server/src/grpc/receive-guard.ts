@@ -1,4 +1,4 @@
-import type { Http2Session, ServerHttp2Stream } from 'node:http2';
+import type { ServerHttp2Stream } from 'node:http2';
 import { performance } from 'node:perf_hooks';
 
 /** How much unfinished request data the gRPC servers hold, and for how long. */
@@ -67,8 +67,11 @@ export interface ReceiveGuard {
   readonly limits: ReceiveLimits;
   /** Bytes held right now by unfinished requests, all connections. */
   readonly heldBytes: number;
-  /** Starts one call's reception on `session`; `onTimeout` runs once if it is still unfinished in time. */
-  open(session: Http2Session | undefined, onTimeout: () => void): Reception;
+  /**
+   * Starts one call's reception on `connection` (its HTTP/2 session: any object that stands for it);
+   * `onTimeout` runs once if the message is still unfinished in time.
+   */
+  open(connection: object | undefined, onTimeout: () => void): Reception;
 }
 
 /**
@@ -98,11 +101,11 @@ export function createReceiveGuard(limits: Partial<ReceiveLimits> = {}): Receive
     get heldBytes() {
       return total;
     },
-    open(session, onTimeout) {
-      let account = session === undefined ? noSession : perSession.get(session);
+    open(connection, onTimeout) {
+      let account = connection === undefined ? noSession : perSession.get(connection);
       if (account === undefined) {
         account = { held: 0 };
-        perSession.set(session as object, account);
+        perSession.set(connection as object, account);
       }
       const conn = account;
       let mine = 0;

@@ -1,7 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isSluiceError } from 'sluice';
 import type { AccessLists, ListName } from '../access-lists.js';
-import type { AdminAuth } from './admin-auth.js';
+import type { AdminAuthenticator } from './admin-auth.js';
+import { peerKey } from './peer-key.js';
 import { HttpError, readJson, sendJson } from './respond.js';
 
 /** What the admin API can do to a running service. */
@@ -16,7 +17,9 @@ export interface AdminActions {
 
 /** Options of {@link createAdminRoutes}. */
 export interface AdminRoutesOptions {
-  auth: (authorization: string | undefined) => AdminAuth;
+  auth: AdminAuthenticator;
+  /** The clock of the failure backoff. @default Date.now */
+  now?: () => number;
   lists: AccessLists;
   actions: AdminActions;
   maxBodyBytes: number;
@@ -34,21 +37,9 @@ const LISTS = new Set<ListName>(['allow', 'deny']);
  */
 export function createAdminRoutes(options: AdminRoutesOptions) {
   const { auth, lists, actions, maxBodyBytes } = options;
+  const now = options.now ?? Date.now;
   return async (req: IncomingMessage, res: ServerResponse, pathname: string): Promise<number> => {
-    const verdict = auth(req.headers.authorization);
-    if (verdict === 'disabled') {
-      throw new HttpError(
-        404,
-        'ERR_SLUICE_ADMIN_DISABLED',
-        'the admin API is off; set SLUICE_ADMIN_TOKEN to turn it on',
-      );
-    }
-    if (verdict === 'missing') {
-      res.setHeader('www-authenticate', 'Bearer realm="sluice admin"');
-      throw new HttpError(401, 'ERR_SLUICE_UNAUTHORIZED', 'send Authorization: Bearer <SLUICE_ADMIN_TOKEN>');
-    }
-    if (verdict === 'wrong') throw new HttpError(403, 'ERR_SLUICE_FORBIDDEN', 'the admin token is wrong');
-
+    checkAdmin(auth, req, now);
     const parts = pathname.split('/').filter(Boolean).slice(1); // drop "admin"
     const method = req.method ?? 'GET';
     const reply = (status: number, body: unknown) => {
@@ -81,7 +72,7 @@ export function createAdminRoutes(options: AdminRoutesOptions) {
       }
       if (id !== undefined && parts.length === 3) {
         allow(method, ['DELETE']);
-        if (!lists.remove(list, decodeURIComponent(id))) {
+        if (!lists.remove(list, decodePathSegment(id))) {
           throw new HttpError(404, 'ERR_SLUICE_NOT_FOUND', `no ${list} list entry with id '${id}'`);
         }
         return reply(200, { removed: true, id });
@@ -95,6 +86,52 @@ export function createAdminRoutes(options: AdminRoutesOptions) {
     }
     throw notFound(pathname);
   };
+}
+
+/**
+ * The admin token check shared by `/admin` and the dashboard's key data: 401 without credentials, 403
+ * with wrong ones, 429 (with `Retry-After`) while the caller's address waits after repeated wrong tokens.
+ * Answers the verdict when it lets the request on (`ok`, or `disabled`/`missing` for callers that allow them).
+ */
+export function checkAdmin(
+  auth: AdminAuthenticator,
+  req: IncomingMessage,
+  now: () => number,
+  allowAnonymous = false,
+): 'ok' | 'disabled' | 'missing' {
+  const address = peerKey(req.socket.remoteAddress);
+  const verdict = auth(req.headers.authorization, address, now());
+  if (verdict === 'locked') {
+    const seconds = Math.max(1, Math.ceil(auth.retryAfterMs(address, now()) / 1000));
+    throw new HttpError(
+      429,
+      'ERR_SLUICE_ADMIN_LOCKED',
+      `too many wrong admin tokens from this address; try again in ${seconds} s`,
+      false,
+      { 'retry-after': String(seconds) },
+    );
+  }
+  if (verdict === 'wrong') throw new HttpError(403, 'ERR_SLUICE_FORBIDDEN', 'the admin token is wrong');
+  if (verdict === 'ok' || allowAnonymous) return verdict;
+  if (verdict === 'disabled') {
+    throw new HttpError(404, 'ERR_SLUICE_ADMIN_DISABLED', 'the admin API is off; set SLUICE_ADMIN_TOKEN to turn it on');
+  }
+  throw new HttpError(401, 'ERR_SLUICE_UNAUTHORIZED', 'send Authorization: Bearer <SLUICE_ADMIN_TOKEN>', false, {
+    'www-authenticate': 'Bearer realm="sluice admin"',
+  });
+}
+
+/** A path segment's percent-decoding; a malformed escape is the client's error (400), not ours. */
+function decodePathSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new HttpError(
+      400,
+      'ERR_SLUICE_BAD_PATH',
+      `'${segment.slice(0, 64)}' is not a valid percent-encoded path segment`,
+    );
+  }
 }
 
 function allow(method: string, methods: readonly string[]): void {

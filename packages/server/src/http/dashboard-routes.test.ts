@@ -74,13 +74,20 @@ describe('dashboard routes', () => {
     assert.equal(body.config.source, 'example');
     assert.deepEqual(body.lists, { allow: 0, deny: 1 });
     assert.deepEqual(body.stats.rules[0]?.counts.over_limit, [1, 0]);
+    // Without the admin token the values of counted keys are masked, stably.
     assert.deepEqual(
-      body.topKeys.map((k) => [k.key, k.over]),
-      [
-        ['api_key=k1', true],
-        ['api_key=k2', false],
-      ],
+      body.topKeys.map((k) => k.over),
+      [true, false],
     );
+    const [k1, k2] = body.topKeys.map((k) => k.key);
+    assert.match(k1 ?? '', /^api_key=#[0-9a-f]{10}$/);
+    assert.notEqual(k1, k2);
+    const again = (await (await fetch(`${base}/api/top-keys`)).json()) as {
+      keys: { key: string }[];
+      keysMasked: boolean;
+    };
+    assert.equal(again.keys[0]?.key, k1);
+    assert.equal(again.keysMasked, true);
     const next = (await (await fetch(`${base}/api/stats?since=${body.stats.toS}`)).json()) as typeof body.stats;
     assert.equal(next.fromS, body.stats.toS + 1);
     assert.deepEqual(next.rules[0]?.counts.over_limit, []);
@@ -126,10 +133,40 @@ describe('the service serves the dashboard', () => {
         topKeys: { key: string }[];
       };
       assert.ok(body.rules.some((r) => r.id === 'example|remote_address'));
-      assert.deepEqual(
-        body.topKeys.map((k) => k.key),
-        ['api_key=k1'],
-      );
+      assert.match(body.topKeys[0]?.key ?? '', /^api_key=#/, 'no admin token is configured: keys stay masked');
+    } finally {
+      await service.close();
+    }
+  });
+
+  it('shows raw keys only with the admin token, refuses a wrong one, and slows down guessing', async () => {
+    const token = 'dashboard-unit-token-0123456789';
+    const service = await startService({
+      host: '127.0.0.1',
+      port: 0,
+      grpcPort: 0,
+      logLevel: 'silent',
+      adminToken: token,
+    });
+    try {
+      const base = `http://127.0.0.1:${service.httpPort}`;
+      service.hub.emit({ ...event, domain: 'example', rule: 'example|api_key', atMs: Date.now() });
+      const keys = async (authorization?: string) => {
+        const res = await fetch(`${base}/api/top-keys`, authorization ? { headers: { authorization } } : {});
+        return {
+          status: res.status,
+          body: (await res.json()) as { keys?: { key: string }[]; error?: { code: string } },
+        };
+      };
+      assert.match((await keys()).body.keys?.[0]?.key ?? '', /^api_key=#/);
+      assert.equal((await keys(`Bearer ${token}`)).body.keys?.[0]?.key, 'api_key=k1');
+      const wrong = await keys('Bearer not-the-token-at-all-0000');
+      assert.equal(wrong.status, 403);
+      for (let i = 0; i < 5; i++) await keys('Bearer not-the-token-at-all-0000');
+      const locked = await fetch(`${base}/admin/lists`, { headers: { authorization: `Bearer ${token}` } });
+      assert.equal(locked.status, 429, 'past 5 wrong tokens even the right one waits');
+      assert.ok(Number(locked.headers.get('retry-after')) >= 1);
+      assert.equal(((await locked.json()) as { error: { code: string } }).error.code, 'ERR_SLUICE_ADMIN_LOCKED');
     } finally {
       await service.close();
     }

@@ -6,6 +6,7 @@ import type { Registry } from 'prom-client';
 import type { RuleDescription } from 'sluice/rules';
 import type { AccessLists } from '../access-lists.js';
 import type { ConfigStatus } from '../config-source.js';
+import { createKeyMasker, maskTopKeys } from '../stats/mask-keys.js';
 import type { StatsCollector } from '../stats/stats-collector.js';
 import type { StoreLatency } from '../stats/store-latency.js';
 import { createStoreLatencyReader } from '../stats/store-latency.js';
@@ -31,6 +32,11 @@ export interface DashboardRoutesOptions {
   adminEnabled: boolean;
   /** @default Date.now */
   now?: () => number;
+  /**
+   * Whether a request may see the counted keys as they are (`raw`: it carries the admin token) or masked
+   * (`masked`). Throws an HttpError to refuse (a wrong token). @default every request sees them masked
+   */
+  keyAccess?: (req: IncomingMessage) => 'raw' | 'masked';
 }
 
 /** Most keys `GET /api/top-keys?n=` answers. */
@@ -63,9 +69,17 @@ export function createDashboardRoutes(options: DashboardRoutesOptions): Record<s
       ? () => Promise.resolve(null)
       : createStoreLatencyReader({ registry: options.registry, now });
   const startedAtMs = Date.now();
+  const mask = createKeyMasker();
+  /** The top keys as this caller may see them: raw with the admin token, values masked without. */
+  const topKeysFor = (req: IncomingMessage, n: number) => {
+    const raw = (options.keyAccess?.(req) ?? 'masked') === 'raw';
+    const keys = stats.topKeys(n);
+    return { keys: raw ? keys : maskTopKeys(keys, mask), keysMasked: !raw };
+  };
 
   const dashboard: RouteHandler = async (req, res, url) => {
     onlyGet(req);
+    const top = topKeysFor(req, 20);
     const [health, storeLatency] = await Promise.all([options.health(), latency()]);
     sendJson(res, 200, {
       now: now(),
@@ -80,7 +94,8 @@ export function createDashboardRoutes(options: DashboardRoutesOptions): Record<s
       config: options.config(),
       rules: options.rules(),
       stats: stats.stats(sinceOf(url)),
-      topKeys: stats.topKeys(20),
+      topKeys: top.keys,
+      keysMasked: top.keysMasked,
       trackedKeys: stats.trackedKeys,
       lists: { allow: lists.list('allow').length, deny: lists.list('deny').length },
     });
@@ -99,7 +114,8 @@ export function createDashboardRoutes(options: DashboardRoutesOptions): Record<s
       if (!Number.isInteger(n) || n < 1 || n > MAX_TOP_KEYS) {
         throw new HttpError(400, 'ERR_SLUICE_INVALID_REQUEST', `n: expected a whole number from 1 to ${MAX_TOP_KEYS}`);
       }
-      sendJson(res, 200, { keys: stats.topKeys(n), trackedKeys: stats.trackedKeys });
+      const top = topKeysFor(req, n);
+      sendJson(res, 200, { keys: top.keys, keysMasked: top.keysMasked, trackedKeys: stats.trackedKeys });
     },
   };
   const uplotDir = dirname(createRequire(import.meta.url).resolve('uplot/package.json'));

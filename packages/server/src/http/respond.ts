@@ -6,11 +6,14 @@ export class HttpError extends Error {
   readonly code: string;
   /** Close the connection after answering (the request body was not read to its end). */
   readonly close: boolean;
-  constructor(status: number, code: string, message: string, close = false) {
+  /** Headers to answer with (`Retry-After`, `WWW-Authenticate`). */
+  readonly headers: Readonly<Record<string, string>>;
+  constructor(status: number, code: string, message: string, close = false, headers: Record<string, string> = {}) {
     super(message);
     this.status = status;
     this.code = code;
     this.close = close;
+    this.headers = headers;
   }
 }
 
@@ -29,7 +32,12 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
 /** Writes the `{"error":{"code","message"}}` body of an HttpError. */
 export function sendError(res: ServerResponse, error: HttpError, headers: OutgoingHttpHeaders = {}): void {
   if (error.close) res.shouldKeepAlive = false;
-  sendJson(res, error.status, { error: { code: error.code, message: error.message } }, headers);
+  sendJson(
+    res,
+    error.status,
+    { error: { code: error.code, message: error.message } },
+    { ...error.headers, ...headers },
+  );
 }
 
 /** Default most bytes of a request body the API reads: 1 MiB. */

@@ -70,6 +70,13 @@ describe('gateway', () => {
         });
         return;
       }
+      if (req.url === '/echo-headers') {
+        req.resume();
+        const { forwarded, 'x-forwarded-for': xff, 'x-forwarded-proto': proto, 'x-real-ip': realIp } = req.headers;
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ forwarded, xff, proto, realIp }));
+        return;
+      }
       if (req.url?.startsWith('/download')) {
         res.writeHead(200, { 'content-type': 'application/octet-stream' });
         pattern(16 * MB).pipe(res);
@@ -125,6 +132,23 @@ describe('gateway', () => {
     assert.equal(body.error.code, 'RATE_LIMIT_EXCEEDED');
     assert.equal(typeof body.error.retry_after, 'number');
     assert.equal(seen.filter((u) => u === '/limited').length - before, 2, 'the upstream saw only the two that passed');
+  });
+
+  it('replaces the forwarding headers an untrusted client sends with what the gateway saw', async () => {
+    const res = await fetch(`${gateway}/echo-headers`, {
+      headers: {
+        forwarded: 'for=6.6.6.6;proto=https',
+        'x-forwarded-for': '6.6.6.6',
+        'x-forwarded-proto': 'https',
+        'x-real-ip': '6.6.6.6',
+      },
+    });
+    const seen = (await res.json()) as Record<string, string>;
+    assert.deepEqual(
+      { xff: seen.xff, proto: seen.proto, realIp: seen.realIp },
+      { xff: '127.0.0.1', proto: 'http', realIp: '127.0.0.1' },
+    );
+    assert.match(seen.forwarded ?? '', /^for=127\.0\.0\.1;host=[^,]*;proto=http$/);
   });
 
   it('streams large bodies both ways', async () => {

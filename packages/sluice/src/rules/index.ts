@@ -31,6 +31,8 @@ export type {
   RulesEngineOptions,
 } from './engine-types.js';
 export { httpDescriptorsFor } from './http/descriptors-for.js';
+export type { PathFolding } from './http/normalize-path.js';
+export { DEFAULT_PATH_FOLDING, foldPath, normalizePath } from './http/normalize-path.js';
 export type {
   HttpAction,
   HttpDescriptor,

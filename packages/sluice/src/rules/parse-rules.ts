@@ -115,7 +115,7 @@ function parseSource(source: RuleSource, issues: IssueList, lines: LineCounter):
   const fail = failField ? parseFail(r, failField, 'fail') : undefined;
   // Descriptors are validated even without a domain, so their problems are reported too.
   const root = parseDescriptors(r, f.get('descriptors'), 'descriptors', { domain: domain ?? '', parentPath: [], fail });
-  const http = parseHttp(r, f.get('http'));
+  const { rateLimits: http, pathMatching } = parseHttp(r, f.get('http'));
   issues.merge(r.issues);
   if (!domain) return undefined;
   const { line, col } = r.position(domainField?.at);
@@ -126,6 +126,7 @@ function parseSource(source: RuleSource, issues: IssueList, lines: LineCounter):
       ...(fail === undefined ? {} : { fail }),
       root,
       http,
+      ...(pathMatching === undefined ? {} : { pathMatching }),
     },
     at: { line, column: col },
   };

@@ -1,4 +1,5 @@
 import type { AlgorithmName, ResolvedPolicy } from '../core/policy.js';
+import type { PathFolding } from './http/normalize-path.js';
 import type { HttpRateLimit } from './http/types.js';
 
 /**
@@ -103,6 +104,8 @@ export interface DomainRules {
   readonly root: DescriptorLevel;
   /** The `http:` section's rate limits, if any. */
   readonly http: readonly HttpRateLimit[];
+  /** How request paths are folded before the `http:` actions see them (`http.path_matching`). @default DEFAULT_PATH_FOLDING */
+  readonly pathMatching?: PathFolding;
 }
 
 /** A validated, immutable set of rules: what an engine decides with. Swap it with `setRuleSet`. */

@@ -173,6 +173,53 @@ descriptors:
     assert.equal(await decide('/home'), 'OK');
   });
 
+  it('normalises the path before matching, and folds case and a trailing slash unless path_matching says not to', () => {
+    const path = '        - path: {}\n';
+    for (const spelling of [
+      '/login',
+      '//login',
+      '/a/../login',
+      '/./login',
+      '/%6Cogin',
+      '/LOGIN',
+      '/Login/',
+      '/login//',
+    ]) {
+      assert.deepEqual(entriesFor(path, req({ path: `${spelling}?x=1` })), [['path=/login']], spelling);
+    }
+    assert.deepEqual(
+      entriesFor(path, req({ path: '/a%2fb' })),
+      [['path=/a%2fb']],
+      'an escaped slash is not a separator',
+    );
+    const exact = rules(`domain: edge
+http:
+  path_matching: { ignore_case: false, ignore_trailing_slash: false }
+  rate_limits:
+    - actions:
+        - path: {}
+        - header_value_match: { descriptor_value: hit, headers: [{ name: ":path", exact_match: "/Login/?q=1" }] }
+`);
+    const [edge] = httpDescriptorsFor(exact, req({ path: '//Login/?q=1' }));
+    assert.deepEqual(
+      edge?.descriptors.map((d) => d.entries.map((e) => `${e.key}=${e.value}`)),
+      [['path=/Login/', 'header_match=hit']],
+      'merged slashes still, but case and trailing slash kept; :path shows the normalised path with its query',
+    );
+  });
+
+  it('rejects an unknown field of path_matching with its position', () => {
+    const result = parseRules([
+      { file: 'edge.yaml', text: 'domain: edge\nhttp:\n  path_matching: { ignore_cases: true }\n' },
+    ]);
+    assert.equal(result.ok, false);
+    if (result.ok) return;
+    assert.deepEqual(
+      result.issues.map((i) => [i.code, i.line]),
+      [[RULE_ISSUE_CODES.unknownField, 3]],
+    );
+  });
+
   it('validation of the http section reports every problem with its position', () => {
     const result = parseRules([
       {

@@ -11,6 +11,13 @@ export const LIMIT_FLAGS_HELP = `limits (defaults in docs/security.md):
   --grpc-total-buffer BYTES      unfinished gRPC request bytes all connections may hold (default 67108864)
   --grpc-message-timeout D       longest time for a gRPC request message to arrive (default 10s)
   --grpc-max-streams N           concurrent streams per gRPC connection (default 4096)
+  --gateway-request-timeout D    longest time to receive a whole request, body included (default 30s)
+  --gateway-headers-timeout D    longest time to receive a request's headers (default 10s)
+  --gateway-idle-timeout D       longest silence on a gateway or upstream connection (default 30s)
+  --upstream-timeout D           longest wait for the upstream's response headers (default 30s)
+  --gateway-max-client-inflight N  requests one client (IPv6: its /56) may have in flight (default 64)
+  --upstream-max-sockets N       connections to the upstream (default 256)
+  --ipv6-subnet N                prefix length IPv6 clients are keyed by (default 56)
 `;
 
 /** parseArgs specs of the limit flags. */
@@ -20,6 +27,13 @@ export const LIMIT_FLAGS = {
   'grpc-total-buffer': { type: 'string' },
   'grpc-message-timeout': { type: 'string' },
   'grpc-max-streams': { type: 'string' },
+  'gateway-request-timeout': { type: 'string' },
+  'gateway-headers-timeout': { type: 'string' },
+  'gateway-idle-timeout': { type: 'string' },
+  'upstream-timeout': { type: 'string' },
+  'gateway-max-client-inflight': { type: 'string' },
+  'upstream-max-sockets': { type: 'string' },
+  'ipv6-subnet': { type: 'string' },
 } as const;
 
 /** A flag's value that is not what it should be (the CLI prints it with the help, exit 2). */
@@ -48,8 +62,26 @@ export function applyLimitFlags(values: Partial<Record<keyof typeof LIMIT_FLAGS,
     maxTotalBufferBytes: whole(values['grpc-total-buffer'], 'grpc-total-buffer', 'bytes'),
     messageTimeoutMs: duration(values['grpc-message-timeout'], 'grpc-message-timeout'),
   };
-  const given = Object.fromEntries(Object.entries(grpc).filter(([, v]) => v !== undefined));
+  const given = definedOnly(grpc);
   if (Object.keys(given).length > 0) options.grpcLimits = given;
   const streams = whole(values['grpc-max-streams'], 'grpc-max-streams', 'streams');
   if (streams !== undefined) options.grpcMaxStreams = streams;
+  const gateway = definedOnly({
+    requestTimeoutMs: duration(values['gateway-request-timeout'], 'gateway-request-timeout'),
+    headersTimeoutMs: duration(values['gateway-headers-timeout'], 'gateway-headers-timeout'),
+    idleTimeoutMs: duration(values['gateway-idle-timeout'], 'gateway-idle-timeout'),
+    upstreamTimeoutMs: duration(values['upstream-timeout'], 'upstream-timeout'),
+    maxClientInFlight: whole(values['gateway-max-client-inflight'], 'gateway-max-client-inflight', 'requests'),
+    maxUpstreamSockets: whole(values['upstream-max-sockets'], 'upstream-max-sockets', 'sockets'),
+  });
+  if (Object.keys(gateway).length > 0) options.gatewayLimits = gateway;
+  const subnet = whole(values['ipv6-subnet'], 'ipv6-subnet', 'bits');
+  if (subnet !== undefined) {
+    if (subnet > 128) throw new LimitFlagError('--ipv6-subnet: a prefix length from 1 to 128');
+    options.ipv6Subnet = subnet;
+  }
+}
+
+function definedOnly<T extends object>(value: T): { [K in keyof T]?: Exclude<T[K], undefined> } {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as never;
 }

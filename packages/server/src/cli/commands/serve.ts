@@ -234,9 +234,6 @@ export const serveCommand: Command = {
       io.err(`sluice serve: ${error instanceof Error ? error.message : String(error)}`);
       return isSluiceError(error) ? 1 : 1;
     }
-    if (options.adminToken !== undefined && options.adminToken.length < 16) {
-      service.logger.warn('SLUICE_ADMIN_TOKEN is shorter than 16 characters; use a long random token');
-    }
     if (portsFile !== undefined) {
       const ports = {
         http: service.httpPort,

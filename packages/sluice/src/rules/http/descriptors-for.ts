@@ -1,5 +1,6 @@
 import { formatIp, isV4, maskToPrefix, parseIp } from '../../core/ip.js';
 import type { RuleSet } from '../types.js';
+import { DEFAULT_PATH_FOLDING } from './normalize-path.js';
 import { createRequestView, matchHeader, matchQueryParameter, type RequestView } from './request-view.js';
 import type { HttpAction, HttpDescriptor, HttpDomainDescriptors, HttpRateLimit, HttpRequestInfo } from './types.js';
 
@@ -20,10 +21,18 @@ type Outcome = { key: string; value: string } | 'skip' | 'drop';
  */
 export function httpDescriptorsFor(ruleSet: RuleSet, request: HttpRequestInfo): HttpDomainDescriptors[] {
   const out: HttpDomainDescriptors[] = [];
-  let view: RequestView | undefined;
+  // One view per path folding in use (domains usually share one).
+  let views: Map<string, RequestView> | undefined;
   for (const rules of ruleSet.domains.values()) {
     if (rules.http.length === 0) continue;
-    view ??= createRequestView(request);
+    const folding = rules.pathMatching ?? DEFAULT_PATH_FOLDING;
+    const id = `${folding.ignoreCase}/${folding.ignoreTrailingSlash}`;
+    views ??= new Map();
+    let view = views.get(id);
+    if (view === undefined) {
+      view = createRequestView(request, folding);
+      views.set(id, view);
+    }
     const descriptors: HttpDescriptor[] = [];
     for (const rateLimit of rules.http) {
       const descriptor = descriptorOf(rateLimit, view);

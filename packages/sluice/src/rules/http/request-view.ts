@@ -1,3 +1,4 @@
+import { DEFAULT_PATH_FOLDING, foldPath, normalizePath, type PathFolding } from './normalize-path.js';
 import type { HeaderMatcher, HttpRequestInfo, QueryParameterMatcher, StringMatcher } from './types.js';
 
 /** A request as the actions read it: headers (with pseudo-headers) and query parameters as lists. */
@@ -12,11 +13,16 @@ export interface RequestView {
   query(name: string): readonly string[] | undefined;
 }
 
-/** Wraps request info; the query string is parsed only if an action asks for it. */
-export function createRequestView(request: HttpRequestInfo): RequestView {
-  const path = String(request.path ?? '');
-  const q = path.indexOf('?');
-  const pathname = q === -1 ? path : path.slice(0, q);
+/**
+ * Wraps request info; the query string is parsed only if an action asks for it. The path is normalised
+ * (`normalizePath`) and folded (`folding`) first, so actions and `:path` matchers see one spelling of it.
+ */
+export function createRequestView(request: HttpRequestInfo, folding: PathFolding = DEFAULT_PATH_FOLDING): RequestView {
+  const raw = String(request.path ?? '');
+  const q = raw.indexOf('?');
+  const rawPathname = q === -1 ? raw : raw.slice(0, q);
+  const pathname = foldPath(normalizePath(rawPathname) ?? rawPathname, folding);
+  const path = q === -1 ? pathname : pathname + raw.slice(q);
   const method = String(request.method ?? '').toUpperCase();
   let params: URLSearchParams | undefined;
   let lowerHeaders: Map<string, string | readonly string[] | undefined> | undefined;
@@ -42,7 +48,7 @@ export function createRequestView(request: HttpRequestInfo): RequestView {
         if (v === undefined) continue;
         for (const one of typeof v === 'string' ? [v] : v) params.append(k, one);
       }
-    } else params = new URLSearchParams(q === -1 ? '' : path.slice(q + 1));
+    } else params = new URLSearchParams(q === -1 ? '' : raw.slice(q + 1));
     return params;
   }
 

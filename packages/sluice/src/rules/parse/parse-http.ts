@@ -1,5 +1,6 @@
 import { isMap, isScalar } from 'yaml';
 import { RULE_ISSUE_CODES as C } from '../codes.js';
+import { DEFAULT_PATH_FOLDING, type PathFolding } from '../http/normalize-path.js';
 import type { HttpAction, HttpRateLimit } from '../http/types.js';
 import { parseHeaderMatchers, parseQueryMatchers } from './parse-matchers.js';
 import { type Field, joinPath, type Node, type Reader } from './reader.js';
@@ -19,11 +20,16 @@ const ACTIONS: Readonly<Record<string, readonly string[]>> = {
 };
 
 /** Validates the top-level `http:` section: `{ rate_limits: [{ actions: [...], hits_addend? }] }`. */
-export function parseHttp(r: Reader, field: Field | undefined): HttpRateLimit[] {
-  if (field?.value === undefined) return [];
-  const f = r.fields(field.value, 'http', ['rate_limits'], field.at);
+export function parseHttp(
+  r: Reader,
+  field: Field | undefined,
+): { rateLimits: HttpRateLimit[]; pathMatching?: PathFolding } {
+  if (field?.value === undefined) return { rateLimits: [] };
+  const f = r.fields(field.value, 'http', ['rate_limits', 'path_matching'], field.at);
+  const pathMatching = parsePathMatching(r, f?.get('path_matching'));
   const rateLimits = f?.get('rate_limits');
-  if (f === undefined || rateLimits === undefined) return [];
+  if (f === undefined || rateLimits === undefined)
+    return pathMatching ? { rateLimits: [], pathMatching } : { rateLimits: [] };
   const items = r.list(rateLimits, 'http.rate_limits') ?? [];
   const out: HttpRateLimit[] = [];
   for (const [i, item] of items.entries()) {
@@ -53,7 +59,23 @@ export function parseHttp(r: Reader, field: Field | undefined): HttpRateLimit[] 
     const { line } = r.position(item.at);
     out.push({ actions, ...(hitsAddend === undefined ? {} : { hitsAddend }), file: r.file, line });
   }
-  return out;
+  return pathMatching ? { rateLimits: out, pathMatching } : { rateLimits: out };
+}
+
+/**
+ * `http.path_matching: { ignore_case, ignore_trailing_slash }` — both default to true: a limit written
+ * for `/login` also holds for `/Login` and `/login/`, which many servers (Express by default) treat alike.
+ */
+function parsePathMatching(r: Reader, field: Field | undefined): PathFolding | undefined {
+  if (field?.value === undefined) return undefined;
+  const f = r.fields(field.value, 'http.path_matching', ['ignore_case', 'ignore_trailing_slash'], field.at);
+  if (f === undefined) return undefined;
+  return {
+    ignoreCase: r.boolean(f.get('ignore_case'), 'http.path_matching.ignore_case') ?? DEFAULT_PATH_FOLDING.ignoreCase,
+    ignoreTrailingSlash:
+      r.boolean(f.get('ignore_trailing_slash'), 'http.path_matching.ignore_trailing_slash') ??
+      DEFAULT_PATH_FOLDING.ignoreTrailingSlash,
+  };
 }
 
 /** `hits_addend: 3` or Envoy's `hits_addend: { number: 3 }`; null when invalid. */

@@ -1,0 +1,33 @@
+import type { Server, ServerResponse } from 'node:http';
+
+/** Lets a server tell keep-alive clients, while it shuts down, that the connection ends with this answer. */
+export interface Drain {
+  /** From now on every answer (and every answer not yet started) carries `Connection: close`. */
+  start(): void;
+}
+
+/**
+ * Tracks a server's unanswered requests so that shutdown can mark their answers `Connection: close`:
+ * a keep-alive client then opens a new connection (to another instance) for its next request instead of
+ * reusing one the server is about to close, which it would see as ECONNRESET.
+ */
+export function createDrain(server: Server): Drain {
+  let draining = false;
+  const pending = new Set<ServerResponse>();
+  server.prependListener('request', (_req, res: ServerResponse) => {
+    if (draining) {
+      res.shouldKeepAlive = false;
+      return;
+    }
+    pending.add(res);
+    res.once('close', () => pending.delete(res));
+    res.once('finish', () => pending.delete(res));
+  });
+  return {
+    start() {
+      draining = true;
+      for (const res of pending) if (!res.headersSent) res.shouldKeepAlive = false;
+      pending.clear();
+    },
+  };
+}

@@ -1,0 +1,244 @@
+/**
+ * Attacks on the gateway of the real `sluice serve --upstream` (issue 12, items 2, 6 and 10): one client
+ * holding many slow uploads, a slow upstream, spellings of a limited path, forged forwarding headers,
+ * websocket upgrades. Clients are told apart by `X-Forwarded-For` from a trusted proxy (loopback), so one
+ * attacker and one well-behaved client can share the machine.
+ */
+import assert from 'node:assert/strict';
+import { request as httpRequest, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { connect } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import express from 'express';
+import { type SluiceProcess, startSluice, tempFile } from '../integration/helpers.js';
+import { MB, underAttack } from './harness.js';
+import type { ProbeResult } from './probe.js';
+
+const RULES = `domain: gw
+descriptors:
+  - key: remote_address
+    descriptors:
+      - key: path
+        value: /login
+        rate_limit: { name: login, unit: minute, requests_per_unit: 5 }
+http:
+  rate_limits:
+    - actions:
+        - remote_address: {}
+        - path: {}
+`;
+const BOUNDS = { maxRssBytes: 400 * MB, maxMetricsBytes: 64 * 1024 };
+const IN_FLIGHT = 8;
+
+describe('gateway abuse', () => {
+  let upstream: Server;
+  let sluice: SluiceProcess;
+  let config: ReturnType<typeof tempFile>;
+  const headersSeen: IncomingHttpHeaders[] = [];
+  const parked: (() => void)[] = [];
+
+  before(async () => {
+    const app = express();
+    app.get('/login', (_req, res) => {
+      res.send('login page');
+    });
+    app.get('/probe', (_req, res) => {
+      res.send('ok');
+    });
+    app.get('/headers', (req, res) => {
+      headersSeen.push(req.headers);
+      res.send('seen');
+    });
+    // Never answers on its own: a slow upstream.
+    app.get('/slow', (_req, res) => {
+      parked.push(() => res.end());
+    });
+    app.post('/upload', (req, res) => {
+      req.resume();
+      req.on('end', () => res.send('stored'));
+    });
+    upstream = app.listen(0, '127.0.0.1');
+    upstream.on('upgrade', (req, socket) => {
+      socket.write(
+        `HTTP/1.1 101 Switching Protocols\r\nupgrade: ${req.headers.upgrade}\r\nconnection: Upgrade\r\nx-upstream: yes\r\n\r\n`,
+      );
+      socket.pipe(socket); // echo
+    });
+    await new Promise<void>((resolve) => upstream.once('listening', resolve));
+    config = tempFile('gw.yaml', RULES);
+    sluice = await startSluice([
+      '--config',
+      config.path,
+      '--no-watch',
+      '--upstream',
+      `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`,
+      '--trust-proxy',
+      'loopback',
+      '--gateway-max-client-inflight',
+      String(IN_FLIGHT),
+      '--gateway-request-timeout',
+      '3s',
+      '--upstream-timeout',
+      '2s',
+    ]);
+  });
+  after(async () => {
+    for (const release of parked) release();
+    upstream?.closeAllConnections();
+    await new Promise((resolve) => upstream?.close(resolve));
+    await sluice?.stop();
+    config?.remove();
+  });
+
+  const gateway = (path: string) => `http://127.0.0.1:${sluice.proxy}${path}`;
+  const probe = async (): Promise<ProbeResult> => {
+    const started = performance.now();
+    try {
+      const res = await fetch(gateway('/probe'), {
+        headers: { 'x-forwarded-for': '198.51.100.200' },
+        signal: AbortSignal.timeout(15_000),
+      });
+      await res.text();
+      return { status: res.status, ms: performance.now() - started };
+    } catch {
+      return { status: 'error', ms: performance.now() - started };
+    }
+  };
+
+  /** GET `path` exactly as written (no client-side URL clean-up); resolves with the status. */
+  function rawGet(path: string, client: string): Promise<number> {
+    return new Promise((resolve, reject) => {
+      const req = httpRequest({
+        host: '127.0.0.1',
+        port: sluice.proxy,
+        path,
+        headers: { 'x-forwarded-for': client },
+        agent: false,
+      });
+      req.on('response', (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', reject);
+      req.end();
+    });
+  }
+
+  /** A raw request from `client` whose body trickles in one byte per 200 ms; resolves with the status (0 = cut). */
+  function slowUpload(client: string, bytes: number): Promise<number> {
+    return new Promise((resolve) => {
+      const req = httpRequest(gateway('/upload'), {
+        method: 'POST',
+        headers: { 'x-forwarded-for': client, 'content-length': String(bytes) },
+        agent: false,
+      });
+      let sent = 0;
+      const timer = setInterval(() => {
+        if (sent < bytes && !req.destroyed) {
+          req.write('x');
+          sent++;
+        }
+      }, 200);
+      const done = (status: number) => {
+        clearInterval(timer);
+        req.destroy();
+        resolve(status);
+      };
+      req.on('response', (res) => {
+        res.resume();
+        done(res.statusCode ?? 0);
+      });
+      req.on('error', () => done(0));
+    });
+  }
+
+  it('one client with many slow uploads gets its in-flight cap, and slow ones are cut; others are served', async () => {
+    const statuses = await underAttack(sluice, probe, 200, BOUNDS, () =>
+      Promise.all(Array.from({ length: 40 }, () => slowUpload('198.51.100.1', 1000))),
+    );
+    const refused = statuses.filter((s) => s === 429).length;
+    const cut = statuses.filter((s) => s === 408 || s === 0).length;
+    assert.equal(refused, 40 - IN_FLIGHT, JSON.stringify(statuses));
+    assert.equal(
+      cut,
+      IN_FLIGHT,
+      `the uploads let through were cut by the request timeout: ${JSON.stringify(statuses)}`,
+    );
+  });
+
+  it('a slow upstream answers 504 at the upstream timeout, and holds only the client cap', async () => {
+    const answers = await underAttack(sluice, probe, 200, BOUNDS, () =>
+      Promise.all(
+        Array.from({ length: 20 }, () =>
+          fetch(gateway('/slow'), { headers: { 'x-forwarded-for': '198.51.100.2' } }).then(async (res) => ({
+            status: res.status,
+            code: ((await res.json()) as { error?: { code?: string } }).error?.code,
+          })),
+        ),
+      ),
+    );
+    assert.equal(answers.filter((a) => a.status === 504 && a.code === 'ERR_SLUICE_UPSTREAM_TIMEOUT').length, IN_FLIGHT);
+    assert.equal(
+      answers.filter((a) => a.status === 429 && a.code === 'ERR_SLUICE_TOO_MANY_IN_FLIGHT').length,
+      20 - IN_FLIGHT,
+    );
+  });
+
+  it('every spelling of a limited path counts against its rule (case, trailing slash, slashes, dot segments, escapes)', async () => {
+    const spellings = ['/login', '/LOGIN', '/Login', '/login/', '//login', '/a/../login', '/%6Cogin', '/./login'];
+    const statuses: number[] = [];
+    // Sent as written: fetch would resolve dot segments itself.
+    for (const path of spellings) statuses.push(await rawGet(path, '198.51.100.3'));
+    assert.deepEqual(statuses, [200, 200, 200, 200, 200, 429, 429, 429], spellings.join(' '));
+    const bad = await fetch(gateway('/login%zz'), { headers: { 'x-forwarded-for': '198.51.100.3' } });
+    assert.equal(bad.status, 400);
+    assert.equal(((await bad.json()) as { error: { code: string } }).error.code, 'ERR_SLUICE_BAD_PATH');
+  });
+
+  it('keys IPv6 clients by their /56: addresses of one subscriber share a limit', async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      // 2001:db8:1:00xx::/56 is one subscriber's network
+      const res = await fetch(gateway('/login'), { headers: { 'x-forwarded-for': `2001:db8:1:${i}::${i + 1}` } });
+      await res.text();
+      statuses.push(res.status);
+    }
+    assert.deepEqual(statuses, [200, 200, 200, 200, 200, 429]);
+  });
+
+  it('rebuilds the forwarding headers: a trusted proxy’s are extended, X-Real-IP is the resolved client', async () => {
+    headersSeen.length = 0;
+    const res = await fetch(gateway('/headers'), {
+      headers: {
+        'x-forwarded-for': '203.0.113.7',
+        'x-forwarded-proto': 'https',
+        'x-real-ip': '6.6.6.6',
+      },
+    });
+    await res.text();
+    const seen = headersSeen[0] as IncomingHttpHeaders;
+    assert.equal(seen['x-forwarded-proto'], 'https', 'kept from the trusted TLS proxy');
+    assert.equal(seen['x-forwarded-for'], '203.0.113.7, 127.0.0.1');
+    assert.equal(seen['x-real-ip'], '203.0.113.7');
+    assert.match(String(seen.forwarded), /for=127\.0\.0\.1;host=.*;proto=https$/);
+  });
+
+  it('tunnels a websocket upgrade to the upstream, after the rules', async () => {
+    const socket = connect(sluice.proxy as number, '127.0.0.1');
+    socket.write(
+      'GET /chat HTTP/1.1\r\nhost: x\r\nconnection: Upgrade\r\nupgrade: websocket\r\nx-forwarded-for: 198.51.100.9\r\n\r\n',
+    );
+    let text = '';
+    await new Promise<void>((resolve) => {
+      socket.on('data', (chunk: Buffer) => {
+        text += chunk.toString();
+        if (text.includes('\r\n\r\n') && !text.includes('ping')) socket.write('ping');
+        if (text.includes('ping')) resolve();
+      });
+    });
+    socket.destroy();
+    assert.match(text, /^HTTP\/1\.1 101 /);
+    assert.match(text, /x-upstream: yes/i);
+    assert.ok(text.endsWith('ping'), 'bytes go both ways through the tunnel');
+  });
+});
