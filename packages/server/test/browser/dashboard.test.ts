@@ -131,7 +131,7 @@ describe('dashboard in Chromium', { skip: existsSync(CHROMIUM) ? false : `no Chr
     assert.equal(exit?.code, 0, 'the service exits 0 on SIGTERM after serving the dashboard');
   });
 
-  it('shows rules, live counters and top keys, and edits the deny list', { timeout: 60_000 }, async () => {
+  it('shows rules, live counters and top keys, and edits the deny list', { timeout: 90_000 }, async () => {
     const traffic = startTraffic(service);
     try {
       const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
@@ -187,9 +187,10 @@ describe('dashboard in Chromium', { skip: existsSync(CHROMIUM) ? false : `no Chr
       assert.ok((await counter(page, 'shop|remote_address', 'allowed-now')) > 0, 'allowed/s is above 0');
       assert.equal(await card.locator('canvas').count(), 1, 'the chart is drawn');
 
-      // An over-limit key appears in the top list, its value masked: the page has no admin token yet.
+      // An over-limit key appears in the top list, its value masked: the page has no admin token yet. (It
+      // takes key-hot over 120 requests a minute: allow for a busy machine slowing the traffic.)
       const masked = page.locator('[data-testid="top-key"][data-key^="api_key=#"][data-over="true"]');
-      await masked.first().waitFor({ timeout: 10_000 });
+      await masked.first().waitFor({ timeout: 30_000 });
       assert.equal(await page.locator('[data-testid="top-key"][data-key="api_key=key-hot"]').count(), 0);
 
       // A deny entry added from the page, with the admin token, rejects the next request.
@@ -207,7 +208,7 @@ describe('dashboard in Chromium', { skip: existsSync(CHROMIUM) ? false : `no Chr
 
       // With the token, the top list shows keys as they are.
       const hot = page.locator('[data-testid="top-key"][data-key="api_key=key-hot"][data-over="true"]');
-      await hot.waitFor({ timeout: 10_000 });
+      await hot.waitFor({ timeout: 30_000 });
       assert.match(await hot.innerText(), /over limit/);
       assert.ok((await counter(page, 'shop|api_key', 'over-total')) > 0, 'per-key counts rejections');
       await page.locator('[data-testid="top-key"][data-key="path=/login/remote_address=192.0.2.66"]').waitFor({
