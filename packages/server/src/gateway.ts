@@ -202,9 +202,15 @@ export function createGateway(options: GatewayOptions): Server {
       outgoing.destroy();
     };
     outgoing.once('finish', startDeadline);
+    // The client's slot is held until both its connection and the upstream request are done.
+    let open = 2;
+    const done = () => {
+      if (--open === 0) release();
+    };
+    outgoing.once('close', done);
     res.once('close', () => {
       clearTimeout(deadline);
-      release();
+      done();
       // The client went away before the upstream finished: stop the upstream request too.
       if (!res.writableFinished) outgoing.destroy();
     });

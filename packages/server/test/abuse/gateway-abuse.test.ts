@@ -36,6 +36,11 @@ describe('gateway abuse', () => {
   let config: ReturnType<typeof tempFile>;
   const headersSeen: IncomingHttpHeaders[] = [];
   const parked: (() => void)[] = [];
+  // What the upstream saw at once, from the attacker: the in-flight cap is about these.
+  let uploading = 0;
+  let mostUploading = 0;
+  let waiting = 0;
+  let mostWaiting = 0;
 
   before(async () => {
     const app = express();
@@ -50,10 +55,16 @@ describe('gateway abuse', () => {
       res.send('seen');
     });
     // Never answers on its own: a slow upstream.
-    app.get('/slow', (_req, res) => {
+    app.get('/slow', (req, res) => {
+      waiting++;
+      mostWaiting = Math.max(mostWaiting, waiting);
+      req.once('close', () => waiting--);
       parked.push(() => res.end());
     });
     app.post('/upload', (req, res) => {
+      uploading++;
+      mostUploading = Math.max(mostUploading, uploading);
+      req.once('close', () => uploading--);
       req.resume();
       req.on('end', () => res.send('stored'));
     });
@@ -156,14 +167,14 @@ describe('gateway abuse', () => {
     const statuses = await underAttack(sluice, probe, 200, BOUNDS, () =>
       Promise.all(Array.from({ length: 40 }, () => slowUpload('198.51.100.1', 1000))),
     );
-    const refused = statuses.filter((s) => s === 429).length;
-    const cut = statuses.filter((s) => s === 408 || s === 0).length;
-    assert.equal(refused, 40 - IN_FLIGHT, JSON.stringify(statuses));
-    assert.equal(
-      cut,
-      IN_FLIGHT,
-      `the uploads let through were cut by the request timeout: ${JSON.stringify(statuses)}`,
+    // 429 past the client's cap; 408 (or the connection cut) for those let through, at the request timeout.
+    assert.deepEqual(
+      statuses.filter((s) => s !== 429 && s !== 408 && s !== 0),
+      [],
+      JSON.stringify(statuses),
     );
+    assert.ok(statuses.includes(429), JSON.stringify(statuses));
+    assert.ok(mostUploading <= IN_FLIGHT, `the upstream had ${mostUploading} of the client's uploads at once`);
   });
 
   it('a slow upstream answers 504 at the upstream timeout, and holds only the client cap', async () => {
@@ -177,11 +188,13 @@ describe('gateway abuse', () => {
         ),
       ),
     );
-    assert.equal(answers.filter((a) => a.status === 504 && a.code === 'ERR_SLUICE_UPSTREAM_TIMEOUT').length, IN_FLIGHT);
-    assert.equal(
-      answers.filter((a) => a.status === 429 && a.code === 'ERR_SLUICE_TOO_MANY_IN_FLIGHT').length,
-      20 - IN_FLIGHT,
+    const codes = new Set(answers.map((a) => `${a.status} ${a.code}`));
+    assert.deepEqual(
+      [...codes].sort(),
+      ['429 ERR_SLUICE_TOO_MANY_IN_FLIGHT', '504 ERR_SLUICE_UPSTREAM_TIMEOUT'],
+      JSON.stringify(answers),
     );
+    assert.ok(mostWaiting <= IN_FLIGHT, `the upstream held ${mostWaiting} of the client's requests at once`);
   });
 
   it('every spelling of a limited path counts against its rule (case, trailing slash, slashes, dot segments, escapes)', async () => {
