@@ -8,6 +8,7 @@ import {
   createHttpLimiter,
   type HttpOutcome,
   nodeHeader,
+  type RateLimitControls,
   type RateLimitInfo,
   type RateLimitOptions,
   type RejectionInfo,
@@ -68,7 +69,7 @@ const EXTRA_KEYS: ReadonlySet<string> = new Set(['handler']);
  * app.use(rateLimit({ algorithm: 'sliding-window', limit: 100, period: '1m' }));
  * app.get('/', (req, res) => res.send('ok'));
  */
-export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
+export function rateLimit(options: ExpressRateLimitOptions): RequestHandler & RateLimitControls {
   const limiter = createHttpLimiter(options, access, EXTRA_KEYS);
   const handler = options.handler;
 
@@ -90,7 +91,7 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
     }
   }
 
-  return function sluiceRateLimit(req, res, next) {
+  function sluiceRateLimit(req: Request, res: Response, next: NextFunction): void {
     let outcome: ReturnType<typeof limiter.decide>;
     try {
       outcome = limiter.decide(req);
@@ -100,7 +101,8 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
     }
     if (outcome instanceof Promise) outcome.then((o) => apply(o, req, res, next), next);
     else apply(outcome, req, res, next);
-  };
+  }
+  return Object.assign(sluiceRateLimit, { resetKey: limiter.resetKey, penalty: limiter.penalty, block: limiter.block });
 }
 
-export type { RateLimitInfo, RateLimitOptions, RejectionInfo };
+export type { RateLimitControls, RateLimitInfo, RateLimitOptions, RejectionInfo };

@@ -15,6 +15,7 @@ import {
   type HttpLimiter,
   type HttpOutcome,
   nodeHeader,
+  type RateLimitControls,
   type RateLimitInfo,
   type RateLimitOptions,
   type RejectionInfo,
@@ -99,8 +100,10 @@ type Chain = readonly HttpLimiter<FastifyRequest>[];
  * await app.register(rateLimit({ limit: 100, period: '1m' }));
  * app.post('/login', { config: { rateLimit: { limit: 5, period: '1m' } } }, async () => 'ok'); // 5/min AND 100/min
  */
-export function rateLimit(options: FastifyRateLimitOptions): FastifyPluginCallback {
+export function rateLimit(options: FastifyRateLimitOptions): FastifyPluginCallback & RateLimitControls {
   const global = createHttpLimiter(options, access, EXTRA_KEYS);
+  /** Every limiter of the plugin (the global one and the routes'), for resetKey, penalty and block. */
+  const all: HttpLimiter<FastifyRequest>[] = [global];
   const globalChain: Chain = [global];
   /** True once some route has settings of its own: only then is the route's config read per request. */
   let routeSettings = false;
@@ -117,12 +120,15 @@ export function rateLimit(options: FastifyRateLimitOptions): FastifyPluginCallba
     if (!POLICY_KEYS.some((k) => settings[k] !== undefined)) {
       // The plugin's limit with other options (a cost, a key): the same counters, on purpose.
       Object.assign(merged, settings);
-      return [createHttpLimiter(merged as FastifyRateLimitOptions, access, EXTRA_KEYS, false)];
+      const same = createHttpLimiter(merged as FastifyRateLimitOptions, access, EXTRA_KEYS, false);
+      all.push(same);
+      return [same];
     }
     for (const k of POLICY_KEYS) delete merged[k];
     merged.name = `${Array.isArray(method) ? method.join(',') : String(method)} ${String(url)}`;
     Object.assign(merged, settings);
     const route = createHttpLimiter(merged as FastifyRateLimitOptions, access, ROUTE_KEYS);
+    all.push(route);
     // The route's own limit first: a request it rejects (the tight login limit) takes nothing from
     // the plugin's limit. Both are listed in the headers.
     return replaceGlobal === true ? [route] : [route, global];
@@ -218,7 +224,12 @@ export function rateLimit(options: FastifyRateLimitOptions): FastifyPluginCallba
   const marked = plugin as FastifyPluginCallback & Record<symbol, unknown>;
   marked[Symbol.for('skip-override')] = true;
   marked[Symbol.for('fastify.display-name')] = 'sluice';
-  return plugin;
+  const controls: RateLimitControls = {
+    resetKey: async (key) => void (await Promise.all(all.map((l) => l.resetKey(key)))),
+    penalty: async (key, units) => void (await Promise.all(all.map((l) => l.penalty(key, units)))),
+    block: async (key, duration) => void (await Promise.all(all.map((l) => l.block(key, duration)))),
+  };
+  return Object.assign(plugin, controls);
 }
 
-export type { RateLimitInfo, RateLimitOptions, RejectionInfo };
+export type { RateLimitControls, RateLimitInfo, RateLimitOptions, RejectionInfo };

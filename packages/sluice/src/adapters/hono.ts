@@ -8,6 +8,7 @@ import type { Context, MiddlewareHandler, Next } from 'hono';
 import {
   createHttpLimiter,
   type HttpOutcome,
+  type RateLimitControls,
   type RateLimitInfo,
   type RateLimitOptions,
   type RejectionInfo,
@@ -74,12 +75,12 @@ function setHeaders(c: Context, headers: HttpOutcome['headers']): void {
  * app.use(rateLimit({ limit: 100, period: '1m' }));
  * app.get('/', (c) => c.text('ok'));
  */
-export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler {
+export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler & RateLimitControls {
   // The peer as this runtime reports it (hono/peer.ts); throws now where no address can be had.
   const limiter = createHttpLimiter(options, { ...access, peer: createPeerReader(options) }, EXTRA_KEYS);
   const handler = options.handler;
 
-  return async function sluiceRateLimit(c: Context, next: Next) {
+  async function sluiceRateLimit(c: Context, next: Next) {
     const outcome = await limiter.decide(c);
     if (outcome.info !== undefined) c.set('rateLimit', outcome.info);
     if (outcome.pass) {
@@ -102,7 +103,8 @@ export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler {
     setAll(headers, outcome.headers);
     headers.set('Content-Type', outcome.contentType);
     return new Response(outcome.body, { status: outcome.status, headers });
-  };
+  }
+  return Object.assign(sluiceRateLimit, { resetKey: limiter.resetKey, penalty: limiter.penalty, block: limiter.block });
 }
 
-export type { RateLimitInfo, RateLimitOptions, RejectionInfo };
+export type { RateLimitControls, RateLimitInfo, RateLimitOptions, RejectionInfo };

@@ -8,6 +8,7 @@ import {
   createHttpLimiter,
   type HttpOutcome,
   nodeHeader,
+  type RateLimitControls,
   type RateLimitInfo,
   type RateLimitOptions,
   type RejectionInfo,
@@ -49,7 +50,7 @@ const EXTRA_KEYS: ReadonlySet<string> = new Set(['handler']);
  * const app = new Koa();
  * app.use(rateLimit({ limit: 100, period: '1m' }));
  */
-export function rateLimit(options: KoaRateLimitOptions): Middleware {
+export function rateLimit(options: KoaRateLimitOptions): Middleware & RateLimitControls {
   const limiter = createHttpLimiter(options, access, EXTRA_KEYS);
   const handler = options.handler;
 
@@ -69,10 +70,11 @@ export function rateLimit(options: KoaRateLimitOptions): Middleware {
     return undefined;
   }
 
-  return function sluiceRateLimit(ctx, next) {
+  const sluiceRateLimit: Middleware = (ctx, next) => {
     const outcome = limiter.decide(ctx);
     return outcome instanceof Promise ? outcome.then((o) => apply(o, ctx, next)) : apply(outcome, ctx, next);
   };
+  return Object.assign(sluiceRateLimit, { resetKey: limiter.resetKey, penalty: limiter.penalty, block: limiter.block });
 }
 
-export type { RateLimitInfo, RateLimitOptions, RejectionInfo };
+export type { RateLimitControls, RateLimitInfo, RateLimitOptions, RejectionInfo };

@@ -8,6 +8,7 @@ import {
   createHttpLimiter,
   type HttpOutcome,
   nodeHeader,
+  type RateLimitControls,
   type RateLimitInfo,
   type RateLimitOptions,
   type RejectionInfo,
@@ -56,7 +57,7 @@ function internalError(_error: unknown, _req: IncomingMessage, res: ServerRespon
  * const limit = rateLimit({ limit: 100, period: '1m' });
  * createServer(limit((req, res) => res.end('ok'))).listen(3000);
  */
-export function rateLimit(options: NodeRateLimitOptions): (listener: Listener) => Listener {
+export function rateLimit(options: NodeRateLimitOptions): ((listener: Listener) => Listener) & RateLimitControls {
   const limiter = createHttpLimiter(options, access, EXTRA_KEYS);
   const { handler, onError = internalError } = options;
 
@@ -80,7 +81,7 @@ export function rateLimit(options: NodeRateLimitOptions): (listener: Listener) =
     res.end(outcome.body);
   }
 
-  return (listener) =>
+  const wrap = (listener: Listener): Listener =>
     function sluiceRateLimit(req, res) {
       let outcome: ReturnType<typeof limiter.decide>;
       try {
@@ -98,6 +99,7 @@ export function rateLimit(options: NodeRateLimitOptions): (listener: Listener) =
         apply(outcome, req, res, listener);
       }
     };
+  return Object.assign(wrap, { resetKey: limiter.resetKey, penalty: limiter.penalty, block: limiter.block });
 }
 
-export type { RateLimitInfo, RateLimitOptions, RejectionInfo };
+export type { RateLimitControls, RateLimitInfo, RateLimitOptions, RejectionInfo };

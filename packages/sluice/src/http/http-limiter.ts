@@ -5,6 +5,7 @@ import { createMemoryStore } from '../stores/memory/memory-store.js';
 import type { Store } from '../stores/store.js';
 import type { AccessList } from './access-list.js';
 import { checkOptions, toAccessList } from './check-options.js';
+import { blockedDecision, createControls, LocalBlocks, type RateLimitControls } from './controls.js';
 import { type AfterResponse, createResponseCounting } from './count-by-response.js';
 import { type HeaderList, type HeaderMode, listedHeaders, type ResetFormat, rateLimitHeaders } from './headers.js';
 import { createIdentity } from './identity.js';
@@ -52,7 +53,7 @@ export interface HttpOutcome {
 }
 
 /** The framework-neutral middleware: decides requests; adapters apply the outcome. */
-export interface HttpLimiter<Req> {
+export interface HttpLimiter<Req> extends RateLimitControls {
   /**
    * Decides a request. Synchronous (no promise) on a synchronous store (memory) when no option
    * returns a promise and no request is held for shaping — the fast path.
@@ -123,6 +124,7 @@ export function createHttpLimiter<Req>(
   const shadow = options.shadow ?? false;
   const maxDelayMs = options.maxDelayMs ?? 1000;
   const counting = createResponseCounting(options);
+  const blocks = new LocalBlocks();
   const resetFormat: ResetFormat = options.xRateLimitReset ?? 'seconds';
   const epoch = resetFormat === 'epoch';
   const clock = options.clock ?? systemClock;
@@ -240,6 +242,10 @@ export function createHttpLimiter<Req>(
     if (key instanceof MissingKeyRejection) return reject('missing-key', undefined, key.limitName, undefined, req);
     if (allow.hasKeys && anyKey(key, allow)) return PASS;
     if (deny.hasKeys && anyKey(key, deny)) return reject('denied', undefined, undefined, undefined, req);
+    if (blocks.size > 0) {
+      const blocked = blockedBy(req, set, key);
+      if (blocked !== undefined) return blocked;
+    }
     if (costFn === undefined) return check(req, ip, set, key, fixedCost);
     const cost = costFn(req, info);
     return cost instanceof Promise
@@ -301,6 +307,21 @@ export function createHttpLimiter<Req>(
       return set.limiter.refund(key, cost).then(() => reject('limited', over, limit.name, overInfo, req));
     }
     return delayMs > 0 ? sleep(delayMs).then(() => outcome) : outcome;
+  }
+
+  /** The rejection of a request whose key `block()` blocked, or undefined. */
+  function blockedBy(req: Req, set: LimitSet<Req>, key: LimiterKey): HttpOutcome | undefined {
+    const nowMs = clock.now();
+    for (const limit of set.limits) {
+      const k = keyFor(key, limit.name);
+      const ms = k === undefined ? 0 : blocks.remaining(k, nowMs);
+      if (ms > 0) {
+        const decision = blockedDecision(limit.header.quota, ms);
+        const info = appendInfo(previousOf(req), [{ name: limit.name, header: limit.header, decision, key: k }]);
+        return reject('limited', decision, limit.name, info, req);
+      }
+    }
+    return undefined;
   }
 
   /** The headers of every limit applied so far; one limit (the usual case) takes the short path. */
@@ -397,6 +418,8 @@ export function createHttpLimiter<Req>(
   }
   const bodies = new Map<string, string>();
 
+  const controls = createControls(plan, rules !== undefined, blocks, clock);
+
   // The plain configuration — one fixed limit keyed by client IP, on the memory store, nothing computed
   // per request — skips every step that would do nothing and asks the store directly (no promise, no
   // failure wrapper: the memory store cannot be unavailable). This is the path that must cost next to
@@ -417,8 +440,11 @@ export function createHttpLimiter<Req>(
     const clock = fixed.limiter.clock;
     const costUnits = fixedCost?.cost ?? 1;
     return {
+      ...controls,
       store,
       decide(req) {
+        // A key blocked by block() is looked up on the general path; until then, none is.
+        if (blocks.size > 0) return decide(req);
         const ip = identity.clientIp(req);
         const key = ip === '' ? 'unknown' : identity.ipKey(ip);
         const decision = store.check(key, policy, costUnits, clock.now(), true) as LimiterDecision;
@@ -426,7 +452,7 @@ export function createHttpLimiter<Req>(
       },
     };
   }
-  return { decide, store };
+  return { ...controls, decide, store };
 }
 
 /** A request's keys: the limiter's key, none (no limit applies), or the limit whose missing key rejects it. */

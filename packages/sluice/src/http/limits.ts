@@ -40,6 +40,8 @@ export interface LimitPlan<Req> {
   readonly fixed: LimitSet<Req> | undefined;
   /** The set of a request whose limits depend on it. */
   resolve(req: Req, info: HttpRequestInfo): Awaitable<LimitSet<Req>>;
+  /** Every set made so far (for resetKey and penalty, which act on every limit of the middleware). */
+  sets(): Iterable<LimitSet<Req>>;
 }
 
 /** What the limiters of a plan share. */
@@ -161,7 +163,7 @@ export function compileLimits<Req>(options: RateLimitOptions<Req>, context: Plan
 
   if (entries.every((e) => e.kind === 'static')) {
     const fixed = build(entries as Resolved<Req>[]);
-    return { fixed, resolve: () => fixed };
+    return { fixed, resolve: () => fixed, sets: () => [fixed] };
   }
 
   const cache = new Map<string, LimitSet<Req>>();
@@ -182,6 +184,7 @@ export function compileLimits<Req>(options: RateLimitOptions<Req>, context: Plan
 
   return {
     fixed: undefined,
+    sets: () => cache.values(),
     resolve(req, info) {
       const parts = entries.map((e) => resolveEntry(e, req, info, defaultAlgorithm));
       if (parts.some((p) => p instanceof Promise)) {
@@ -198,7 +201,7 @@ const EMPTY_SET: LimitSet<any> = { limiter: undefined as unknown as Limiter, lim
 
 /** The plan of a middleware whose limits come from rules: it is never asked. */
 // biome-ignore lint/suspicious/noExplicitAny: a shared sentinel, valid for every request type
-export const NO_PLAN: LimitPlan<any> = { fixed: undefined, resolve: () => EMPTY_SET };
+export const NO_PLAN: LimitPlan<any> = { fixed: undefined, resolve: () => EMPTY_SET, sets: () => [] };
 
 /** True for the set of a request that no limit applies to. */
 export function isEmptySet<Req>(set: LimitSet<Req>): boolean {

@@ -132,6 +132,7 @@ describe('two middlewares on one Redis store', () => {
     }
   });
 
+  // A generous command timeout: a busy CI core must not turn a slow reply into a fail-open pass.
   it('distinct names keep counters apart; shared: true shares them on purpose', async () => {
     const store = createRedisStore({ client, clock: 'client', prefix: 'apart:', timeoutMs: 2000 });
     const clock = createManualClock(T0);
@@ -235,6 +236,46 @@ describe('counting by response, every adapter', () => {
       await running.close();
     }
   });
+});
+
+describe('resetKey, penalty and block on the middleware, every adapter', () => {
+  for (const harness of HARNESSES) {
+    it(harness.name, async () => {
+      const clock = createManualClock(T0);
+      const running = await harness.start({ limit: 3, period: '1m', clock, name: 'per-ip' });
+      const controls = running.controls;
+      assert.ok(controls !== undefined);
+      const get = async () => {
+        const res = await fetch(running.url);
+        await res.text();
+        return {
+          status: res.status,
+          remaining: res.headers.get('x-ratelimit-remaining'),
+          retry: res.headers.get('retry-after'),
+        };
+      };
+      try {
+        assert.equal((await get()).remaining, '2');
+        await controls.penalty('127.0.0.1', 1);
+        assert.equal((await get()).remaining, '0', 'the penalty took one more');
+        assert.equal((await get()).status, 429);
+        await controls.resetKey('127.0.0.1');
+        assert.equal((await get()).remaining, '2', 'reset: a fresh quota');
+        await controls.block('127.0.0.1', '10m');
+        const blocked = await get();
+        assert.equal(blocked.status, 429);
+        assert.equal(blocked.retry, '600', 'blocked for ten minutes');
+        clock.advance(60_000);
+        assert.equal((await get()).status, 429, 'still blocked after the window refilled');
+        clock.advance(540_000);
+        assert.equal((await get()).status, 200, 'the block is over');
+        await controls.penalty('127.0.0.1', 99);
+        assert.equal((await get()).status, 429, 'a penalty larger than the quota takes what is left');
+      } finally {
+        await running.close();
+      }
+    });
+  }
 });
 
 describe('stacked middlewares list every policy; the decision is on the request', () => {

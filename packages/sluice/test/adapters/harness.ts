@@ -15,13 +15,15 @@ import { type FastifyRateLimitOptions, rateLimit as fastifyLimit } from '../../s
 import { type HonoRateLimitOptions, rateLimit as honoLimit } from '../../src/adapters/hono.js';
 import { type KoaRateLimitOptions, rateLimit as koaLimit } from '../../src/adapters/koa.js';
 import { type NodeRateLimitOptions, rateLimit as nodeLimit } from '../../src/adapters/node.js';
-import type { RateLimitOptions } from '../../src/http/index.js';
+import type { RateLimitControls, RateLimitOptions } from '../../src/http/index.js';
 
 /** A running server. */
 export interface Running {
   /** `http://127.0.0.1:<port>` */
   url: string;
   close(): Promise<void>;
+  /** The middleware's resetKey, penalty and block. */
+  controls?: RateLimitControls;
 }
 
 /**
@@ -42,6 +44,10 @@ export interface AdapterHarness {
 }
 
 const PATHS = ['/', '/health', '/other'];
+
+async function withControls(running: Promise<Running>, controls: RateLimitControls): Promise<Running> {
+  return { ...(await running), controls };
+}
 
 function listen(server: Server): Promise<Running> {
   return new Promise((resolve, reject) => {
@@ -67,9 +73,10 @@ function expressHarness(name: string, create: typeof express5): AdapterHarness {
     start(options, setup = {}) {
       const app = create();
       if (setup.trustProxy !== undefined) app.set('trust proxy', setup.trustProxy);
-      app.use(expressLimit(options as ExpressRateLimitOptions));
+      const limiter = expressLimit(options as ExpressRateLimitOptions);
+      app.use(limiter);
       for (const path of PATHS) app.get(path, (_req, res) => void res.send('ok'));
-      return listen(createServer(app));
+      return withControls(listen(createServer(app)), limiter);
     },
   };
 }
@@ -82,7 +89,8 @@ export const fastifyHarness: AdapterHarness = {
   hasTrustSetting: true,
   async start(options, setup = {}) {
     const app = Fastify(setup.trustProxy === undefined ? {} : { trustProxy: setup.trustProxy });
-    await app.register(fastifyLimit(options as FastifyRateLimitOptions));
+    const limiter = fastifyLimit(options as FastifyRateLimitOptions);
+    await app.register(limiter);
     for (const path of PATHS) app.get(path, async () => 'ok');
     await app.listen({ port: 0, host: '127.0.0.1' });
     const { port } = app.server.address() as AddressInfo;
@@ -92,6 +100,7 @@ export const fastifyHarness: AdapterHarness = {
         app.server.closeAllConnections();
         await app.close();
       },
+      controls: limiter,
     };
   },
 };
@@ -105,11 +114,12 @@ export const koaHarness: AdapterHarness = {
       app.proxy = true;
       if (typeof setup.trustProxy === 'number') app.maxIpsCount = setup.trustProxy;
     }
-    app.use(koaLimit(options as KoaRateLimitOptions));
+    const limiter = koaLimit(options as KoaRateLimitOptions);
+    app.use(limiter);
     app.use((ctx) => {
       if (PATHS.includes(ctx.path)) ctx.body = 'ok';
     });
-    return listen(createServer(app.callback()));
+    return withControls(listen(createServer(app.callback())), limiter);
   },
 };
 
@@ -118,12 +128,14 @@ export const honoHarness: AdapterHarness = {
   hasTrustSetting: false,
   start(options) {
     const app = new Hono();
-    app.use(honoLimit(options as HonoRateLimitOptions));
+    const limiter = honoLimit(options as HonoRateLimitOptions);
+    app.use(limiter);
     for (const path of PATHS) app.get(path, (c) => c.text('ok'));
     return new Promise((resolve) => {
       const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info) => {
         resolve({
           url: `http://127.0.0.1:${info.port}`,
+          controls: limiter,
           close: () =>
             new Promise<void>((done) => {
               (server as Server).closeAllConnections();
@@ -140,13 +152,16 @@ export const nodeHarness: AdapterHarness = {
   hasTrustSetting: false,
   start(options) {
     const wrap = nodeLimit(options as NodeRateLimitOptions);
-    return listen(
-      createServer(
-        wrap((req, res) => {
-          res.statusCode = PATHS.includes((req.url ?? '/').split('?')[0] as string) ? 200 : 404;
-          res.end('ok');
-        }),
+    return withControls(
+      listen(
+        createServer(
+          wrap((req, res) => {
+            res.statusCode = PATHS.includes((req.url ?? '/').split('?')[0] as string) ? 200 : 404;
+            res.end('ok');
+          }),
+        ),
       ),
+      wrap,
     );
   },
 };
