@@ -33,6 +33,8 @@ export interface LimitHeaderInfo {
   /** How the limit counts, when known: decides what `t` (more quota available in …) is. */
   readonly algorithm: AlgorithmName | undefined;
   readonly periodMs: number;
+  /** A concurrency limit: no window, no `t`; never what `X-RateLimit-*` describe. */
+  readonly concurrent?: boolean;
 }
 
 /** Seconds from milliseconds, rounded up: a client that waits this long is never early. */
@@ -165,7 +167,8 @@ export function rateLimitHeaders(
   const remaining = String(Math.min(decision.remaining, same ? info.quota : decision.limit));
   const tS = toSeconds(nextQuotaMs(decision, info));
   const t = String(tS);
-  const state = `${info.quotedName};r=${remaining};t=${t}`;
+  const state =
+    info.concurrent === true ? `${info.quotedName};r=${remaining}` : `${info.quotedName};r=${remaining};t=${t}`;
   const policy = same ? info.policyText : `${info.quotedName};q=${quota};w=${info.windowS}`;
   const xReset = reset === 'epoch' ? String(Math.ceil(nowMs / 1000) + tS) : t;
   // One array literal per mode: this runs on every request.

@@ -1,56 +1,33 @@
 import { systemClock } from '../core/clock.js';
+import { SluiceError } from '../core/errors.js';
 import { type CheckOptions, keyFor, type LimiterDecision, type LimiterKey } from '../limiter/create-limiter.js';
 import type { ResolvedLimit } from '../limiter/options.js';
 import { createMemoryStore } from '../stores/memory/memory-store.js';
 import type { Store } from '../stores/store.js';
 import type { AccessList } from './access-list.js';
 import { checkOptions, toAccessList } from './check-options.js';
+import { createInflightLimit, type TakePlace } from './concurrency.js';
 import { blockedDecision, createControls, LocalBlocks, type RateLimitControls } from './controls.js';
-import { type AfterResponse, createResponseCounting } from './count-by-response.js';
-import { type HeaderList, type HeaderMode, listedHeaders, type ResetFormat, rateLimitHeaders } from './headers.js';
+import { createResponseCounting } from './count-by-response.js';
+import { type HeaderMode, listedHeaders, type ResetFormat, rateLimitHeaders } from './headers.js';
 import { createIdentity } from './identity.js';
-import { keyText } from './keys.js';
 import { compileLimits, isEmptySet, type LimitPlan, type LimitSet, NO_PLAN, type SetLimit } from './limits.js';
 import type { RateLimitOptions } from './options.js';
-import { type AppliedLimitInfo, appendInfo, bindingOf, previousInfo, type RateLimitInfo } from './rate-limit-info.js';
+import { type HttpOutcome, PASS } from './outcome.js';
 import {
-  defaultBody,
-  defaultMessage,
-  type RejectionInfo,
-  type RejectionKind,
-  rejectionHeaders,
-  rejectionInfo,
-} from './rejection.js';
+  type AppliedLimitInfo,
+  appendInfo,
+  appliedOf,
+  bindingOf,
+  previousInfo,
+  type RateLimitInfo,
+} from './rate-limit-info.js';
+import { createRenderer, type RejectionKind, rejectionHeaders, rejectionInfo } from './rejection.js';
 import { type Awaitable, type HttpRequestInfo, type RequestAccess, RequestView } from './request.js';
+import { createKeyResolver, type Keys, MissingKeyRejection } from './request-keys.js';
 import { createRulesCheck } from './rules-check.js';
 import { bindingLimit, largestDelay } from './select.js';
 import { claimCounters } from './shared-counters.js';
-import { warnOnce } from './warn.js';
-
-/** What to do with a request: pass it on (setting `headers`), or answer it with `status`, `headers`, `body`. */
-export interface HttpOutcome {
-  /** True: continue to the handler, after setting `headers` on the response. */
-  readonly pass: boolean;
-  /** Headers to set, on a pass as on a rejection: `[name1, value1, name2, value2, …]`. */
-  readonly headers: HeaderList;
-  /** Status of a rejection (429, 403, 503); 0 on a pass. */
-  readonly status: number;
-  /** Body of a rejection; `''` on a pass. */
-  readonly body: string;
-  /** Content type of the body; `''` on a pass. */
-  readonly contentType: string;
-  /** The facts of a rejection, for custom handlers. */
-  readonly rejection: RejectionInfo | undefined;
-  /** The limiter's decision, when the request was checked. */
-  readonly decision: LimiterDecision | undefined;
-  /** What to put on the request for the handler (`req.rateLimit`), when any limit applied. */
-  readonly info: RateLimitInfo | undefined;
-  /**
-   * Counting by response (`skipSuccessfulRequests`, `responseCost`, …): the adapter calls it once the
-   * response is sent, with its status (0 when the client went away first).
-   */
-  readonly afterResponse?: AfterResponse;
-}
 
 /** The framework-neutral middleware: decides requests; adapters apply the outcome. */
 export interface HttpLimiter<Req> extends RateLimitControls {
@@ -62,20 +39,6 @@ export interface HttpLimiter<Req> extends RateLimitControls {
   /** The store counters live in. */
   readonly store: Store;
 }
-
-const JSON_TYPE = 'application/json';
-const TEXT_TYPE = 'text/plain; charset=utf-8';
-/** The outcome of a request no limit applies to (skipped, allow-listed, keyless) or in shadow mode. */
-export const PASS: HttpOutcome = Object.freeze({
-  pass: true,
-  headers: Object.freeze([]) as HeaderList,
-  status: 0,
-  body: '',
-  contentType: '',
-  rejection: undefined,
-  decision: undefined,
-  info: undefined,
-});
 
 const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -124,6 +87,13 @@ export function createHttpLimiter<Req>(
   const shadow = options.shadow ?? false;
   const maxDelayMs = options.maxDelayMs ?? 1000;
   const counting = createResponseCounting(options);
+  const render = createRenderer(options);
+  if (options.concurrency !== undefined && (shape || rules !== undefined)) {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', "concurrency: not with mode: 'shape' or rules", {
+      option: 'concurrency',
+    });
+  }
+  const inflight = createInflightLimit(options.concurrency, store, options.clock, options.name ?? 'default');
   const blocks = new LocalBlocks();
   const resetFormat: ResetFormat = options.xRateLimitReset ?? 'seconds';
   const epoch = resetFormat === 'epoch';
@@ -134,6 +104,7 @@ export function createHttpLimiter<Req>(
   const limitedStatus = options.statusCode ?? 429;
   const identity = createIdentity(options, access, options.peerAddress ?? access.peer);
   const { skip, onLimited, key: topKey } = options;
+  const keysOf = createKeyResolver<Req>(topKey, options.name);
   const fixedCost = typeof options.cost === 'number' ? { cost: options.cost } : undefined;
   const costFn = typeof options.cost === 'function' ? options.cost : undefined;
   const needsInfo =
@@ -170,71 +141,6 @@ export function createHttpLimiter<Req>(
     if (isEmptySet(set)) return PASS;
     const key = keysOf(set, req, info, ipKey);
     return key instanceof Promise ? key.then((k) => withKey(req, ip, info, set, k)) : withKey(req, ip, info, set, key);
-  }
-
-  function keysOf(set: LimitSet<Req>, req: Req, info: HttpRequestInfo, ipKey: string): Awaitable<Keys> {
-    const base: Awaitable<unknown> = topKey === undefined ? ipKey : topKey(req, info);
-    const values: Awaitable<unknown>[] = [];
-    let async = base instanceof Promise;
-    for (const limit of set.limits) {
-      const k = limit.key;
-      const value = k.kind === 'default' ? base : k.kind === 'fn' ? k.fn(req, info) : k.key;
-      if (value instanceof Promise) async = true;
-      values.push(value);
-    }
-    const toKeys = (vs: readonly unknown[]) => keysFrom(set, vs, ipKey, info);
-    return async ? Promise.all(values).then(toKeys) : toKeys(values);
-  }
-
-  /**
-   * The key of each limit, numbers as strings; a missing key becomes the client's address, nothing
-   * (the limit does not apply) or a 400, as the limit's `missingKey` says.
-   */
-  function keysFrom(set: LimitSet<Req>, values: readonly unknown[], ipKey: string, info: HttpRequestInfo): Keys {
-    if (set.single) {
-      const limit = set.limits[0] as SetLimit<Req>;
-      const text = keyText(values[0], limit.keyOption);
-      if (text !== undefined) return text;
-      return missing(limit, ipKey, info);
-    }
-    const keys: Record<string, string | undefined> = {};
-    let any = false;
-    for (const [i, limit] of set.limits.entries()) {
-      let text = keyText(values[i], limit.keyOption);
-      if (text === undefined) {
-        const instead = missing(limit, ipKey, info);
-        if (instead instanceof MissingKeyRejection) return instead;
-        text = instead;
-      }
-      keys[limit.name] = text;
-      if (text !== undefined) any = true;
-    }
-    return any ? keys : skippedAll(info);
-  }
-
-  function missing(
-    limit: SetLimit<Req>,
-    ipKey: string,
-    info: HttpRequestInfo,
-  ): string | undefined | MissingKeyRejection {
-    switch (limit.missing) {
-      case 'ip':
-        return ipKey;
-      case 'reject':
-        return new MissingKeyRejection(limit.name);
-      default:
-        return skippedAll(info);
-    }
-  }
-
-  function skippedAll(info: HttpRequestInfo): undefined {
-    warnOnce(
-      'SLUICE_MISSING_KEY_SKIPPED',
-      `sluice: a request to ${info.method} ${info.path} was not counted by a rateLimit() (name: ` +
-        `${options.name ?? 'default'}), because its key was missing and missingKey is 'skip'. If that is not meant, ` +
-        `use missingKey: 'ip' (count it under the client's address) or 'reject' (answer 400).`,
-    );
-    return undefined;
   }
 
   function withKey(req: Req, ip: string, info: HttpRequestInfo, set: LimitSet<Req>, key: Keys) {
@@ -274,6 +180,7 @@ export function createHttpLimiter<Req>(
       return shadow ? PASS : reject(kind, decision, name, appendInfo(previousOf(req), own), req);
     }
     if (shadow) return PASS;
+    if (inflight !== undefined) return withPlace(inflight, req, ip, set, key, cost, decision, own);
     const info = appendInfo(previousOf(req), own);
     const outcome: HttpOutcome = {
       pass: true,
@@ -322,6 +229,47 @@ export function createHttpLimiter<Req>(
       }
     }
     return undefined;
+  }
+
+  /**
+   * The concurrency limit, after the rate limits passed: a place is taken (and given back when the
+   * response is done), or the request is rejected and what the rate limits took is given back.
+   */
+  async function withPlace(
+    take: TakePlace,
+    req: Req,
+    ip: string,
+    set: LimitSet<Req>,
+    key: LimiterKey,
+    cost: CheckOptions | undefined,
+    decision: LimiterDecision,
+    own: AppliedLimitInfo[],
+  ): Promise<HttpOutcome> {
+    const placeKey = typeof key === 'string' ? key : (Object.values(key).find((k) => typeof k === 'string') ?? ip);
+    const taken = await take(placeKey);
+    if (!taken.ok) {
+      await set.limiter.refund(key, cost);
+      const info = appendInfo(previousOf(req), [...own, taken.applied]);
+      onLimited?.({ req, ip, decision: taken.applied.decision, limitName: taken.applied.name, shadow: false });
+      return reject('limited', taken.applied.decision, taken.applied.name, info, req);
+    }
+    const info = appendInfo(previousOf(req), [...own, taken.inflight.applied]);
+    const counted = counting?.(req, set.limiter, key, cost?.cost ?? 1);
+    const release = taken.inflight.release;
+    return {
+      pass: true,
+      headers: headersOf(info),
+      status: 0,
+      body: '',
+      contentType: '',
+      rejection: undefined,
+      decision,
+      info,
+      afterResponse: async (status) => {
+        await release();
+        await counted?.(status);
+      },
+    };
   }
 
   /** The headers of every limit applied so far; one limit (the usual case) takes the short path. */
@@ -396,28 +344,6 @@ export function createHttpLimiter<Req>(
     };
   }
 
-  function render(rejection: RejectionInfo, req: Req): { body: string; contentType: string } {
-    if (options.body !== undefined) {
-      const custom = options.body(rejection, req);
-      if (typeof custom === 'string') return { body: custom, contentType: TEXT_TYPE };
-      return { body: JSON.stringify(custom), contentType: JSON_TYPE };
-    }
-    const m = options.message;
-    if (typeof m === 'function')
-      return { body: JSON.stringify(defaultBody(rejection, m(rejection))), contentType: JSON_TYPE };
-    // The default body depends only on the kind and the wait: under attack the same few are sent
-    // over and over, so each is formatted once.
-    const id = `${rejection.kind}:${rejection.retryAfter}`;
-    let body = bodies.get(id);
-    if (body === undefined) {
-      body = JSON.stringify(defaultBody(rejection, m ?? defaultMessage(rejection)));
-      if (bodies.size >= 1000) bodies.clear();
-      bodies.set(id, body);
-    }
-    return { body, contentType: JSON_TYPE };
-  }
-  const bodies = new Map<string, string>();
-
   const controls = createControls(plan, rules !== undefined, blocks, clock);
 
   // The plain configuration — one fixed limit keyed by client IP, on the memory store, nothing computed
@@ -434,6 +360,7 @@ export function createHttpLimiter<Req>(
     options.allow === undefined &&
     options.deny === undefined &&
     counting === undefined &&
+    inflight === undefined &&
     !shape;
   if (fast) {
     const policy = (fixed.limiter.limits[0] as ResolvedLimit).policy;
@@ -455,13 +382,6 @@ export function createHttpLimiter<Req>(
   return { ...controls, decide, store };
 }
 
-/** A request's keys: the limiter's key, none (no limit applies), or the limit whose missing key rejects it. */
-type Keys = LimiterKey | undefined | MissingKeyRejection;
-/** A request to reject with 400: limit `limitName` found no key and its `missingKey` is `'reject'`. */
-class MissingKeyRejection {
-  constructor(readonly limitName: string) {}
-}
-
 function anyKey(key: LimiterKey, list: AccessList): boolean {
   if (typeof key === 'string') return list.matchesKey(key);
   for (const name in key) {
@@ -471,16 +391,5 @@ function anyKey(key: LimiterKey, list: AccessList): boolean {
   return false;
 }
 
-/** The limits of a set as applied to one request, each with its own decision and key. */
-function appliedOf<Req>(set: LimitSet<Req>, key: LimiterKey, decision: LimiterDecision): AppliedLimitInfo[] {
-  if (set.single) {
-    const only = set.limits[0] as SetLimit<Req>;
-    return [{ name: only.name, header: only.header, decision, key: typeof key === 'string' ? key : undefined }];
-  }
-  const out: AppliedLimitInfo[] = [];
-  for (const r of decision.results ?? []) {
-    const limit = set.limits.find((l) => l.name === r.name);
-    if (limit !== undefined) out.push({ name: r.name, header: limit.header, decision: r.decision, key: r.key });
-  }
-  return out;
-}
+export type { HttpOutcome };
+export { PASS };

@@ -6,6 +6,7 @@ import type { RulesEngine } from '../rules/engine-types.js';
 import type { Store } from '../stores/store.js';
 import type { AccessList } from './access-list.js';
 import type { ClientIpOptions } from './client-ip.js';
+import type { ConcurrencyOptions } from './concurrency.js';
 import type { ResponseCountingOptions } from './count-by-response.js';
 import type { HeaderMode, ResetFormat } from './headers.js';
 import type { MissingKey } from './keys.js';
@@ -121,6 +122,12 @@ export interface RateLimitOptions<Req = unknown> extends ClientIpOptions, Respon
   allow?: readonly string[] | AccessList;
   /** Always refused with 403: IP addresses, CIDR blocks and keys. `allow` wins over `deny`. */
   deny?: readonly string[] | AccessList;
+  /**
+   * At most this many requests of one key in flight at once (a number, or `{ limit, lease, name }`):
+   * a place is taken once the rate limits passed and given back when the response is sent. Listed in
+   * `RateLimit-Policy` as `"inflight";q=<limit>;qu="concurrent-requests"`.
+   */
+  concurrency?: number | ConcurrencyOptions;
   /** Units a request takes (0 = look without taking). @default 1 */
   cost?: number | RequestFn<Req, number>;
   /** `'reject'` answers 429 when over; `'shape'` holds a request for its `delayMs` (leaky bucket) and passes it. @default 'reject' */
@@ -172,6 +179,7 @@ export const RATE_LIMIT_OPTION_KEYS: ReadonlySet<string> = new Set([
   'allow',
   'deny',
   'cost',
+  'concurrency',
   'mode',
   'maxDelayMs',
   'sleep',

@@ -1,6 +1,8 @@
 import type { Decision } from '../core/decision.js';
 import { combineDecisions } from '../limiter/combine.js';
+import type { LimiterDecision, LimiterKey } from '../limiter/create-limiter.js';
 import { type AppliedLimit, type LimitHeaderInfo, nextQuotaMs } from './headers.js';
+import type { LimitSet, SetLimit } from './limits.js';
 
 /**
  * What sluice decided about a request, put on it for the handler: `req.rateLimit` (Express, Fastify,
@@ -90,14 +92,31 @@ export function previousInfo(value: unknown): RateLimitInfo | undefined {
 export function appendInfo(previous: RateLimitInfo | undefined, own: readonly AppliedLimitInfo[]): RateLimitInfo {
   const limits = previous === undefined ? own : [...previous.limits, ...own];
   if (limits.length === 1) return new Info(limits, limits[0] as AppliedLimitInfo);
-  const chosen = combineDecisions(limits.map((l) => l.decision));
-  const binding = limits.find((l) => l.decision === chosen) ?? (limits[0] as AppliedLimitInfo);
+  // X-RateLimit-* describe a rate limit (they have a reset); a concurrency limit only when it rejected.
+  const rated = limits.filter((l) => l.header.concurrent !== true || !l.decision.allowed);
+  const among = rated.length > 0 ? rated : limits;
+  const chosen = combineDecisions(among.map((l) => l.decision));
+  const binding = among.find((l) => l.decision === chosen) ?? (among[0] as AppliedLimitInfo);
   return new Info(limits, binding);
 }
 
 /** The limit `X-RateLimit-*` describe. */
 export function bindingOf(info: RateLimitInfo): AppliedLimitInfo {
   return (info as Info).binding;
+}
+
+/** The limits of a set as applied to one request, each with its own decision and key. */
+export function appliedOf<Req>(set: LimitSet<Req>, key: LimiterKey, decision: LimiterDecision): AppliedLimitInfo[] {
+  if (set.single) {
+    const only = set.limits[0] as SetLimit<Req>;
+    return [{ name: only.name, header: only.header, decision, key: typeof key === 'string' ? key : undefined }];
+  }
+  const out: AppliedLimitInfo[] = [];
+  for (const r of decision.results ?? []) {
+    const limit = set.limits.find((l) => l.name === r.name);
+    if (limit !== undefined) out.push({ name: r.name, header: limit.header, decision: r.decision, key: r.key });
+  }
+  return out;
 }
 
 export type { LimitHeaderInfo };

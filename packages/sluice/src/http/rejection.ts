@@ -85,3 +85,40 @@ export function rejectionInfo(
 export function rejectionHeaders(info: RejectionInfo): string[] {
   return info.retryAfter === null ? [] : ['retry-after', String(info.retryAfter)];
 }
+
+const JSON_TYPE = 'application/json';
+const TEXT_TYPE = 'text/plain; charset=utf-8';
+
+/** The options that shape a rejection's body. */
+export interface RenderOptions<Req> {
+  message?: string | ((info: RejectionInfo) => string);
+  body?: (info: RejectionInfo, req: Req) => unknown;
+}
+
+/** Renders rejections: a custom `body`, the default body with a custom `message`, or the default. */
+export function createRenderer<Req>(
+  options: RenderOptions<Req>,
+): (rejection: RejectionInfo, req: Req) => { body: string; contentType: string } {
+  // The default body depends only on the kind and the wait: under attack the same few are sent
+  // over and over, so each is formatted once.
+  const bodies = new Map<string, string>();
+  return (rejection, req) => {
+    if (options.body !== undefined) {
+      const custom = options.body(rejection, req);
+      if (typeof custom === 'string') return { body: custom, contentType: TEXT_TYPE };
+      return { body: JSON.stringify(custom), contentType: JSON_TYPE };
+    }
+    const m = options.message;
+    if (typeof m === 'function') {
+      return { body: JSON.stringify(defaultBody(rejection, m(rejection))), contentType: JSON_TYPE };
+    }
+    const id = `${rejection.kind}:${rejection.retryAfter}`;
+    let body = bodies.get(id);
+    if (body === undefined) {
+      body = JSON.stringify(defaultBody(rejection, m ?? defaultMessage(rejection)));
+      if (bodies.size >= 1000) bodies.clear();
+      bodies.set(id, body);
+    }
+    return { body, contentType: JSON_TYPE };
+  };
+}

@@ -24,7 +24,7 @@ import { createManualClock } from '../../src/core/clock.js';
 import { isSluiceError } from '../../src/core/errors.js';
 import type { RateLimitInfo } from '../../src/http/index.js';
 import { createRedisStore } from '../../src/stores/redis/index.js';
-import { HARNESSES } from './harness.js';
+import { HARNESSES, holdRequests } from './harness.js';
 import { readHeaderLists, T0 } from './suite.js';
 
 /** Listens on loopback, port 0; closes every connection on close. */
@@ -272,6 +272,46 @@ describe('resetKey, penalty and block on the middleware, every adapter', () => {
         await controls.penalty('127.0.0.1', 99);
         assert.equal((await get()).status, 429, 'a penalty larger than the quota takes what is left');
       } finally {
+        await running.close();
+      }
+    });
+  }
+});
+
+describe('a concurrency (in-flight) limit in the middleware, every adapter', () => {
+  for (const harness of HARNESSES) {
+    it(harness.name, async () => {
+      const running = await harness.start({ limit: 10, period: '1m', clock: createManualClock(T0), concurrency: 1 });
+      const get = async (path = '/') => {
+        const res = await fetch(`${running.url}${path}`);
+        return { status: res.status, headers: res.headers, body: await res.text() };
+      };
+      const hold = holdRequests();
+      const first = get('/hold');
+      try {
+        await hold.arrived;
+        const second = await get();
+        assert.equal(second.status, 429, 'one request of this client is already in flight');
+        assert.equal(
+          second.headers.get('ratelimit-policy'),
+          '"default";q=10;w=60, "inflight";q=1;qu="concurrent-requests"',
+        );
+        assert.equal(second.headers.get('ratelimit'), '"default";r=8;t=60, "inflight";r=0');
+        readHeaderLists(second);
+        hold.open();
+        const done = await first;
+        assert.equal(done.status, 200);
+        assert.equal(done.headers.get('ratelimit'), '"default";r=9;t=60, "inflight";r=0');
+        const third = await get();
+        assert.equal(third.status, 200, 'the place was given back when the first response was sent');
+        assert.equal(
+          third.headers.get('ratelimit'),
+          '"default";r=8;t=60, "inflight";r=0',
+          'the rejected one took nothing',
+        );
+      } finally {
+        hold.open();
+        await first.catch(() => undefined);
         await running.close();
       }
     });

@@ -45,6 +45,29 @@ export interface AdapterHarness {
 
 const PATHS = ['/', '/health', '/other'];
 
+let gate: Promise<void> = Promise.resolve();
+let arrive: () => void = () => {};
+
+/**
+ * Makes requests to `/hold` wait in their handler until `open()` is called; `arrived` resolves when one
+ * has reached its handler (so it is in flight, past the middleware).
+ */
+export function holdRequests(): { open(): void; arrived: Promise<void> } {
+  let open: () => void = () => {};
+  gate = new Promise((resolve) => {
+    open = resolve;
+  });
+  const arrived = new Promise<void>((resolve) => {
+    arrive = resolve;
+  });
+  return { open, arrived };
+}
+
+function held(): Promise<void> {
+  arrive();
+  return gate;
+}
+
 async function withControls(running: Promise<Running>, controls: RateLimitControls): Promise<Running> {
   return { ...(await running), controls };
 }
@@ -76,6 +99,7 @@ function expressHarness(name: string, create: typeof express5): AdapterHarness {
       const limiter = expressLimit(options as ExpressRateLimitOptions);
       app.use(limiter);
       for (const path of PATHS) app.get(path, (_req, res) => void res.send('ok'));
+      app.get('/hold', (_req, res) => void held().then(() => res.send('ok')));
       return withControls(listen(createServer(app)), limiter);
     },
   };
@@ -92,6 +116,10 @@ export const fastifyHarness: AdapterHarness = {
     const limiter = fastifyLimit(options as FastifyRateLimitOptions);
     await app.register(limiter);
     for (const path of PATHS) app.get(path, async () => 'ok');
+    app.get('/hold', async () => {
+      await held();
+      return 'ok';
+    });
     await app.listen({ port: 0, host: '127.0.0.1' });
     const { port } = app.server.address() as AddressInfo;
     return {
@@ -116,8 +144,9 @@ export const koaHarness: AdapterHarness = {
     }
     const limiter = koaLimit(options as KoaRateLimitOptions);
     app.use(limiter);
-    app.use((ctx) => {
-      if (PATHS.includes(ctx.path)) ctx.body = 'ok';
+    app.use(async (ctx) => {
+      if (ctx.path === '/hold') await held();
+      if (PATHS.includes(ctx.path) || ctx.path === '/hold') ctx.body = 'ok';
     });
     return withControls(listen(createServer(app.callback())), limiter);
   },
@@ -131,6 +160,10 @@ export const honoHarness: AdapterHarness = {
     const limiter = honoLimit(options as HonoRateLimitOptions);
     app.use(limiter);
     for (const path of PATHS) app.get(path, (c) => c.text('ok'));
+    app.get('/hold', async (c) => {
+      await held();
+      return c.text('ok');
+    });
     return new Promise((resolve) => {
       const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info) => {
         resolve({
@@ -156,6 +189,7 @@ export const nodeHarness: AdapterHarness = {
       listen(
         createServer(
           wrap((req, res) => {
+            if (req.url === '/hold') return void held().then(() => res.end('ok'));
             res.statusCode = PATHS.includes((req.url ?? '/').split('?')[0] as string) ? 200 : 404;
             res.end('ok');
           }),

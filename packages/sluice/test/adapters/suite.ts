@@ -92,9 +92,11 @@ export function readHeaders(reply: Reply): {
 export interface PolicyFacts {
   name: string;
   q: number;
-  w: number;
+  /** The window; undefined for a concurrency limit. */
+  w: number | undefined;
   r: number;
-  t: number;
+  /** Seconds until more quota; undefined for a concurrency limit. */
+  t: number | undefined;
 }
 
 /**
@@ -115,12 +117,14 @@ export function readHeaderLists(reply: Reply): PolicyFacts[] {
       assert.ok(typeof v === 'number' && Number.isInteger(v) && v >= 0, `${k} is a non-negative sf-integer`);
       return v;
     };
+    // A concurrency limit (draft-11's quota unit "concurrent-requests") has no window and no reset.
+    const concurrent = policy.params.get('qu') === 'concurrent-requests';
     const f = {
       name: policy.value as string,
       q: int(policy, 'q'),
-      w: int(policy, 'w'),
+      w: concurrent ? undefined : int(policy, 'w'),
       r: int(state, 'r'),
-      t: int(state, 't'),
+      t: concurrent ? undefined : int(state, 't'),
     };
     assert.ok(f.r <= f.q, `${f.name}: r=${f.r} never exceeds q=${f.q}`);
     return f;
@@ -131,7 +135,7 @@ export function readHeaderLists(reply: Reply): PolicyFacts[] {
     t: Number(reply.headers.get('x-ratelimit-reset')),
   };
   assert.ok(
-    facts.some((f) => f.q === x.q && f.r === x.r && f.t === x.t),
+    facts.some((f) => f.q === x.q && f.r === x.r && (f.t === x.t || f.t === undefined)),
     'X-RateLimit-* describe one of the listed policies',
   );
   return facts;

@@ -1,0 +1,83 @@
+import type { Clock } from '../core/clock.js';
+import type { Duration } from '../core/duration.js';
+import { SluiceError } from '../core/errors.js';
+import { createConcurrencyLimiter } from '../limiter/concurrency-limiter.js';
+import type { Store } from '../stores/store.js';
+import { type LimitHeaderInfo, toSfString } from './headers.js';
+import type { AppliedLimitInfo } from './rate-limit-info.js';
+
+/**
+ * A concurrency limit in the middleware (Stripe's second limiter): at most `limit` requests of one key
+ * in flight at once. A place is taken once the rate limits passed and given back when the response is
+ * sent (or the client goes away); a place a crashed process never gave back lapses after `lease`.
+ */
+export interface ConcurrencyOptions {
+  /** Most requests of one key in flight at once. */
+  limit: number;
+  /** The longest a request holds its place if it is never given back. @default '1m' */
+  lease?: Duration;
+  /** Names the limit in the headers (`qu="concurrent-requests"`). @default 'inflight' */
+  name?: string;
+}
+
+/** A place taken, and how to give it back. */
+export interface Inflight {
+  readonly applied: AppliedLimitInfo;
+  release(): Promise<void>;
+}
+
+/** Takes a place for a key: the place when there is one, else the rejection's applied limit. */
+export type TakePlace = (
+  key: string,
+) => Promise<{ ok: true; inflight: Inflight } | { ok: false; applied: AppliedLimitInfo }>;
+
+/** Compiles the `concurrency` option; undefined when not set. */
+export function createInflightLimit(
+  option: number | ConcurrencyOptions | undefined,
+  store: Store,
+  clock: Clock | undefined,
+  scope: string,
+): TakePlace | undefined {
+  if (option === undefined) return undefined;
+  const o: ConcurrencyOptions = typeof option === 'number' ? { limit: option } : option;
+  if (o === null || typeof o !== 'object') {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'concurrency: expected a number or { limit, lease, name }', {
+      option: 'concurrency',
+    });
+  }
+  const name = o.name ?? 'inflight';
+  const limiter = createConcurrencyLimiter({
+    limit: o.limit,
+    ...(o.lease === undefined ? {} : { lease: o.lease }),
+    store,
+    ...(clock === undefined ? {} : { clock }),
+  });
+  const quotedName = toSfString(name, 'concurrency.name');
+  const header: LimitHeaderInfo = {
+    quotedName,
+    windowS: 0,
+    limit: o.limit,
+    quota: o.limit,
+    limitText: String(o.limit),
+    // draft-11 §2.1: the quota unit of in-flight requests; no window, and no `t` (a place frees when
+    // some request ends, which nobody can tell in advance).
+    policyText: `${quotedName};q=${o.limit};qu="concurrent-requests"`,
+    algorithm: undefined,
+    periodMs: 0,
+    concurrent: true,
+  };
+  return async (key) => {
+    const counted = `${scope}~${key}`;
+    const decision = await limiter.acquire(counted);
+    const applied: AppliedLimitInfo = { name, header, decision, key };
+    const lease = decision.lease;
+    if (!decision.allowed || lease === undefined) return { ok: false, applied };
+    return {
+      ok: true,
+      inflight: {
+        applied,
+        release: async () => void (await limiter.release(lease)),
+      },
+    };
+  };
+}

@@ -1,0 +1,42 @@
+import type { LimiterDecision } from '../limiter/create-limiter.js';
+import type { AfterResponse } from './count-by-response.js';
+import type { HeaderList } from './headers.js';
+import type { RateLimitInfo } from './rate-limit-info.js';
+import type { RejectionInfo } from './rejection.js';
+
+/** What to do with a request: pass it on (setting `headers`), or answer it with `status`, `headers`, `body`. */
+export interface HttpOutcome {
+  /** True: continue to the handler, after setting `headers` on the response. */
+  readonly pass: boolean;
+  /** Headers to set, on a pass as on a rejection: `[name1, value1, name2, value2, …]`. */
+  readonly headers: HeaderList;
+  /** Status of a rejection (429, 403, 503); 0 on a pass. */
+  readonly status: number;
+  /** Body of a rejection; `''` on a pass. */
+  readonly body: string;
+  /** Content type of the body; `''` on a pass. */
+  readonly contentType: string;
+  /** The facts of a rejection, for custom handlers. */
+  readonly rejection: RejectionInfo | undefined;
+  /** The limiter's decision, when the request was checked. */
+  readonly decision: LimiterDecision | undefined;
+  /** What to put on the request for the handler (`req.rateLimit`), when any limit applied. */
+  readonly info: RateLimitInfo | undefined;
+  /**
+   * Counting by response (`skipSuccessfulRequests`, `responseCost`, …): the adapter calls it once the
+   * response is sent, with its status (0 when the client went away first).
+   */
+  readonly afterResponse?: AfterResponse;
+}
+
+/** The outcome of a request no limit applies to (skipped, allow-listed, keyless) or in shadow mode. */
+export const PASS: HttpOutcome = Object.freeze({
+  pass: true,
+  headers: Object.freeze([]) as HeaderList,
+  status: 0,
+  body: '',
+  contentType: '',
+  rejection: undefined,
+  decision: undefined,
+  info: undefined,
+});
