@@ -22,6 +22,8 @@ export interface StoreFixture {
 export interface ConformanceOptions {
   /** Creates a store that keeps at most `maxKeys` keys; without it the eviction cases are skipped. */
   withMaxKeys?: (maxKeys: number) => Promise<StoreFixture>;
+  /** The algorithms the store takes (a store may refuse some, e.g. multi-region eventual mode). @default all */
+  algorithms?: readonly AlgorithmName[];
 }
 
 /** A minute boundary, so windows of 1 s and 1 min both start here. */
@@ -77,7 +79,8 @@ export function runStoreConformance(
     });
 
     for (const algorithm of ALGORITHMS) {
-      describe(algorithm, () => {
+      const skip = options.algorithms !== undefined && !options.algorithms.includes(algorithm);
+      describe(algorithm, { skip: skip ? `${label} does not take ${algorithm}` : false }, () => {
         it('admits exactly the limit, counting remaining down, then rejects with a retry time', async () => {
           const p = policy(algorithm);
           const key = freshKey(label);

@@ -1,0 +1,153 @@
+/**
+ * `'escrow'` mode: every region decides within its own share of the global limit (escrow-lua.ts), so
+ * the regions together never admit more than the limit, whatever the algorithm and whatever the
+ * network does. The price is under-admission: a region that needs more waits for another region to
+ * give it units (rebalance.ts), one sync later.
+ */
+import type { Decision } from '../../core/decision.js';
+import { isBucketAlgorithm, type ResolvedPolicy } from '../../core/policy.js';
+import { ALGORITHM_CODES } from '../redis/lua.js';
+import type { Runner } from '../redis/runner.js';
+import { scriptArgs } from '../redis/script-args.js';
+import { REFUND_SCRIPT } from '../redis/scripts.js';
+import type { StoreItem } from '../store.js';
+import { ESCROW_CHECK, ESCROW_EPOCHS, ESCROW_RESET } from './escrow-lua.js';
+import { leaseRecordKey, regionBlockKey, tagOf } from './keys.js';
+
+/** This region's initial share of `limit`: an even split, the remainder to the first regions by name. */
+export function initialShare(limit: number, regions: readonly string[], region: string): number {
+  const sorted = [...regions].sort();
+  const n = sorted.length;
+  const index = sorted.indexOf(region);
+  return Math.floor(limit / n) + (index < limit % n ? 1 : 0);
+}
+
+/**
+ * How long a lease record lives without use: four horizons (the longest an admission matters — two
+ * windows, or the time a full bucket takes to drain), and at least 10 minutes. Units received from a
+ * peer count only for half of it after the peer was last heard of (see escrow-lua.ts).
+ */
+export function leaseTtlMs(p: ResolvedPolicy): number {
+  const drain = isBucketAlgorithm(p.algorithm) && p.scale > 0 ? Math.ceil(p.capacityTicks / p.scale) : 0;
+  return Math.max(600_000, 4 * Math.max(drain, 2 * p.periodMs));
+}
+
+/** The policy of a share (the Lua `scaled`): limit scaled, burst scaled down, never a faster rate. */
+export function sharePolicy(p: ResolvedPolicy, share: number): ResolvedPolicy {
+  if (share === p.limit) return p;
+  let capacity = isBucketAlgorithm(p.algorithm) ? Math.floor((p.burst * share) / p.limit) : share;
+  if (share === 0) capacity = 0;
+  let scale = 1;
+  let intervalTicks = p.periodMs;
+  if (share > 0) {
+    const g = gcd(share, p.periodMs);
+    scale = share / g;
+    if (scale <= 1500) intervalTicks = (p.periodMs * scale) / share;
+    else {
+      scale = 1500;
+      intervalTicks = Math.max(1, Math.ceil((p.periodMs * 1500) / share));
+    }
+  }
+  return { ...p, limit: share, capacity, scale, intervalTicks, capacityTicks: capacity * intervalTicks };
+}
+
+function gcd(a: number, b: number): number {
+  while (b !== 0) [a, b] = [b, a % b];
+  return a;
+}
+
+/** Reads the 6 integers of one decision at `offset` (layout of the Redis store's lua.ts). */
+function decode(r: readonly unknown[], offset: number, limit: number): Decision {
+  const retry = Number(r[offset + 3]);
+  const d: Decision = {
+    allowed: Number(r[offset]) === 1,
+    limit,
+    remaining: Number(r[offset + 1]),
+    resetMs: Number(r[offset + 2]),
+    retryAfterMs: retry === -1 ? Number.POSITIVE_INFINITY : retry,
+  };
+  const reason = Number(r[offset + 4]);
+  if (reason === 1) d.reason = 'cost-exceeds-capacity';
+  else if (reason === 2) d.reason = 'blocked';
+  const delay = Number(r[offset + 5]);
+  if (delay !== -1) d.delayMs = delay;
+  return d;
+}
+
+/** The escrow-mode operations of one region. */
+export interface EscrowRegion {
+  check(items: readonly StoreItem[], nowMs: number, commit: boolean, all: boolean): Promise<Decision[]>;
+  refund(key: string, policy: ResolvedPolicy, cost: number, nowMs: number): Promise<void>;
+  reset(key: string, policy: ResolvedPolicy): Promise<void>;
+}
+
+/** Arguments every escrow script starts with. */
+export function escrowHead(nowMs: number, graceMs: number, region: string, peers: readonly string[]): string[] {
+  return [String(nowMs), String(graceMs), region, String(peers.length), ...peers];
+}
+
+/** A random incarnation id for a record this call may create. */
+export const newIncarnation = () => Math.floor(Math.random() * 2 ** 48).toString(36);
+
+/**
+ * The escrow operations against the local region's Redis. `touched(recordKey, policy)` hears of every
+ * record a decision used, for the sync loop (which sends shares and demand, and rebalances).
+ */
+export function createEscrowRegion(
+  runner: Runner,
+  prefix: string,
+  region: string,
+  regions: readonly string[],
+  graceMs: number,
+  touched: (recordKey: string, policy: ResolvedPolicy) => void,
+): EscrowRegion {
+  const peers = regions.filter((r) => r !== region).sort();
+  return {
+    async check(items, nowMs, commit, all) {
+      const keys: string[] = [];
+      const args = escrowHead(nowMs, graceMs, region, peers);
+      args.push(all ? '1' : '0', commit ? '1' : '0', newIncarnation());
+      const records: string[] = [];
+      for (const { key, policy: p, cost } of items) {
+        const tag = tagOf(prefix, key);
+        const rkey = leaseRecordKey(tag, p.id);
+        records.push(rkey);
+        keys.push(rkey, regionBlockKey(tag, p.id));
+        const ttl = leaseTtlMs(p);
+        args.push(String(ALGORITHM_CODES[p.algorithm]), String(p.limit), String(p.periodMs), String(p.burst));
+        args.push(String(p.capacity), String(p.scale), String(p.intervalTicks), String(p.capacityTicks));
+        args.push(String(p.blockMs), String(cost), String(initialShare(p.limit, regions, region)));
+        args.push(String(ttl), String(Math.floor(ttl / 2)));
+      }
+      const r = (await runner.script(ESCROW_CHECK, keys, args)) as unknown[];
+      return items.map((item, i) => {
+        if (commit) touched(records[i] as string, item.policy);
+        return decode(r, i * 7, item.policy.limit);
+      });
+    },
+
+    async refund(key, policy, cost, nowMs) {
+      const tag = tagOf(prefix, key);
+      const rkey = leaseRecordKey(tag, policy.id);
+      const bkey = regionBlockKey(tag, policy.id);
+      const h = (await runner.script(ESCROW_EPOCHS, [rkey, bkey], [])) as string[];
+      const [inc, e, s, pe, ps, pu] = h;
+      if (!inc) return;
+      // Both epochs that bind took the units; give them back to both.
+      const epochs: [string, number][] = [[`${rkey}^${inc}.${e}`, Number(s)]];
+      if (pe && Number(pu) > nowMs && !isBucketAlgorithm(policy.algorithm)) {
+        epochs.push([`${rkey}^${inc}.${pe}`, Number(ps)]);
+      }
+      const { keys, args } = scriptArgs(
+        [String(nowMs), String(graceMs)],
+        epochs.map(([k, share]) => ({ key: k, bkey, policy: sharePolicy(policy, share), fields: [String(cost)] })),
+      );
+      await runner.script(REFUND_SCRIPT, keys, args);
+    },
+
+    async reset(key, policy) {
+      const tag = tagOf(prefix, key);
+      await runner.script(ESCROW_RESET, [leaseRecordKey(tag, policy.id), regionBlockKey(tag, policy.id)], []);
+    },
+  };
+}

@@ -1,0 +1,69 @@
+import { slotOf } from '../redis/keys.js';
+import type { Runner } from '../redis/runner.js';
+import { EVENTUAL_MERGE, EVENTUAL_READ_OWN } from './eventual-lua.js';
+import { markerOfCounterKey, windowOfCounterKey } from './keys.js';
+import type { PeerLink, Replicator } from './sync-loop.js';
+
+/** A region's own part of one window's G-counter: what it took, what it gave back, and the TTL left. */
+export interface CounterPart {
+  readonly plus: number;
+  readonly minus: number;
+  readonly ttlMs: number;
+}
+
+/** Keys grouped so that each group can go to one script: by hash slot on a Cluster, else all together. */
+export function groupBySlot(keys: readonly string[], cluster: boolean, max = 500): string[][] {
+  const groups: string[][] = [];
+  if (!cluster) {
+    for (let i = 0; i < keys.length; i += max) groups.push(keys.slice(i, i + max));
+    return groups;
+  }
+  const bySlot = new Map<number, string[]>();
+  for (const k of keys) {
+    const slot = slotOf(k);
+    let g = bySlot.get(slot);
+    if (g === undefined || g.length >= max) {
+      g = [];
+      bySlot.set(slot, g);
+      groups.push(g);
+    }
+    g.push(k);
+  }
+  return groups;
+}
+
+/** Sends this region's own counter fields to the others (eventual mode). */
+export function createCounterReplicator(local: Runner, localCluster: boolean, region: string): Replicator<CounterPart> {
+  return {
+    async read(keys) {
+      const out = new Map<string, CounterPart | undefined>();
+      await Promise.all(
+        groupBySlot(keys, localCluster).map(async (group) => {
+          const r = (await local.script(EVENTUAL_READ_OWN, group, [region])) as unknown[];
+          group.forEach((k, i) => {
+            const plus = Number(r[i * 3]);
+            const minus = Number(r[i * 3 + 1]);
+            const ttlMs = Number(r[i * 3 + 2]);
+            out.set(k, ttlMs > 0 && plus + minus > 0 ? { plus, minus, ttlMs } : undefined);
+          });
+        }),
+      );
+      return out;
+    },
+
+    async push(peer: PeerLink, items) {
+      await Promise.all(
+        groupBySlot([...items.keys()], peer.cluster).map((group) => {
+          const keys: string[] = [];
+          const args = [region];
+          for (const k of group) {
+            const part = items.get(k) as CounterPart;
+            keys.push(k, markerOfCounterKey(k));
+            args.push(String(part.plus), String(part.minus), String(part.ttlMs), String(windowOfCounterKey(k)));
+          }
+          return peer.runner.script(EVENTUAL_MERGE, keys, args);
+        }),
+      );
+    },
+  };
+}

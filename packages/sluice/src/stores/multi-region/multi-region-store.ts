@@ -1,0 +1,252 @@
+import type { Decision } from '../../core/decision.js';
+import { SluiceError } from '../../core/errors.js';
+import { type PolicyOptions, type ResolvedPolicy, resolvePolicy } from '../../core/policy.js';
+import { slotOf } from '../redis/keys.js';
+import { createRedisStore } from '../redis/redis-store.js';
+import { Runner } from '../redis/runner.js';
+import type { Lease, LeaseDecision, Store, StoreItem } from '../store.js';
+import { escrowBound, eventualBound, type OverAdmissionBound } from './bound.js';
+import { createEscrowRegion } from './escrow.js';
+import { createRecordReplicator, type RecordPart } from './escrow-sync.js';
+import { COUNTER_ALGORITHMS, createEventualRegion } from './eventual.js';
+import { type CounterPart, createCounterReplicator } from './eventual-sync.js';
+import { tagOf } from './keys.js';
+import { type MultiRegionStoreOptions, resolveMultiRegionOptions } from './options.js';
+import { type PeerStatus, SyncLoop } from './sync-loop.js';
+
+/** The multi-region store. */
+export interface MultiRegionStore extends Store {
+  readonly synchronous: false;
+  /** This process's region. */
+  readonly region: string;
+  readonly mode: 'eventual' | 'escrow';
+  check(key: string, policy: ResolvedPolicy, cost: number, nowMs: number, commit: boolean): Promise<Decision>;
+  checkMany(items: readonly StoreItem[], nowMs: number, commit: boolean): Promise<Decision[]>;
+  refund(key: string, policy: ResolvedPolicy, cost: number, nowMs: number): Promise<void>;
+  reset(key: string, policy: ResolvedPolicy): Promise<void>;
+  acquire(key: string, limit: number, leaseMs: number, nowMs: number): Promise<LeaseDecision>;
+  release(lease: Lease, nowMs: number): Promise<boolean>;
+  /** True when this mode takes the policy's algorithm (eventual: fixed-window and sliding-window). */
+  supports(policy: ResolvedPolicy | PolicyOptions): boolean;
+  /**
+   * The most a window can admit across every region, and how it was computed (see bound.ts and
+   * docs/multi-region.md). `ratePerSecond` is the admitted rate of the other regions, when known.
+   */
+  bound(policy: ResolvedPolicy | PolicyOptions, traffic?: { ratePerSecond?: number }): OverAdmissionBound;
+  /** Runs one sync round now and waits for it (tools and tests; the loop runs by itself). */
+  sync(): Promise<void>;
+  /** Every peer region: pushes, failures, the sync lag, keys waiting. */
+  syncStatus(): PeerStatus[];
+}
+
+const asResolved = (p: ResolvedPolicy | PolicyOptions): ResolvedPolicy =>
+  typeof (p as ResolvedPolicy).id === 'string' ? (p as ResolvedPolicy) : resolvePolicy(p as PolicyOptions);
+
+/**
+ * Creates a store for several data centres: every decision is answered by this region's Redis in one
+ * round trip, and a sync loop replicates to the other regions' Redis in the background, never in the
+ * way of a decision. One global limit, in two modes:
+ *  - `'eventual'` (fixed-window, sliding-window): per-region G-counters, merged idempotently; over
+ *    the limit by at most `store.bound(policy)` per window;
+ *  - `'escrow'` (every algorithm): each region decides within its share of the limit; shares move
+ *    to where the traffic is; never over the limit.
+ * A region cut off from the others keeps deciding (on its view, or within its share) and converges
+ * once the link is back. Concurrency leases (`acquire`) are per region.
+ *
+ * @example
+ * import Redis from 'ioredis';
+ * import { createLimiter } from 'sluice';
+ * import { createMultiRegionStore } from 'sluice/multi-region';
+ *
+ * const store = createMultiRegionStore({
+ *   region: 'eu',
+ *   regions: { eu: new Redis(process.env.REDIS_EU), us: new Redis(process.env.REDIS_US) },
+ *   mode: 'escrow',
+ *   syncIntervalMs: 500,
+ * });
+ * const limiter = createLimiter({ algorithm: 'token-bucket', limit: 100, period: '1m', store });
+ */
+export function createMultiRegionStore(options: MultiRegionStoreOptions): MultiRegionStore {
+  const o = resolveMultiRegionOptions(options);
+  const onError = o.onError;
+  const local = new Runner(o.local, o.timeoutMs, onError);
+  const peers = o.peers.map((p) => ({
+    region: p.region,
+    runner: new Runner(p.transport, o.peerTimeoutMs, undefined),
+    cluster: p.transport.cluster,
+  }));
+  const reportSync =
+    onError === undefined
+      ? undefined
+      : (error: unknown, region: string) => {
+          const cause = error instanceof Error ? error.message : String(error);
+          onError(
+            new SluiceError('ERR_SLUICE_MULTI_REGION_SYNC', `sync to region ${region} failed: ${cause}`, {
+              cause: error,
+            }),
+          );
+        };
+  const loopOptions = {
+    peers,
+    intervalMs: o.syncIntervalMs,
+    clock: o.clock,
+    maxPendingKeys: o.maxPendingKeys,
+    onError: reportSync,
+  };
+
+  let loop: SyncLoop<CounterPart> | SyncLoop<RecordPart>;
+  let region: ReturnType<typeof createEventualRegion>;
+  if (o.mode === 'eventual') {
+    const counters = new SyncLoop<CounterPart>({
+      ...loopOptions,
+      replicator: createCounterReplicator(local, o.local.cluster, o.region),
+    });
+    loop = counters;
+    region = createEventualRegion(local, o.prefix, o.region, o.graceMs, (k) => counters.touch(k));
+  } else {
+    /** The policy of every record in use, for the sync loop (bounded like the pending sets). */
+    const policies = new Map<string, ResolvedPolicy>();
+    let records: SyncLoop<RecordPart> | undefined;
+    const touch = (rkey: string, policy?: ResolvedPolicy) => {
+      if (policy !== undefined && policies.get(rkey) !== policy) {
+        policies.delete(rkey);
+        policies.set(rkey, policy);
+        if (policies.size > o.maxPendingKeys) policies.delete(policies.keys().next().value as string);
+      }
+      records?.touch(rkey);
+    };
+    records = new SyncLoop<RecordPart>({
+      ...loopOptions,
+      replicator: createRecordReplicator({
+        local,
+        localCluster: o.local.cluster,
+        region: o.region,
+        regions: o.regionNames,
+        graceMs: o.graceMs,
+        clock: o.clock,
+        policyOf: (k) => policies.get(k),
+        touch: (k) => touch(k),
+        rebalanceEveryMs: Math.max(2 * o.syncIntervalMs, 100),
+      }),
+    });
+    loop = records;
+    region = createEscrowRegion(local, o.prefix, o.region, o.regionNames, o.graceMs, touch);
+  }
+  // Concurrency leases stay in the region: a lease is held for a request's lifetime, far shorter than a sync.
+  const leases = createRedisStore({
+    client: options.regions[o.region] as NonNullable<(typeof options.regions)[string]>,
+    prefix: o.prefix,
+    clock: 'client',
+    timeoutMs: o.timeoutMs,
+    localCache: false,
+    ...(onError === undefined ? {} : { onError }),
+  });
+  if (o.autoSync) loop.start();
+  let closed = false;
+
+  const supports = (p: ResolvedPolicy | PolicyOptions) =>
+    o.mode === 'escrow' || COUNTER_ALGORITHMS.has(asResolved(p).algorithm);
+
+  function closedError(): SluiceError {
+    return new SluiceError('ERR_SLUICE_STORE_CLOSED', 'the multi-region store was closed');
+  }
+
+  /** Items of one (key, policy) merged, so all-or-nothing scripts see each counter once. */
+  function merged(items: readonly StoreItem[]): { unique: StoreItem[]; index: number[] } {
+    const at = new Map<string, number>();
+    const unique: StoreItem[] = [];
+    const index = items.map((item) => {
+      const id = `${item.policy.id}\n${item.key}`;
+      const i = at.get(id);
+      if (i !== undefined) {
+        const u = unique[i] as StoreItem;
+        unique[i] = { ...u, cost: u.cost + item.cost };
+        return i;
+      }
+      at.set(id, unique.length);
+      unique.push(item);
+      return unique.length - 1;
+    });
+    return { unique, index };
+  }
+
+  /**
+   * All or nothing. On one Redis (or one Cluster slot) that is one script. Across Cluster slots the
+   * slots are checked at once and the ones that took are refunded when another rejected — the Redis
+   * store's way.
+   */
+  async function checkMany(items: readonly StoreItem[], nowMs: number, commit: boolean): Promise<Decision[]> {
+    if (closed) throw closedError();
+    if (items.length === 0) return [];
+    const { unique, index } = merged(items);
+    let decisions: Decision[];
+    const slots = o.local.cluster ? new Set(unique.map((i) => slotOf(tagOf(o.prefix, i.key)))) : new Set([0]);
+    if (slots.size <= 1) {
+      decisions = await region.check(unique, nowMs, commit, true);
+    } else {
+      const results = await Promise.all(unique.map((item) => region.check([item], nowMs, commit, true)));
+      decisions = results.map((r) => r[0] as Decision);
+      if (commit && decisions.some((d) => !d.allowed)) {
+        await Promise.all(
+          unique.map((item, i) =>
+            decisions[i]?.allowed ? region.refund(item.key, item.policy, item.cost, nowMs) : undefined,
+          ),
+        );
+      }
+    }
+    return index.map((i) => decisions[i] as Decision);
+  }
+
+  return {
+    name: 'multi-region',
+    synchronous: false,
+    region: o.region,
+    mode: o.mode,
+
+    async check(key, policy, cost, nowMs, commit) {
+      if (closed) throw closedError();
+      const [d] = await region.check([{ key, policy, cost }], nowMs, commit, false);
+      return d as Decision;
+    },
+    checkMany,
+
+    async refund(key, policy, cost, nowMs) {
+      if (closed) throw closedError();
+      await region.refund(key, policy, cost, nowMs);
+    },
+
+    async reset(key, policy) {
+      if (closed) throw closedError();
+      await region.reset(key, policy);
+    },
+
+    acquire: (key, limit, leaseMs, nowMs) => leases.acquire(key, limit, leaseMs, nowMs),
+    release: (lease, nowMs) => leases.release(lease, nowMs),
+
+    supports,
+
+    bound(policy, traffic = {}) {
+      const p = asResolved(policy);
+      const n = o.regionNames.length;
+      if (o.mode === 'escrow') return escrowBound(p.limit, n);
+      const status = loop.status();
+      // Until a push has been timed, assume the slowest one allowed: the peer timeout.
+      const push = status.reduce((m, s) => Math.max(m, s.maxPushMs), 0) || o.peerTimeoutMs;
+      const partitioned = status.some((s) => s.down);
+      return eventualBound(p.limit, n, o.syncIntervalMs + 2 * push, traffic.ratePerSecond ?? null, partitioned);
+    },
+
+    sync: () => loop.flush(),
+    syncStatus: () => loop.status(),
+
+    async close() {
+      if (closed) return;
+      closed = true;
+      // Send what is still pending once (at most peerTimeoutMs), so the other regions count it.
+      await loop.flush().catch(() => undefined);
+      await loop.stop();
+      await leases.close();
+      await Promise.all([local.close(), ...peers.map((p) => p.runner.close())]);
+    },
+  };
+}

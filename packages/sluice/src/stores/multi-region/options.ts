@@ -1,0 +1,128 @@
+import { type Clock, systemClock } from '../../core/clock.js';
+import { SluiceError } from '../../core/errors.js';
+import { createTransport, type RedisClientLike, type RedisTransport } from '../redis/client.js';
+import { validatePrefix } from '../redis/keys.js';
+
+/** Options of {@link createMultiRegionStore}. */
+export interface MultiRegionStoreOptions {
+  /** The region this process runs in: a key of `regions`. */
+  region: string;
+  /**
+   * Every region's Redis (standalone, Sentinel or Cluster client, as for `sluice/redis`), by region
+   * name — this one's included. Decisions use only `regions[region]`; the sync loop writes to the others.
+   */
+  regions: Readonly<Record<string, RedisClientLike>>;
+  /**
+   * `'eventual'`: every region counts in its own G-counter and the counts are replicated, so a
+   * region admits against what it has heard of the others — fast, over by at most a stated bound
+   * (`store.bound(policy)`); fixed-window and sliding-window only. `'escrow'`: every region holds a
+   * share of the limit and decides within it — never over the limit, any algorithm, at the price of
+   * under-admission while a share moves to where the traffic is.
+   */
+  mode: 'eventual' | 'escrow';
+  /** How often changed counts (or shares) are sent to the other regions, in ms. @default 1000 */
+  syncIntervalMs?: number;
+  /** Prepended to every key; must not contain `{` or `}`. @default 'sluice:mr:' */
+  prefix?: string;
+  /** Longest wait for this region's Redis, in ms (a decision). @default 50 */
+  timeoutMs?: number;
+  /** Longest wait for another region's Redis, in ms (a sync push). @default 2000 */
+  peerTimeoutMs?: number;
+  /** Most keys waiting to be sent to one peer (during a partition); the oldest go first. @default 100000 */
+  maxPendingKeys?: number;
+  /** The clock of the sync loop's bookkeeping (lag, rebalancing). @default systemClock */
+  clock?: Clock;
+  /** Store failures: this region's Redis (as the Redis store reports them) and failed syncs. */
+  onError?: (error: SluiceError) => void;
+  /** Run the sync loop on a timer; false = only when `store.sync()` is called (tests, tools). @default true */
+  autoSync?: boolean;
+}
+
+/** Validated options. */
+export interface ResolvedMultiRegionOptions {
+  readonly region: string;
+  readonly regionNames: readonly string[];
+  readonly local: RedisTransport;
+  readonly peers: readonly { region: string; transport: RedisTransport }[];
+  readonly mode: 'eventual' | 'escrow';
+  readonly syncIntervalMs: number;
+  readonly prefix: string;
+  readonly timeoutMs: number;
+  readonly peerTimeoutMs: number;
+  readonly maxPendingKeys: number;
+  readonly clock: Clock;
+  readonly onError: ((error: SluiceError) => void) | undefined;
+  readonly autoSync: boolean;
+  /** How long windows and states outlive their end, for late syncs and clocks a little apart. */
+  readonly graceMs: number;
+}
+
+const REGION_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+
+function invalid(option: string, message: string): SluiceError {
+  return new SluiceError('ERR_SLUICE_INVALID_OPTION', `${option}: ${message}`, { option });
+}
+
+function wholeMs(value: unknown, option: string, fallback: number, min: number, max: number): number {
+  const v = value ?? fallback;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
+    throw invalid(option, `expected a whole number of ms between ${min} and ${max}, got ${String(value)}`);
+  }
+  return v;
+}
+
+/** Validates the options, every problem with a code and the option it is about. */
+export function resolveMultiRegionOptions(options: MultiRegionStoreOptions): ResolvedMultiRegionOptions {
+  if (options === null || typeof options !== 'object') {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'createMultiRegionStore: expected an options object');
+  }
+  const { region, regions, mode } = options;
+  if (mode !== 'eventual' && mode !== 'escrow') {
+    throw invalid('mode', `expected 'eventual' or 'escrow', got ${String(mode)}`);
+  }
+  if (regions === null || typeof regions !== 'object') {
+    throw invalid('regions', 'expected an object mapping region names to Redis clients');
+  }
+  const regionNames = Object.keys(regions).sort();
+  if (regionNames.length === 0) throw invalid('regions', 'expected at least one region');
+  if (regionNames.length > 32) throw invalid('regions', `at most 32 regions, got ${regionNames.length}`);
+  for (const name of regionNames) {
+    if (!REGION_NAME.test(name)) {
+      throw invalid('regions', `region name ${JSON.stringify(name)}: use 1–64 letters, digits, '_', '.', '-'`);
+    }
+  }
+  if (typeof region !== 'string' || !regionNames.includes(region)) {
+    throw invalid('region', `${JSON.stringify(region)} is not one of the regions (${regionNames.join(', ')})`);
+  }
+  const transports = new Map<string, RedisTransport>();
+  for (const name of regionNames) {
+    try {
+      transports.set(name, createTransport(regions[name] as RedisClientLike));
+    } catch (error) {
+      throw invalid(`regions.${name}`, (error as Error).message.replace(/^client: /, ''));
+    }
+  }
+  const syncIntervalMs = wholeMs(options.syncIntervalMs, 'syncIntervalMs', 1000, 10, 3_600_000);
+  const onError = options.onError;
+  if (onError !== undefined && typeof onError !== 'function') throw invalid('onError', 'expected a function');
+  const clock = options.clock ?? systemClock;
+  if (typeof clock?.now !== 'function') throw invalid('clock', 'expected an object with now()');
+  return {
+    region,
+    regionNames,
+    local: transports.get(region) as RedisTransport,
+    peers: regionNames
+      .filter((r) => r !== region)
+      .map((r) => ({ region: r, transport: transports.get(r) as RedisTransport })),
+    mode,
+    syncIntervalMs,
+    prefix: validatePrefix(options.prefix ?? 'sluice:mr:'),
+    timeoutMs: wholeMs(options.timeoutMs, 'timeoutMs', 50, 1, 2 ** 31 - 1),
+    peerTimeoutMs: wholeMs(options.peerTimeoutMs, 'peerTimeoutMs', 2000, 1, 2 ** 31 - 1),
+    maxPendingKeys: wholeMs(options.maxPendingKeys, 'maxPendingKeys', 100_000, 1, 10_000_000),
+    clock,
+    onError,
+    autoSync: options.autoSync ?? true,
+    graceMs: Math.max(5000, 3 * syncIntervalMs),
+  };
+}

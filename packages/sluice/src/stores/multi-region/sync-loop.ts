@@ -1,0 +1,198 @@
+/**
+ * The sync loop: every `intervalMs`, what this region changed is read from its Redis and written to
+ * every other region's Redis. It runs beside the decisions and never in their way: decisions only
+ * mark keys as changed (a Map insert); a peer that is slow or cut off only delays its own pushes
+ * (one push in flight per peer, the others go on), and the keys it missed stay pending until it
+ * answers again — a partition heals by itself, and since merges are idempotent, sending a key twice
+ * is harmless.
+ */
+import type { Clock } from '../../core/clock.js';
+import type { Runner } from '../redis/runner.js';
+import { Pending } from './pending.js';
+
+/** Another region, as the sync loop reaches it. */
+export interface PeerLink {
+  readonly region: string;
+  readonly runner: Runner;
+  readonly cluster: boolean;
+}
+
+/** How a mode reads and sends its state: eventual counters or escrow lease records. */
+export interface Replicator<P> {
+  /** This region's own part of each key (undefined when the key is gone here). */
+  read(keys: readonly string[]): Promise<Map<string, P | undefined>>;
+  /** Writes them into a peer's Redis (an idempotent merge there). */
+  push(peer: PeerLink, items: ReadonlyMap<string, P>): Promise<void>;
+}
+
+/** What the loop knows of one peer, for the dashboard, metrics and `bound()`. */
+export interface PeerStatus {
+  readonly region: string;
+  /** Pushes that landed / failed. */
+  readonly pushes: number;
+  readonly failures: number;
+  /** True while the last push failed: the peer is down or cut off (a partition). */
+  readonly down: boolean;
+  /** Time since the last push that landed (ms), or null before the first. The sync lag. */
+  readonly lastSyncAgoMs: number | null;
+  /** Duration of the last push that landed, and the longest seen (ms): read here + write there. */
+  readonly lastPushMs: number | null;
+  readonly maxPushMs: number;
+  /** Keys changed here and not yet sent there. */
+  readonly pendingKeys: number;
+  /** Keys dropped because the pending set was full (a long partition with many keys). */
+  readonly droppedKeys: number;
+}
+
+interface PeerState {
+  readonly link: PeerLink;
+  readonly pending: Pending;
+  inFlight: boolean;
+  pushes: number;
+  failures: number;
+  down: boolean;
+  lastOkAt: number | null;
+  lastPushMs: number | null;
+  maxPushMs: number;
+}
+
+/** Most keys one push carries; more wait for the next tick (or the one right after, see tick()). */
+const BATCH = 2000;
+
+/** Options of {@link SyncLoop}. */
+export interface SyncLoopOptions<P> {
+  readonly peers: readonly PeerLink[];
+  readonly intervalMs: number;
+  readonly clock: Clock;
+  readonly maxPendingKeys: number;
+  readonly replicator: Replicator<P>;
+  /** Push failures (a peer down or cut off), reported once per outage of that peer. */
+  readonly onError: ((error: unknown, region: string) => void) | undefined;
+}
+
+/** Replicates changed keys to every peer, on an unref'd timer. */
+export class SyncLoop<P> {
+  private readonly peers: PeerState[];
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private running: Promise<void> | undefined;
+  private stopped = false;
+
+  constructor(private readonly options: SyncLoopOptions<P>) {
+    this.peers = options.peers.map((link) => ({
+      link,
+      pending: new Pending(options.maxPendingKeys),
+      inFlight: false,
+      pushes: 0,
+      failures: 0,
+      down: false,
+      lastOkAt: null,
+      lastPushMs: null,
+      maxPushMs: 0,
+    }));
+  }
+
+  /** Marks a key as changed here: every peer gets it at the next tick. */
+  touch(key: string): void {
+    for (const p of this.peers) p.pending.touch(key);
+  }
+
+  /** Starts ticking every intervalMs. */
+  start(): void {
+    if (this.stopped || this.timer !== undefined || this.peers.length === 0) return;
+    this.schedule(this.options.intervalMs);
+  }
+
+  /** Runs one tick now and waits for every push it started (tests, close, benchmarks). */
+  async flush(): Promise<void> {
+    await this.running;
+    this.running = this.tick(true);
+    await this.running;
+  }
+
+  /** Stops the timer and waits for the pushes in flight. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.running;
+  }
+
+  /** Per-peer state. */
+  status(): PeerStatus[] {
+    const now = this.options.clock.now();
+    return this.peers.map((p) => ({
+      region: p.link.region,
+      pushes: p.pushes,
+      failures: p.failures,
+      down: p.down,
+      lastSyncAgoMs: p.lastOkAt === null ? null : Math.max(0, now - p.lastOkAt),
+      lastPushMs: p.lastPushMs,
+      maxPushMs: p.maxPushMs,
+      pendingKeys: p.pending.size,
+      droppedKeys: p.pending.dropped,
+    }));
+  }
+
+  private schedule(delayMs: number): void {
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.running = this.tick(false).finally(() => {
+        if (!this.stopped) this.schedule(this.options.intervalMs);
+      });
+    }, delayMs);
+    this.timer.unref?.();
+  }
+
+  /**
+   * One round: read, once, the keys any idle peer is owed, then push to each idle peer without
+   * waiting for the others. With `wait`, also waits for those pushes (flush).
+   */
+  private async tick(wait: boolean): Promise<void> {
+    const idle = this.peers.filter((p) => !p.inFlight && p.pending.size > 0);
+    if (idle.length === 0) return;
+    const batches = idle.map((p) => p.pending.take(BATCH));
+    const union = new Set<string>();
+    for (const b of batches) for (const k of b.keys()) union.add(k);
+    let values: Map<string, P | undefined>;
+    const readAt = this.options.clock.now();
+    try {
+      values = await this.options.replicator.read([...union]);
+    } catch {
+      return; // This region's Redis is down: nothing to send; the keys stay pending.
+    }
+    for (const [k, v] of values) if (v === undefined) for (const p of this.peers) p.pending.forget(k);
+    const pushes = idle.map((peer, i) => this.pushTo(peer, batches[i] as Map<string, number>, values, readAt));
+    if (wait) await Promise.all(pushes);
+  }
+
+  private async pushTo(
+    peer: PeerState,
+    batch: Map<string, number>,
+    values: Map<string, P | undefined>,
+    readAt: number,
+  ): Promise<void> {
+    const items = new Map<string, P>();
+    for (const k of batch.keys()) {
+      const v = values.get(k);
+      if (v !== undefined) items.set(k, v);
+    }
+    if (items.size === 0) return;
+    peer.inFlight = true;
+    try {
+      await this.options.replicator.push(peer.link, items);
+      const took = this.options.clock.now() - readAt;
+      peer.pending.done(batch);
+      peer.down = false;
+      peer.pushes++;
+      peer.lastOkAt = readAt;
+      peer.lastPushMs = took;
+      peer.maxPushMs = Math.max(peer.maxPushMs, took);
+    } catch (error) {
+      peer.failures++;
+      if (!peer.down) this.options.onError?.(error, peer.link.region);
+      peer.down = true;
+    } finally {
+      peer.inFlight = false;
+    }
+  }
+}
