@@ -75,6 +75,12 @@ describe('sluice (the library) entry points', () => {
     }
   });
 
+  it('sluice/multi-region is an entry point with createMultiRegionStore', async () => {
+    assert.ok(lib.exports['./multi-region'], './multi-region is not exported');
+    const mod = (await import('sluice/multi-region')) as { createMultiRegionStore?: unknown };
+    assert.equal(typeof mod.createMultiRegionStore, 'function');
+  });
+
   it('has at most one runtime dependency, yaml', () => {
     assert.deepEqual(Object.keys(lib.dependencies ?? {}), ['yaml']);
   });

@@ -59,7 +59,7 @@ export function eventualBound(
     maxPerWindow: limit + over,
     overAdmission: over,
     partitioned,
-    formula: 'L + min((N − 1)·L, R·Δ), Δ = syncIntervalMs + 2 × push duration',
+    formula: 'L + min((N − 1)·L, R·Δ), Δ = the replication lag (measured)',
   };
 }
 

@@ -13,6 +13,7 @@
  *                  only within PROOF ms of it, so a peer that lost its record (expired while cut off)
  *                  cannot leave them counted twice
  *   e, s           the current epoch and its share; pe, ps, pu the previous epoch, still binding
+ *   hw             the latest time stamp a decision here carried (requests are stamped by callers)
  *   q:<w>          units asked in window w (the demand the rebalancer reads)
  *   os:<j>, od:<j> region j's share and demand, as last reported
  * Only the region itself writes g:*, and it merges r:* by max, so sync messages may be duplicated,
@@ -108,14 +109,16 @@ end`,
   )
   .join('\n');
 
-// ARGV after the prelude: all-or-nothing (1/0), commit (1/0), new incarnation, then per item 14
-// fields: algorithm code, limit, period, burst, capacity, scale, T, capT, blockMs, cost, this
+// ARGV after the prelude: all-or-nothing (1/0), commit (1/0), new incarnation, the clocks' largest
+// disagreement (ms), then per item 13 fields: algorithm code, limit, period, burst, capacity, scale, T, capT, blockMs, cost, this
 // region's initial share, record TTL, PROOF (ms). KEYS per item: the lease record, the block key.
-// Returns per item the 6 decision integers (see the Redis store's lua.ts), then the share.
+// Returns per item the 6 decision integers (see the Redis store's lua.ts), the share, and the instant
+// it was decided at.
 const CHECK_SCRIPT = `${PRELUDE}
 local CHECK = {}
 ${CHECKS}
-local ALL, COMMIT, NEWINC = ARGV[A] == '1', ARGV[A + 1] == '1', ARGV[A + 2]
+local ALL, COMMIT, NEWINC, SKEW = ARGV[A] == '1', ARGV[A + 1] == '1', ARGV[A + 2], tonumber(ARGV[A + 3])
+local STAMP = NOW
 -- The policy of a share: the limit scaled, the burst scaled down, ticks rounded so that the rate is
 -- never above the share's (ceil where the Redis store rounds to nearest).
 local function ticks(limit, period)
@@ -136,17 +139,32 @@ local function scaled(it, share)
   local scale, T = ticks(share, it.period)
   return { limit = share, period = it.period, capacity = capacity, scale = scale, T = T, capT = capacity * T }
 end
--- Until when the previous epoch stays binding after a change at NOW (see the top of the file).
-local function horizon(it)
+-- Until when the previous epoch stays binding after a change at \`at\` (see the top of the file).
+local function horizon(it, at)
   local P = it.period
-  if it.alg == 1 then return (floor(NOW / P) + 1) * P end
-  if it.alg == 2 then return (floor(NOW / P) + 2) * P end
-  return NOW + P
+  if it.alg == 1 then return (floor(at / P) + 1) * P end
+  if it.alg == 2 then return (floor(at / P) + 2) * P end
+  return at + P
+end
+-- Where a change is anchored in time: now, or — when units arrived — the instant they were given
+-- plus the clocks' disagreement, whichever is later. The giver's admissions under its old share
+-- were all stamped before it gave, but requests here may carry earlier stamps than that (they were
+-- stamped before they queued), so a growth must count from the gift, not from this request.
+local function anchor_of(rec)
+  -- Nor from before the latest stamp this region has decided at: admissions made before this
+  -- change may carry later stamps than this request, and the new epoch does not hold them.
+  local at = max(NOW, num(rec.hw))
+  for _, j in ipairs(PEERS) do at = max(at, num(rec['rt:' .. j]) + SKEW) end
+  return at
 end
 local function epoch_key(it, rec, e) return it.rkey .. '^' .. rec.inc .. '.' .. e end
 -- The epochs binding now, as {key, policy}: the current one, and the previous one while it binds.
 local function epochs(it)
   local rec = record(it.rkey)
+  -- Time never goes back for a record: callers stamp requests, and a request stamped before one
+  -- this region already decided (another application server, a queue) is decided as of that later
+  -- instant. The algorithms' single state per key would otherwise read an earlier window as fresh.
+  NOW = max(STAMP, num(rec.hw))
   ensure(it.rkey, rec, it.init, NEWINC)
   local share = share_of(rec, it.init, it.proof)
   local e, s = num(rec.e), num(rec.s)
@@ -154,28 +172,35 @@ local function epochs(it)
     e = e + 1
     setf(it.rkey, rec, 'e', fmt(e))
     setf(it.rkey, rec, 's', fmt(share))
+    local at = anchor_of(rec)
     if it.bucket then
-      -- Start empty: take the whole new bucket at once.
+      -- Start empty, as of the anchor: take the whole new bucket at that instant (requests stamped
+      -- earlier drain nothing from it).
       local p = scaled(it, share)
-      if p.capacity > 0 then CHECK[it.alg](epoch_key(it, rec, e), p, p.capacity, true) end
+      if p.capacity > 0 then
+        local now = NOW
+        NOW = at
+        CHECK[it.alg](epoch_key(it, rec, e), p, p.capacity, true)
+        NOW = now
+      end
     elseif num(rec.pu) > NOW then
       -- An older epoch still binds: keep it (its state holds every admission), with the smallest share.
       setf(it.rkey, rec, 'ps', fmt(min(num(rec.ps), share)))
-      setf(it.rkey, rec, 'pu', fmt(max(num(rec.pu), horizon(it))))
+      setf(it.rkey, rec, 'pu', fmt(max(num(rec.pu), horizon(it, at))))
     else
       setf(it.rkey, rec, 'pe', fmt(e - 1))
       setf(it.rkey, rec, 'ps', fmt(min(s, share)))
-      setf(it.rkey, rec, 'pu', fmt(horizon(it)))
+      setf(it.rkey, rec, 'pu', fmt(horizon(it, at)))
     end
   end
   local list = { { epoch_key(it, rec, e), scaled(it, share) } }
   if not it.bucket and num(rec.pu) > NOW then
     list[2] = { epoch_key(it, rec, num(rec.pe)), scaled(it, num(rec.ps)) }
   end
-  return list, share
+  return list, share, rec
 end
 local items, k = {}, 1
-local i = A + 3
+local i = A + 4
 while i <= #ARGV do
   local alg = tonumber(ARGV[i])
   items[#items + 1] = { rkey = KEYS[k], bkey = KEYS[k + 1], alg = alg, bucket = alg >= 4,
@@ -225,10 +250,15 @@ local function demand(it)
   call('HINCRBY', it.rkey, 'q:' .. fmt(w), it.cost)
   call('HDEL', it.rkey, 'q:' .. fmt(w - 2))
 end
-local lists, shares, looks, fits = {}, {}, {}, true
+local lists, shares, looks, fits, ats = {}, {}, {}, true, {}
 for n, it in ipairs(items) do
-  lists[n], shares[n] = epochs(it)
-  if COMMIT then demand(it) end
+  local rec
+  lists[n], shares[n], rec = epochs(it)
+  ats[n] = NOW
+  if COMMIT then
+    demand(it)
+    if NOW > num(rec.hw) then call('HSET', it.rkey, 'hw', fmt(NOW)) end
+  end
   call('PEXPIRE', it.rkey, fmt(it.ttl))
   looks[n] = decide(it, lists[n], COMMIT and not ALL)
   if looks[n][1] ~= 1 then
@@ -239,22 +269,30 @@ end
 if ALL and COMMIT then
   if fits then
     -- The caller merges items of the same (key, policy), so each one still fits when its turn comes.
-    for n, it in ipairs(items) do looks[n] = decide(it, lists[n], true) end
+    for n, it in ipairs(items) do
+      NOW = ats[n]
+      looks[n] = decide(it, lists[n], true)
+    end
   else
-    for n, it in ipairs(items) do if looks[n][1] == 0 and looks[n][5] ~= 2 then block(it) end end
+    for n, it in ipairs(items) do
+      NOW = ats[n]
+      if looks[n][1] == 0 and looks[n][5] ~= 2 then block(it) end
+    end
   end
 end
 local out = {}
 for n, d in ipairs(looks) do
   for j = 1, 6 do out[#out + 1] = d[j] end
   out[#out + 1] = shares[n]
+  out[#out + 1] = ats[n]
 end
 return out
 `;
 
 // KEYS: lease records. ARGV after the prelude: nothing. Returns per record: inc (or '' when gone),
-// share, demand (units asked this window and the last), its TTL, then per peer: units given, whether
-// that peer's incarnation is known (1/0), its reported share and demand.
+// share, demand (units asked this window and the last), its TTL, then per peer: units given, the
+// incarnation of that peer they were given to, its reported share and demand, and when this region
+// last gave it units.
 const READ_SCRIPT = `${PRELUDE}
 local out = {}
 for _, rkey in ipairs(KEYS) do
@@ -273,6 +311,7 @@ for _, rkey in ipairs(KEYS) do
       out[#out + 1] = rec['gi:' .. j] or ''
       out[#out + 1] = num(rec['os:' .. j])
       out[#out + 1] = num(rec['od:' .. j])
+      out[#out + 1] = num(rec['gt:' .. j])
     end
   end
 end
@@ -280,13 +319,13 @@ return out
 `;
 
 // At the receiving region. ARGV after the prelude (ME = the sender here): the receiver's new
-// incarnation, then per record 7 fields: the receiver's initial share, TTL, the sender's incarnation,
+// incarnation, then per record 8 fields: the receiver's initial share, TTL, the sender's incarnation,
 // units given to the receiver, the receiver incarnation they were given to, the sender's share and
-// demand (NOW is the sender's clock). Returns per record the receiver's incarnation.
+// demand, and when the sender gave (NOW is the sender's clock). Returns per record the receiver's incarnation.
 const MERGE_SCRIPT = `${PRELUDE}
 local NEWINC = ARGV[A]
 local out, k = {}, 1
-for i = A + 1, #ARGV, 7 do
+for i = A + 1, #ARGV, 8 do
   local rkey = KEYS[k]
   k = k + 1
   local rec = record(rkey)
@@ -295,6 +334,7 @@ for i = A + 1, #ARGV, 7 do
   observe(rkey, rec, from, ARGV[i + 2], NOW)
   if ARGV[i + 4] == rec.inc and tonumber(ARGV[i + 3]) > num(rec['r:' .. from]) then
     setf(rkey, rec, 'r:' .. from, ARGV[i + 3])
+    if tonumber(ARGV[i + 7]) > num(rec['rt:' .. from]) then setf(rkey, rec, 'rt:' .. from, ARGV[i + 7]) end
   end
   setf(rkey, rec, 'os:' .. from, ARGV[i + 5])
   setf(rkey, rec, 'od:' .. from, ARGV[i + 6])
@@ -326,6 +366,7 @@ local share = share_of(rec, init, proof)
 units = min(units, share)
 if units <= 0 then return 0 end
 setf(rkey, rec, 'g:' .. peer, fmt(num(rec['g:' .. peer]) + units))
+setf(rkey, rec, 'gt:' .. peer, fmt(NOW))
 return units
 `;
 

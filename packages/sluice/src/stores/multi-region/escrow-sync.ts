@@ -19,7 +19,7 @@ export interface RecordPart {
   readonly share: number;
   readonly demand: number;
   /** Per peer: units given, and the incarnation of that peer they were given to. */
-  readonly given: ReadonlyMap<string, { units: number; to: string }>;
+  readonly given: ReadonlyMap<string, { units: number; to: string; at: number }>;
 }
 
 /** Options of {@link createRecordReplicator}. */
@@ -89,12 +89,12 @@ export function createRecordReplicator(o: RecordReplicatorOptions): Replicator<R
             const share = Number(r[at++]);
             const demand = Number(r[at++]);
             at++; // TTL
-            const given = new Map<string, { units: number; to: string }>();
+            const given = new Map<string, { units: number; to: string; at: number }>();
             const peerInfo = new Map<string, { share: number; demand: number }>();
             for (const p of peers) {
-              given.set(p, { units: Number(r[at]), to: String(r[at + 1]) });
+              given.set(p, { units: Number(r[at]), to: String(r[at + 1]), at: Number(r[at + 4]) });
               peerInfo.set(p, { share: Number(r[at + 2]), demand: Number(r[at + 3]) });
-              at += 4;
+              at += 5;
             }
             const part: RecordPart = { policy: o.policyOf(k) as ResolvedPolicy, inc, share, demand, given };
             out.set(k, part);
@@ -113,10 +113,10 @@ export function createRecordReplicator(o: RecordReplicatorOptions): Replicator<R
           args.push(newIncarnation());
           for (const k of group) {
             const part = items.get(k) as RecordPart;
-            const gift = part.given.get(peer.region) ?? { units: 0, to: '' };
+            const gift = part.given.get(peer.region) ?? { units: 0, to: '', at: 0 };
             args.push(String(initialShare(part.policy.limit, o.regions, peer.region)));
             args.push(String(leaseTtlMs(part.policy)), part.inc, String(gift.units), gift.to);
-            args.push(String(part.share), String(part.demand));
+            args.push(String(part.share), String(part.demand), String(gift.at));
           }
           const incs = (await peer.runner.script(ESCROW_MERGE, group, args)) as string[];
           // The peer holds these records now (the merge refreshed them): units it gave us count on.

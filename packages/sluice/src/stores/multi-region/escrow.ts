@@ -74,6 +74,19 @@ function decode(r: readonly unknown[], offset: number, limit: number): Decision 
   return d;
 }
 
+/** A decision, as the multi-region store's `onDecided` option hears of it. */
+export interface DecidedEvent extends StoreItem {
+  readonly decision: Decision;
+  /**
+   * The instant the region decided at: the caller's `nowMs`, or — escrow mode, when this region had
+   * already decided a later-stamped request on this key — that later instant (time never goes back
+   * for a key within a region).
+   */
+  readonly atMs: number;
+  /** Escrow mode: this region's share of the limit when it decided. */
+  readonly share?: number;
+}
+
 /** The escrow-mode operations of one region. */
 export interface EscrowRegion {
   check(items: readonly StoreItem[], nowMs: number, commit: boolean, all: boolean): Promise<Decision[]>;
@@ -99,14 +112,16 @@ export function createEscrowRegion(
   region: string,
   regions: readonly string[],
   graceMs: number,
+  clockSkewMs: number,
   touched: (recordKey: string, policy: ResolvedPolicy) => void,
+  onDecided: ((event: DecidedEvent) => void) | undefined,
 ): EscrowRegion {
   const peers = regions.filter((r) => r !== region).sort();
   return {
     async check(items, nowMs, commit, all) {
       const keys: string[] = [];
       const args = escrowHead(nowMs, graceMs, region, peers);
-      args.push(all ? '1' : '0', commit ? '1' : '0', newIncarnation());
+      args.push(all ? '1' : '0', commit ? '1' : '0', newIncarnation(), String(clockSkewMs));
       const records: string[] = [];
       for (const { key, policy: p, cost } of items) {
         const tag = tagOf(prefix, key);
@@ -122,7 +137,9 @@ export function createEscrowRegion(
       const r = (await runner.script(ESCROW_CHECK, keys, args)) as unknown[];
       return items.map((item, i) => {
         if (commit) touched(records[i] as string, item.policy);
-        return decode(r, i * 7, item.policy.limit);
+        const d = decode(r, i * 8, item.policy.limit);
+        onDecided?.({ ...item, decision: d, atMs: Number(r[i * 8 + 7]), share: Number(r[i * 8 + 6]) });
+        return d;
       });
     },
 

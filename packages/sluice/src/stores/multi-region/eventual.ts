@@ -11,6 +11,7 @@ import { SluiceError } from '../../core/errors.js';
 import type { AlgorithmName, ResolvedPolicy } from '../../core/policy.js';
 import type { Runner } from '../redis/runner.js';
 import type { StoreItem } from '../store.js';
+import type { DecidedEvent } from './escrow.js';
 import { EVENTUAL_CHECK, EVENTUAL_REFUND, EVENTUAL_RESET } from './eventual-lua.js';
 import { counterKey, markerKey, regionBlockKey, tagOf } from './keys.js';
 
@@ -90,6 +91,7 @@ export function createEventualRegion(
   region: string,
   graceMs: number,
   touched: (hashKey: string) => void,
+  onDecided: ((event: DecidedEvent) => void) | undefined,
 ): EventualRegion {
   const grace = String(graceMs);
   return {
@@ -118,7 +120,9 @@ export function createEventualRegion(
         const s = seen[i] as Seen;
         const took = commit && s.status === 1 && (!all || everyFits);
         if (took && item.cost > 0) touched((where[i] as CounterKeys).cur);
-        return shape(item.policy, s, item.cost, nowMs, took);
+        const decision = shape(item.policy, s, item.cost, nowMs, took);
+        onDecided?.({ ...item, decision, atMs: nowMs });
+        return decision;
       });
     },
 

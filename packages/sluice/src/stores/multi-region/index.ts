@@ -7,6 +7,7 @@
  */
 export type { OverAdmissionBound } from './bound.js';
 export { eventualBound } from './bound.js';
+export type { DecidedEvent } from './escrow.js';
 export { COUNTER_ALGORITHMS } from './eventual.js';
 export type { MultiRegionStore } from './multi-region-store.js';
 export { createMultiRegionStore } from './multi-region-store.js';

@@ -102,7 +102,7 @@ export function createMultiRegionStore(options: MultiRegionStoreOptions): MultiR
       replicator: createCounterReplicator(local, o.local.cluster, o.region),
     });
     loop = counters;
-    region = createEventualRegion(local, o.prefix, o.region, o.graceMs, (k) => counters.touch(k));
+    region = createEventualRegion(local, o.prefix, o.region, o.graceMs, (k) => counters.touch(k), o.onDecided);
   } else {
     /** The policy of every record in use, for the sync loop (bounded like the pending sets). */
     const policies = new Map<string, ResolvedPolicy>();
@@ -130,7 +130,7 @@ export function createMultiRegionStore(options: MultiRegionStoreOptions): MultiR
       }),
     });
     loop = records;
-    region = createEscrowRegion(local, o.prefix, o.region, o.regionNames, o.graceMs, touch);
+    region = createEscrowRegion(local, o.prefix, o.region, o.regionNames, o.graceMs, o.maxClockSkewMs, touch, o.onDecided);
   }
   // Concurrency leases stay in the region: a lease is held for a request's lifetime, far shorter than a sync.
   const leases = createRedisStore({
@@ -230,10 +230,11 @@ export function createMultiRegionStore(options: MultiRegionStoreOptions): MultiR
       const n = o.regionNames.length;
       if (o.mode === 'escrow') return escrowBound(p.limit, n);
       const status = loop.status();
-      // Until a push has been timed, assume the slowest one allowed: the peer timeout.
-      const push = status.reduce((m, s) => Math.max(m, s.maxPushMs), 0) || o.peerTimeoutMs;
+      // Δ as measured (change here → held there); before any push landed, the longest one allowed.
+      const measured = status.reduce((m, s) => Math.max(m, s.maxLagMs), 0);
+      const lag = measured > 0 ? measured : 2 * o.syncIntervalMs + 2 * o.peerTimeoutMs;
       const partitioned = status.some((s) => s.down);
-      return eventualBound(p.limit, n, o.syncIntervalMs + 2 * push, traffic.ratePerSecond ?? null, partitioned);
+      return eventualBound(p.limit, n, lag, traffic.ratePerSecond ?? null, partitioned);
     },
 
     sync: () => loop.flush(),

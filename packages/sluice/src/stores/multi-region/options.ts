@@ -2,6 +2,7 @@ import { type Clock, systemClock } from '../../core/clock.js';
 import { SluiceError } from '../../core/errors.js';
 import { createTransport, type RedisClientLike, type RedisTransport } from '../redis/client.js';
 import { validatePrefix } from '../redis/keys.js';
+import type { DecidedEvent } from './escrow.js';
 
 /** Options of {@link createMultiRegionStore}. */
 export interface MultiRegionStoreOptions {
@@ -34,6 +35,19 @@ export interface MultiRegionStoreOptions {
   clock?: Clock;
   /** Store failures: this region's Redis (as the Redis store reports them) and failed syncs. */
   onError?: (error: SluiceError) => void;
+  /**
+   * The most two application servers' clocks may disagree, in ms (decisions are stamped with the
+   * caller's clock). Escrow mode waits this much longer before a region uses units it was given.
+   * @default 100
+   */
+  maxClockSkewMs?: number;
+  /**
+   * How long counters and states outlive their window, in ms: a sync that arrives later than this
+   * after a window ended finds nothing to add to (it no longer matters). @default max(5000, 3 × syncIntervalMs)
+   */
+  graceMs?: number;
+  /** Hears of every decision, with the instant and (escrow) the share it was taken at: for metrics and tests. */
+  onDecided?: (event: DecidedEvent) => void;
   /** Run the sync loop on a timer; false = only when `store.sync()` is called (tests, tools). @default true */
   autoSync?: boolean;
 }
@@ -53,6 +67,8 @@ export interface ResolvedMultiRegionOptions {
   readonly clock: Clock;
   readonly onError: ((error: SluiceError) => void) | undefined;
   readonly autoSync: boolean;
+  readonly maxClockSkewMs: number;
+  readonly onDecided: ((event: DecidedEvent) => void) | undefined;
   /** How long windows and states outlive their end, for late syncs and clocks a little apart. */
   readonly graceMs: number;
 }
@@ -123,6 +139,8 @@ export function resolveMultiRegionOptions(options: MultiRegionStoreOptions): Res
     clock,
     onError,
     autoSync: options.autoSync ?? true,
-    graceMs: Math.max(5000, 3 * syncIntervalMs),
+    onDecided: typeof options.onDecided === 'function' ? options.onDecided : undefined,
+    maxClockSkewMs: wholeMs(options.maxClockSkewMs, 'maxClockSkewMs', 100, 0, 600_000),
+    graceMs: wholeMs(options.graceMs, 'graceMs', Math.max(5000, 3 * syncIntervalMs), 0, 86_400_000),
   };
 }

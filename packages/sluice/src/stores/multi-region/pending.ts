@@ -1,11 +1,18 @@
 /**
  * What one peer region has not been sent yet: keys in the order they last changed, each with a
- * sequence number so that a push only clears the keys that did not change again while it was in
- * flight. Bounded: past `maxKeys` the key that changed longest ago is dropped (and counted) — in
- * eventual mode that is a window least likely to still matter; the docs state the effect on the bound.
+ * sequence number (so a push only clears the keys that did not change again while it was in
+ * flight) and the instant of its oldest change not yet sent (so the loop measures the real
+ * replication lag: from a change here to the peer holding it). Bounded: past `maxKeys` the key that
+ * changed longest ago is dropped (and counted) — in eventual mode the window least likely to still
+ * matter; the docs state the effect on the bound.
  */
+interface Entry {
+  seq: number;
+  since: number;
+}
+
 export class Pending {
-  private readonly keys = new Map<string, number>();
+  private readonly keys = new Map<string, Entry>();
   private seq = 0;
   dropped = 0;
 
@@ -15,10 +22,11 @@ export class Pending {
     return this.keys.size;
   }
 
-  /** Marks `key` as changed. */
-  touch(key: string): void {
+  /** Marks `key` as changed at `now`. */
+  touch(key: string, now: number): void {
+    const old = this.keys.get(key);
     this.keys.delete(key);
-    this.keys.set(key, ++this.seq);
+    this.keys.set(key, { seq: ++this.seq, since: old?.since ?? now });
     if (this.keys.size > this.maxKeys) {
       const oldest = this.keys.keys().next().value as string;
       this.keys.delete(oldest);
@@ -29,19 +37,30 @@ export class Pending {
   /** Up to `max` keys to send, with the sequence each had when taken. */
   take(max: number): Map<string, number> {
     const out = new Map<string, number>();
-    for (const [k, s] of this.keys) {
+    for (const [k, e] of this.keys) {
       if (out.size >= max) break;
-      out.set(k, s);
+      out.set(k, e.seq);
     }
     return out;
   }
 
-  /** Clears the keys of a push that landed, unless they changed since. */
-  done(sent: ReadonlyMap<string, number>): void {
-    for (const [k, s] of sent) if (this.keys.get(k) === s) this.keys.delete(k);
+  /**
+   * A push of what was read at `readAt` landed at `now`: clears the keys that did not change since
+   * (a key that did still owes its later changes, from `readAt` on). Returns the longest lag delivered.
+   */
+  done(sent: ReadonlyMap<string, number>, readAt: number, now: number): number {
+    let lag = 0;
+    for (const [k, seq] of sent) {
+      const e = this.keys.get(k);
+      if (e === undefined) continue;
+      lag = Math.max(lag, now - e.since);
+      if (e.seq === seq) this.keys.delete(k);
+      else e.since = Math.max(e.since, readAt);
+    }
+    return lag;
   }
 
-  /** Forgets a key for good (it expired locally: nothing left to send). */
+  /** Forgets a key for good (it expired here: nothing left to send). */
   forget(key: string): void {
     this.keys.delete(key);
   }

@@ -38,6 +38,13 @@ export interface PeerStatus {
   /** Duration of the last push that landed, and the longest seen (ms): read here + write there. */
   readonly lastPushMs: number | null;
   readonly maxPushMs: number;
+  /**
+   * Replication lag, measured: from a change here to the push that carried it landing there — the
+   * sync interval, the timer's lateness, a push in flight and the push itself. The last push's
+   * longest, and the longest seen. Δ of the eventual bound.
+   */
+  readonly lastLagMs: number | null;
+  readonly maxLagMs: number;
   /** Keys changed here and not yet sent there. */
   readonly pendingKeys: number;
   /** Keys dropped because the pending set was full (a long partition with many keys). */
@@ -54,6 +61,8 @@ interface PeerState {
   lastOkAt: number | null;
   lastPushMs: number | null;
   maxPushMs: number;
+  lastLagMs: number | null;
+  maxLagMs: number;
 }
 
 /** Most keys one push carries; more wait for the next tick (or the one right after, see tick()). */
@@ -88,12 +97,15 @@ export class SyncLoop<P> {
       lastOkAt: null,
       lastPushMs: null,
       maxPushMs: 0,
+      lastLagMs: null,
+      maxLagMs: 0,
     }));
   }
 
   /** Marks a key as changed here: every peer gets it at the next tick. */
   touch(key: string): void {
-    for (const p of this.peers) p.pending.touch(key);
+    const now = this.options.clock.now();
+    for (const p of this.peers) p.pending.touch(key, now);
   }
 
   /** Starts ticking every intervalMs. */
@@ -128,6 +140,8 @@ export class SyncLoop<P> {
       lastSyncAgoMs: p.lastOkAt === null ? null : Math.max(0, now - p.lastOkAt),
       lastPushMs: p.lastPushMs,
       maxPushMs: p.maxPushMs,
+      lastLagMs: p.lastLagMs,
+      maxLagMs: p.maxLagMs,
       pendingKeys: p.pending.size,
       droppedKeys: p.pending.dropped,
     }));
@@ -180,8 +194,11 @@ export class SyncLoop<P> {
     peer.inFlight = true;
     try {
       await this.options.replicator.push(peer.link, items);
-      const took = this.options.clock.now() - readAt;
-      peer.pending.done(batch);
+      const now = this.options.clock.now();
+      const took = now - readAt;
+      const lag = peer.pending.done(batch, readAt, now);
+      peer.lastLagMs = lag;
+      peer.maxLagMs = Math.max(peer.maxLagMs, lag);
       peer.down = false;
       peer.pushes++;
       peer.lastOkAt = readAt;
