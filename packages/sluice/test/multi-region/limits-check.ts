@@ -84,9 +84,9 @@ export function fixedWindowBoundBreaches(
   const byWindow = new Map<number, Admission[]>();
   for (const a of all) {
     const w = Math.floor(a.t / periodMs);
-    let list = byWindow.get(w);
-    if (list === undefined) byWindow.set(w, (list = []));
-    list.push(a);
+    const list = byWindow.get(w);
+    if (list === undefined) byWindow.set(w, [a]);
+    else list.push(a);
   }
   const breaches: { window: number; total: number; bound: number }[] = [];
   for (const [window, list] of byWindow) {

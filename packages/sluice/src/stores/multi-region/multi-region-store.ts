@@ -130,7 +130,16 @@ export function createMultiRegionStore(options: MultiRegionStoreOptions): MultiR
       }),
     });
     loop = records;
-    region = createEscrowRegion(local, o.prefix, o.region, o.regionNames, o.graceMs, o.maxClockSkewMs, touch, o.onDecided);
+    region = createEscrowRegion(
+      local,
+      o.prefix,
+      o.region,
+      o.regionNames,
+      o.graceMs,
+      o.maxClockSkewMs,
+      touch,
+      o.onDecided,
+    );
   }
   // Concurrency leases stay in the region: a lease is held for a request's lifetime, far shorter than a sync.
   const leases = createRedisStore({
