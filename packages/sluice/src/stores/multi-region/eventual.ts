@@ -68,7 +68,11 @@ function shape(policy: ResolvedPolicy, seen: Seen, cost: number, nowMs: number, 
     return { allowed: false, limit: policy.limit, remaining: 0, resetMs: wait, retryAfterMs: wait, reason: 'blocked' };
   }
   const window = Math.floor(nowMs / policy.periodMs);
-  if (policy.algorithm === 'fixed-window') return fixedWindow.check([window, seen.curr], 0, nowMs, policy, cost, took);
+  // Counts merged from several regions can pass the limit (by at most the bound); a decision still
+  // never reports a negative remaining.
+  if (policy.algorithm === 'fixed-window') {
+    return fixedWindow.check([window, Math.min(seen.curr, policy.limit)], 0, nowMs, policy, cost, took);
+  }
   return slidingWindow.check([window, seen.prev, seen.curr], 0, nowMs, policy, cost, took);
 }
 
