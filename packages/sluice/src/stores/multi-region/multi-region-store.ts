@@ -60,7 +60,7 @@ const asResolved = (p: ResolvedPolicy | PolicyOptions): ResolvedPolicy =>
  *
  * const store = createMultiRegionStore({
  *   region: 'eu',
- *   regions: { eu: new Redis(process.env.REDIS_EU), us: new Redis(process.env.REDIS_US) },
+ *   regions: { eu: new Redis('redis://redis.eu.internal:6379'), us: new Redis('redis://redis.us.internal:6379') },
  *   mode: 'escrow',
  *   syncIntervalMs: 500,
  * });
