@@ -22,6 +22,7 @@ import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { ALGORITHMS, type AlgorithmName, resolvePolicy } from '../packages/sluice/src/core/policy.js';
 import { createLimiter } from '../packages/sluice/src/limiter/create-limiter.js';
 import { createRedisStore, type RedisStore } from '../packages/sluice/src/stores/redis/index.js';
+import { keyIdOf } from '../packages/sluice/src/stores/redis/keys.js';
 import { CHECK_SCRIPTS, policyArgs } from '../packages/sluice/src/stores/redis/scripts.js';
 import { startRedis } from '../test/helpers/redis-server.js';
 import { fmt, table } from './lib/measure.js';
@@ -117,7 +118,7 @@ function redisBenchmark(algorithm: AlgorithmName): number {
   const args = ['-p', String(server.port), '-c', '50', '-P', '16', '-n', '400000', '-r', String(KEYS), '--csv'];
   const key = `sluice:{user:__rand_int__}`;
   // One check, exactly as the store sends it: server clock, no grace, commit, cost 1, policy 1.
-  args.push('EVALSHA', script.sha, '2', `${key}:${p.id}`, `${key}!${p.id}`, '', '0', '1', ...policyArgs(p));
+  args.push('EVALSHA', script.sha, '2', `${key}:${keyIdOf(p)}`, `${key}!${keyIdOf(p)}`, '', '0', '1', ...policyArgs(p));
   args.push('1', '1', '1');
   const run = spawnSync('redis-benchmark', args, { encoding: 'utf8' });
   const last = run.stdout.trim().split('\n').pop() ?? '';
@@ -188,7 +189,7 @@ async function bytesPerKey(op: (i: number) => Promise<unknown>): Promise<number>
 const memoryRows: (string | number)[][] = [];
 const peerBytes = await bytesPerKey(peerOp(MEMORY_LIMIT));
 const sampleKey = (algorithm: AlgorithmName) =>
-  `sluice:{user:12345}:${resolvePolicy({ algorithm, limit: MEMORY_LIMIT, period: PERIOD_MS }).id}`;
+  `sluice:{user:12345}:${keyIdOf(resolvePolicy({ algorithm, limit: MEMORY_LIMIT, period: PERIOD_MS }))}`;
 for (const algorithm of ALGORITHMS) {
   const bytes = await bytesPerKey(sluiceOp(batched, algorithm, MEMORY_LIMIT));
   memoryRows.push([algorithm, `\`${sampleKey(algorithm)}\``, fmt(bytes), `${fmt(bytes / peerBytes, 2)}×`]);

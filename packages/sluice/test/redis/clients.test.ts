@@ -99,7 +99,8 @@ describe('server clock: fixed-window encoding', () => {
     const period = 60_000;
     const p = resolvePolicy({ algorithm: 'fixed-window', limit: 1000, period });
     for (let i = 0; i < 3; i++) await store.check('k', p, 2, 0, true);
-    const key = `enc:{k}:${p.id}`;
+    // The fixed window's key id: limit 1000 in base 36 ("rs"), period 1 minute.
+    const key = 'enc:{k}:frs.1m';
     assert.equal(await client.get(key), '6');
     const expireAt = Number(await client.call('PEXPIRETIME', key));
     assert.equal((expireAt + 1) % period, 0, 'expires at a window boundary − 1 ms');

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { blockKey, escapeKey, leaseKey, slotOf, stateKey, tagOf, validatePrefix } from './keys.js';
+import { ALGORITHMS, resolvePolicy } from '../../core/policy.js';
+import { blockKey, escapeKey, leaseKey, shortPolicyId, slotOf, stateKey, tagOf, validatePrefix } from './keys.js';
 
 describe('redis keys', () => {
   it('escapes braces and the escape character injectively', () => {
@@ -19,6 +20,42 @@ describe('redis keys', () => {
     assert.equal(new Set(keys).size, 3);
     // A key that looks like another key's suffix cannot reach it.
     assert.notEqual(stateKey(tagOf('p:', 'a}:x'), 'y'), stateKey(tagOf('p:', 'a'), 'x}:y'));
+  });
+
+  it('shortens policy ids injectively', () => {
+    assert.equal(shortPolicyId('fw100/86400000'), 'f2s.1d');
+    assert.equal(shortPolicyId('tb10/1000b20'), 'ta.1sbk');
+    assert.equal(shortPolicyId('gc7/1500'), 'g7.1500');
+    assert.equal(shortPolicyId('x~fw1/1000'), 'x~fw1/1000', 'any other id is kept whole');
+    const ids = new Set<string>();
+    const shorts = new Set<string>();
+    for (const algorithm of ALGORITHMS) {
+      for (const limit of [0, 1, 2, 9, 10, 35, 36, 100, 1000, 123_456]) {
+        for (const period of [1, 999, 1000, 1500, 60_000, 90_000, 3_600_000, 86_400_000, 7 * 86_400_000]) {
+          for (const burst of [undefined, limit + 1, limit * 3 + 7]) {
+            if (
+              algorithm !== 'token-bucket' &&
+              algorithm !== 'leaky-bucket' &&
+              algorithm !== 'gcra' &&
+              burst !== undefined
+            )
+              continue;
+            if (limit === 0 && burst !== undefined) continue;
+            let id: string;
+            try {
+              id = resolvePolicy({ algorithm, limit, period, ...(burst === undefined ? {} : { burst }) }).id;
+            } catch {
+              continue; // too large to count exactly
+            }
+            const short = shortPolicyId(id);
+            assert.ok(!short.includes('/') && short.length < id.length, `${id} → ${short}`);
+            ids.add(id);
+            shorts.add(short);
+          }
+        }
+      }
+    }
+    assert.equal(shorts.size, ids.size, 'no two policies share a key id');
   });
 
   it('computes Redis Cluster slots', () => {

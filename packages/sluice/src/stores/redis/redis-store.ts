@@ -3,7 +3,7 @@ import { SluiceError } from '../../core/errors.js';
 import type { ResolvedPolicy } from '../../core/policy.js';
 import type { Lease, LeaseDecision, Store, StoreItem } from '../store.js';
 import { createTransport, type RedisClientLike } from './client.js';
-import { blockKey, leaseKey, slotOf, stateKey, tagOf, validatePrefix } from './keys.js';
+import { blockKey, keyIdOf, leaseKey, slotOf, stateKey, tagOf, validatePrefix } from './keys.js';
 import { LocalCache } from './local-cache.js';
 import { Runner } from './runner.js';
 import { type ScriptItem, scriptArgs } from './script-args.js';
@@ -207,11 +207,20 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     if (runner.closed) return Promise.reject(closedError());
     decisions++;
     const tag = tagOf(prefix, key);
-    const skey = stateKey(tag, policy.id);
+    const skey = stateKey(tag, keyIdOf(policy));
     const cached = cache?.get(skey, policy, cost, nowMs);
     if (cached !== undefined) return Promise.resolve(cached);
     return new Promise<Decision>((resolve, reject) => {
-      const item: Pending = { key: skey, bkey: blockKey(tag, policy.id), policy, cost, commit, nowMs, resolve, reject };
+      const item: Pending = {
+        key: skey,
+        bkey: blockKey(tag, keyIdOf(policy)),
+        policy,
+        cost,
+        commit,
+        nowMs,
+        resolve,
+        reject,
+      };
       if (batching) enqueue(item);
       else sendChecks([item]);
     });
@@ -264,7 +273,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     decisions += items.length;
     const all: ManyItem[] = items.map((item) => {
       const tag = tagOf(prefix, item.key);
-      return { key: stateKey(tag, item.policy.id), bkey: blockKey(tag, item.policy.id), item };
+      return { key: stateKey(tag, keyIdOf(item.policy)), bkey: blockKey(tag, keyIdOf(item.policy)), item };
     });
     if (cache !== undefined && all.every((m) => m.item.policy.blockMs === 0)) {
       // Only when every limit is known to reject: the answer must be the one Redis would give for all.
@@ -347,16 +356,16 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
 
     async refund(key, policy, cost, nowMs) {
       const tag = tagOf(prefix, key);
-      const key0 = stateKey(tag, policy.id);
+      const key0 = stateKey(tag, keyIdOf(policy));
       cache?.forget(key0);
-      await runRefunds([{ key: key0, bkey: blockKey(tag, policy.id), item: { key, policy, cost } }], nowMs);
+      await runRefunds([{ key: key0, bkey: blockKey(tag, keyIdOf(policy)), item: { key, policy, cost } }], nowMs);
     },
 
     async reset(key, policy) {
       const tag = tagOf(prefix, key);
-      const key0 = stateKey(tag, policy.id);
+      const key0 = stateKey(tag, keyIdOf(policy));
       cache?.forget(key0);
-      await runner.command(['DEL', key0, blockKey(tag, policy.id)], key0);
+      await runner.command(['DEL', key0, blockKey(tag, keyIdOf(policy))], key0);
     },
 
     async acquire(key, limit, leaseMs, nowMs) {
