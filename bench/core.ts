@@ -5,7 +5,9 @@
  *
  *   node --expose-gc --import tsx bench/core.ts
  *
- * Limits are set high enough that nothing is rejected: this measures the cost of a decision.
+ * Limits are set high enough that nothing is rejected: this measures the cost of a decision. Rates are
+ * per CPU-second of the measuring process (bench/lib/measure.ts), so other load on the machine does not
+ * change them much.
  */
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -100,7 +102,9 @@ async function main() {
   const erl = inChild('express-rate-limit');
   const rows = [...ALGORITHMS.map(inChild), rlf, erl];
   const ratio = (a: number, b: number) => `${fmt(a / b, 1)}×`;
-  console.log(`\n### Core engine, one thread (${fmt(HOT_OPS)} hot-key checks, ${fmt(KEYS)} distinct keys)\n`);
+  console.log(
+    `\n### Core engine, one thread (${fmt(HOT_OPS)} hot-key checks, ${fmt(KEYS)} distinct keys; operations per CPU-second)\n`,
+  );
   console.log(
     table(
       [

@@ -1,17 +1,28 @@
 /** Small measuring tools shared by the benchmarks. Numbers, never assertions. */
 
-/** Runs `op(i)` for i = 0..n-1 synchronously; returns operations per second. */
-export function opsPerSecondSync(n: number, op: (i: number) => unknown): number {
-  const start = process.hrtime.bigint();
-  for (let i = 0; i < n; i++) op(i);
-  return n / (Number(process.hrtime.bigint() - start) / 1e9);
+/**
+ * CPU time this process used since `start` (user + system, all its threads: GC included), in seconds.
+ * Rates are per CPU-second rather than per wall-clock second: on a shared machine, time spent waiting
+ * for a core is not the code's cost, and wall-clock rates of processes run one after another then
+ * differ by whatever else ran meanwhile.
+ */
+function cpuSecondsSince(start: NodeJS.CpuUsage): number {
+  const used = process.cpuUsage(start);
+  return (used.user + used.system) / 1e6;
 }
 
-/** Awaits `op(i)` one after another for i = 0..n-1; returns operations per second. */
+/** Runs `op(i)` for i = 0..n-1 synchronously; returns operations per CPU-second. */
+export function opsPerSecondSync(n: number, op: (i: number) => unknown): number {
+  const start = process.cpuUsage();
+  for (let i = 0; i < n; i++) op(i);
+  return n / cpuSecondsSince(start);
+}
+
+/** Awaits `op(i)` one after another for i = 0..n-1; returns operations per CPU-second. */
 export async function opsPerSecondAsync(n: number, op: (i: number) => Promise<unknown>): Promise<number> {
-  const start = process.hrtime.bigint();
+  const start = process.cpuUsage();
   for (let i = 0; i < n; i++) await op(i);
-  return n / (Number(process.hrtime.bigint() - start) / 1e9);
+  return n / cpuSecondsSince(start);
 }
 
 /** Heap (JS heap plus ArrayBuffer backing stores) after a full GC. Needs `--expose-gc`. */

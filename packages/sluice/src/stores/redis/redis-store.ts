@@ -146,8 +146,17 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
 
   const queues = new Map<string, Pending[]>();
   let flushScheduled = false;
+  /** Check scripts sent and not answered yet. */
+  let inFlight = 0;
 
   function enqueue(item: Pending): void {
+    if (inFlight === 0 && !flushScheduled) {
+      // Nothing on the wire and nothing queued: nothing to wait for either. Sending now spares a lone
+      // caller the queue and the hop to the next loop phase; checks that arrive while this one is in
+      // flight are batched as usual (the busier the store, the larger its batches).
+      sendChecks([item]);
+      return;
+    }
     const script = CHECK_SCRIPTS[item.policy.algorithm];
     let queueKey = script.name;
     if (transport.cluster) queueKey += `@${slotOf(item.key)}`;
@@ -188,8 +197,10 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
         fields: [commit ? '1' : '0', String(cost)],
       })),
     );
+    inFlight++;
     runner.script(CHECK_SCRIPTS[first.policy.algorithm], keys, args).then(
       (reply) => {
+        inFlight--;
         const r = reply as unknown[];
         for (const [i, item] of items.entries()) {
           const d = decode(r, i * DECISION_WIDTH, item.policy.limit);
@@ -198,6 +209,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
         }
       },
       (error: unknown) => {
+        inFlight--;
         for (const item of items) item.reject(error);
       },
     );
