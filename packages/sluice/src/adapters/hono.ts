@@ -14,7 +14,7 @@ import {
   type RejectionInfo,
   type RequestAccess,
 } from '../http/index.js';
-import { createPeerReader } from './hono/peer.js';
+import { createPeerReader, peerOf } from './hono/peer.js';
 
 declare module 'hono' {
   interface ContextVariableMap {
@@ -29,13 +29,9 @@ export interface HonoRateLimitOptions extends RateLimitOptions<Context> {
   handler?: (c: Context, rejection: RejectionInfo) => Response | Promise<Response>;
 }
 
-/** What `@hono/node-server` puts in `c.env`: the Node request, whose socket knows the peer. */
-interface NodeBindings {
-  incoming?: { socket?: { remoteAddress?: string } };
-}
-
 const access: RequestAccess<Context> = {
-  peer: (c) => (c.env as NodeBindings | undefined)?.incoming?.socket?.remoteAddress,
+  // Node's (@hono/node-server); rateLimit() puts the reader of the runtime it runs on in its place.
+  peer: (c) => peerOf(c, 'node'),
   header: (c, name) => c.req.header(name),
   method: (c) => c.req.method,
   url: (c) => {

@@ -196,6 +196,24 @@ describe('remote store: batching and lifecycle', { timeout: 60_000 }, () => {
     await store.close();
   });
 
+  it('a flood on a key over its limit is answered in-process (the local cache), until a refund', async () => {
+    const store = createRemoteStore({ url, timeoutMs: 5000 });
+    const limiter = createLimiter({ limit: 3, period: '1h', store });
+    const k = key('flood');
+    for (let i = 0; i < 4; i++) await limiter.check(k);
+    const sent = store.stats().operations;
+    for (let i = 0; i < 100; i++) {
+      const d = await limiter.check(k);
+      assert.equal(d.allowed, false);
+      assert.ok(d.retryAfterMs > 0);
+    }
+    assert.equal(store.stats().operations, sent, 'no request for a key known to be over');
+    assert.equal(store.stats().localCacheHits, 100);
+    await limiter.refund(k);
+    assert.equal((await limiter.check(k)).allowed, true, 'a refund reaches the service again');
+    await store.close();
+  });
+
   it('after close(), calls fail with ERR_SLUICE_STORE_CLOSED', async () => {
     const store = createRemoteStore({ url });
     await store.close();
@@ -211,6 +229,7 @@ describe('remote store: batching and lifecycle', { timeout: 60_000 }, () => {
       [{ url, timeoutMs: 0 }, 'timeoutMs'],
       [{ url, clock: 'mine' }, 'clock'],
       [{ url, maxBatch: 5000 }, 'maxBatch'],
+      [{ url, localCache: { maxKeys: 0 } }, 'localCache.maxKeys'],
     ] as const) {
       assert.throws(
         () => createRemoteStore(options as never),

@@ -9,7 +9,7 @@ import type { WireItem, WireResult } from './wire.js';
 /** The part of `fetch` the store uses. */
 export type FetchLike = (
   url: string,
-  init: { method: string; headers: Record<string, string>; body: string; signal: AbortSignal },
+  init: { method: string; headers: Record<string, string>; body: Uint8Array; signal: AbortSignal },
 ) => Promise<{ ok: boolean; status: number; json(): Promise<unknown>; text(): Promise<string> }>;
 
 export interface BatcherOptions {
@@ -42,6 +42,7 @@ interface Unit {
  * (one microtask hop at a time) until a hop brings no new operation — at most this many hops.
  */
 const MAX_HOPS = 16;
+const encoder = new TextEncoder();
 
 export function createBatcher(options: BatcherOptions): Batcher {
   const { url, timeoutMs, batch, maxBatch, onError } = options;
@@ -87,10 +88,14 @@ export function createBatcher(options: BatcherOptions): Batcher {
     let sent: ReturnType<FetchLike>;
     try {
       // Called unbound: Workers' fetch refuses any `this` but the global one ("Illegal invocation").
+      // Bytes with their length: Node's fetch then sends head and body in one write. A string body
+      // went out in two, and the second waited on a delayed ACK: 4-13 ms per request on loopback
+      // instead of 1.4 (bench/remote.ts).
+      const body = encoder.encode(JSON.stringify({ checks: items }));
       sent = fetchFn(url, {
         method: 'POST',
-        headers,
-        body: JSON.stringify({ checks: items }),
+        headers: { ...headers, 'content-length': String(body.byteLength) },
+        body,
         signal: controller.signal,
       });
     } catch (error) {

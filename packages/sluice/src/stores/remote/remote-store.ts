@@ -1,6 +1,7 @@
 import type { Decision } from '../../core/decision.js';
 import { SluiceError } from '../../core/errors.js';
 import type { ResolvedPolicy } from '../../core/policy.js';
+import { LocalCache } from '../redis/local-cache.js';
 import type { Lease, LeaseDecision, Store, StoreItem } from '../store.js';
 import { type Batcher, createBatcher, type FetchLike } from './batcher.js';
 import { policyPart, releaseItem, toDecision, toLeaseDecision, type WireItem, type WireResult } from './wire.js';
@@ -38,6 +39,12 @@ export interface RemoteStoreOptions {
   maxBatch?: number;
   /** Called with store failures (timeouts, HTTP errors, a refused connection), once per outage. */
   onError?: (error: SluiceError) => void;
+  /**
+   * Answer keys known to be over their limit in-process, without a request, until they can pass again
+   * (the Redis store's local cache): a flood on one key does not become load on the service.
+   * `{ maxKeys }` bounds it. @default true (10 000 keys)
+   */
+  localCache?: boolean | { maxKeys?: number };
 }
 
 /** What a remote store did, for metrics, tests and benchmarks. */
@@ -48,6 +55,8 @@ export interface RemoteStoreStats {
   operations: number;
   errors: number;
   timeouts: number;
+  /** Decisions answered by the local over-limit cache, without the service. */
+  localCacheHits: number;
 }
 
 /** A store whose counters live in a running `sluice serve`. */
@@ -118,6 +127,16 @@ export function createRemoteStore(options: RemoteStoreOptions): RemoteStore {
     maxBatch,
     onError: options.onError,
   });
+  const cacheOption = options.localCache ?? true;
+  const cacheKeys = typeof cacheOption === 'object' ? (cacheOption.maxKeys ?? 10_000) : 10_000;
+  if (!Number.isInteger(cacheKeys) || cacheKeys < 1) {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'localCache.maxKeys: expected a whole number ≥ 1', {
+      option: 'localCache.maxKeys',
+    });
+  }
+  const cache = cacheOption === false ? undefined : new LocalCache(cacheKeys);
+  /** A counter's identity: its policy and key. */
+  const idOf = (key: string, policy: ResolvedPolicy) => `${policy.id}\u0000${key}`;
   const clientClock = clock === 'client';
   /** The item of one operation, with the caller's clock when the store runs on it. */
   const at = (item: WireItem, nowMs: number): WireItem => {
@@ -131,8 +150,15 @@ export function createRemoteStore(options: RemoteStoreOptions): RemoteStore {
     synchronous: false,
 
     check(key, policy, cost, nowMs, commit) {
+      const id = idOf(key, policy);
+      const cached = cache?.get(id, policy, cost, nowMs);
+      if (cached !== undefined) return Promise.resolve(cached);
       const item = at({ key, op: commit ? 'check' : 'peek', cost, ...policyPart(policy) }, nowMs);
-      return one(item).then(toDecision);
+      return one(item).then((r) => {
+        const d = toDecision(r);
+        cache?.learn(id, policy, cost, nowMs, commit, d);
+        return d;
+      });
     },
 
     async checkMany(items, nowMs, commit) {
@@ -141,18 +167,32 @@ export function createRemoteStore(options: RemoteStoreOptions): RemoteStore {
         const only = items[0] as StoreItem;
         return [await this.check(only.key, only.policy, only.cost, nowMs, commit)];
       }
+      const ids = items.map((item) => idOf(item.key, item.policy));
+      if (cache !== undefined && items.every((item) => item.policy.blockMs === 0)) {
+        // Only when every limit is known to reject: the answer must be the one the service would give.
+        const cached = items.map((item, i) => cache.get(ids[i] as string, item.policy, item.cost, nowMs));
+        if (cached.every((d) => d !== undefined)) return cached as Decision[];
+      }
       const group = batcher.nextGroup();
       const wire = items.map((item) =>
         at({ key: item.key, op: commit ? 'check' : 'peek', cost: item.cost, group, ...policyPart(item.policy) }, nowMs),
       );
-      return (await batcher.send(wire)).map(toDecision);
+      const decisions = (await batcher.send(wire)).map(toDecision);
+      if (cache !== undefined && new Set(ids).size === ids.length) {
+        items.forEach((item, i) => {
+          cache.learn(ids[i] as string, item.policy, item.cost, nowMs, commit, decisions[i] as Decision, true);
+        });
+      }
+      return decisions;
     },
 
     async refund(key, policy, cost, nowMs) {
+      cache?.forget(idOf(key, policy));
       toOk(await one(at({ key, op: 'refund', cost, ...policyPart(policy) }, nowMs)));
     },
 
     async reset(key, policy) {
+      cache?.forget(idOf(key, policy));
       toOk(await one({ key, op: 'reset', ...policyPart(policy) }));
     },
 
@@ -167,7 +207,7 @@ export function createRemoteStore(options: RemoteStoreOptions): RemoteStore {
     },
 
     close: () => batcher.close(),
-    stats: () => ({ ...batcher.stats }),
+    stats: () => ({ ...batcher.stats, localCacheHits: cache?.hits ?? 0 }),
   };
 }
 
