@@ -238,6 +238,7 @@ describe('sluice/nest in a GraphQL resolver (Apollo on Express)', { timeout: 60_
     const third = (await over.json()) as { errors: { message: string; extensions: Record<string, unknown> }[] };
     assert.equal(third.errors.length, 1);
     assert.equal(third.errors[0]?.extensions.code, 'RATE_LIMIT_EXCEEDED');
+    assert.equal(third.errors[0]?.extensions.status, 429);
     assert.ok(Number(third.errors[0]?.extensions.retry_after) > 0);
     assert.match(third.errors[0]?.message ?? '', /Too many requests/);
     const free = await query('{ free }');

@@ -49,12 +49,12 @@ async function rejection(target: NestTarget, outcome: HttpOutcome): Promise<Erro
   }
   const message = (body as { error?: { message?: unknown } } | null)?.error?.message;
   if (target.type === 'graphql') {
-    // A GraphQL error with the rejection in its extensions; Apollo answers with the HTTP status in
-    // extensions.http (429), and the rate-limit headers are already on the response.
+    // A GraphQL error with the rejection in its extensions (GraphQL over HTTP answers errors with 200);
+    // the rate-limit headers and Retry-After are already on the response.
     const { GraphQLError } = await import('graphql');
     const error = (body as { error?: Record<string, unknown> } | null)?.error ?? {};
     return new GraphQLError(typeof message === 'string' ? message : 'Too many requests', {
-      extensions: { ...error, code: error.code ?? 'RATE_LIMIT_EXCEEDED', http: { status: outcome.status } },
+      extensions: { ...error, code: error.code ?? 'RATE_LIMIT_EXCEEDED', status: outcome.status },
     });
   }
   return new HttpException(body as string | Record<string, unknown>, outcome.status, {
