@@ -3,6 +3,7 @@
 import { createCharts } from './charts.js';
 import { byId, fmtClock, setText } from './dom.js';
 import { createListsPanel } from './lists.js';
+import { renderRegions } from './regions.js';
 import { createDescriber, renderCards, renderRules, renderTopKeys } from './tables.js';
 
 const POLL_MS = 1000;
@@ -35,6 +36,7 @@ async function poll() {
   renderRules(data.rules, data.config, charts);
   renderTopKeys(data.topKeys, data.trackedKeys, describe);
   renderCards(data, charts);
+  renderRegions(data.service.regions);
   lists.update(data.service.adminEnabled, data.rules);
 
   live.dataset.state = 'live';

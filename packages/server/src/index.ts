@@ -35,6 +35,7 @@ export { HttpError, sendJson } from './http/respond.js';
 export type { Logger, LogLevel } from './logger.js';
 export { createLogger, LOG_LEVELS } from './logger.js';
 export type { ServiceMetrics } from './metrics.js';
+export type { MultiRegionOptions, RegionsView } from './multi-region-backend.js';
 export type { RedisOptions } from './redis-backend.js';
 export type { ServiceHandle, ServiceOptions } from './service.js';
 export { startService } from './service.js';

@@ -57,29 +57,11 @@ export async function createRedisBackend(options: RedisOptions, logger: Logger):
   if ((options.url === undefined) === (options.cluster === undefined)) {
     throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'redis: give a url or cluster nodes', { option: 'redis' });
   }
-  let ioredis: { default: unknown };
-  try {
-    ioredis = (await import('ioredis')) as { default: unknown };
-  } catch {
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_OPTION',
-      'redis: the ioredis package is needed for Redis; npm install ioredis',
-      {
-        option: 'redis',
-      },
-    );
-  }
+  const ioredis = await loadIoredis();
   const { Redis, Cluster } = ioredis.default as unknown as typeof import('ioredis');
-  const common = {
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 0,
-    // Reconnect quickly but never give up: Redis coming back must heal the service without a restart.
-    retryStrategy: (times: number) => Math.min(50 * times, 1000),
-    lazyConnect: true,
-  };
   let client: IoRedisClient;
   if (options.url !== undefined) {
-    client = new Redis(options.url, common) as unknown as IoRedisClient;
+    client = new Redis(options.url, COMMON) as unknown as IoRedisClient;
   } else {
     const nodes = (options.cluster ?? []).map(parseNode);
     client = new Cluster(nodes, {
@@ -89,6 +71,41 @@ export async function createRedisBackend(options: RedisOptions, logger: Logger):
       redisOptions: { maxRetriesPerRequest: 0 },
     }) as unknown as IoRedisClient;
   }
+  await connect(client, logger, options.connectTimeoutMs ?? 5000);
+  const store = createRedisStore({
+    client: client as never,
+    ...(options.prefix === undefined ? {} : { prefix: options.prefix }),
+    ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+  });
+  return { store, owned: true, ping: () => client.ping(), close: () => quit(client) };
+}
+
+/** ioredis, loaded only when Redis is asked for. */
+async function loadIoredis(): Promise<{ default: unknown }> {
+  try {
+    return (await import('ioredis')) as { default: unknown };
+  } catch {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      'redis: the ioredis package is needed for Redis; npm install ioredis',
+      {
+        option: 'redis',
+      },
+    );
+  }
+}
+
+/** Client options: no offline queue, no retries per request, reconnect quickly but forever. */
+const COMMON = {
+  enableOfflineQueue: false,
+  maxRetriesPerRequest: 0,
+  // Reconnect quickly but never give up: Redis coming back must heal the service without a restart.
+  retryStrategy: (times: number) => Math.min(50 * times, 1000),
+  lazyConnect: true,
+};
+
+/** Connects, logging one line per distinct failure; starts anyway after `timeoutMs` (degraded). */
+async function connect(client: IoRedisClient, logger: Logger, timeoutMs: number): Promise<void> {
   let lastError = '';
   client.on('error', (error) => {
     const message = (error as Error).message;
@@ -100,9 +117,8 @@ export async function createRedisBackend(options: RedisOptions, logger: Logger):
     if (lastError !== '') logger.info('redis connected again');
     lastError = '';
   });
-  const connectTimeoutMs = options.connectTimeoutMs ?? 5000;
   const ready = await new Promise<boolean>((resolve) => {
-    const timer = setTimeout(() => resolve(false), connectTimeoutMs);
+    const timer = setTimeout(() => resolve(false), timeoutMs);
     client.once('ready', () => {
       clearTimeout(timer);
       resolve(true);
@@ -110,26 +126,25 @@ export async function createRedisBackend(options: RedisOptions, logger: Logger):
     (client as unknown as { connect(): Promise<void> }).connect().catch(() => {});
   });
   if (!ready)
-    logger.warn(
-      { timeoutMs: connectTimeoutMs },
-      'redis is not reachable yet; starting anyway (decisions follow the failure policy)',
-    );
-  const store = createRedisStore({
-    client: client as never,
-    ...(options.prefix === undefined ? {} : { prefix: options.prefix }),
-    ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
-  });
-  return {
-    store,
-    owned: true,
-    ping: () => client.ping(),
-    async close() {
-      try {
-        if (client.status === 'ready') await client.quit();
-        else client.disconnect();
-      } catch {
-        client.disconnect();
-      }
-    },
-  };
+    logger.warn({ timeoutMs }, 'redis is not reachable yet; starting anyway (decisions follow the failure policy)');
+}
+
+async function quit(client: IoRedisClient): Promise<void> {
+  try {
+    if (client.status === 'ready') await client.quit();
+    else client.disconnect();
+  } catch {
+    client.disconnect();
+  }
+}
+
+/** One Redis server by URL, connected as the service connects (for the multi-region store). */
+export async function connectRedis(
+  url: string,
+  logger: Logger,
+): Promise<{ client: unknown; ping: () => Promise<unknown>; close: () => Promise<void> }> {
+  const { Redis } = (await loadIoredis()).default as unknown as typeof import('ioredis');
+  const client = new Redis(url, COMMON) as unknown as IoRedisClient;
+  await connect(client, logger, 5000);
+  return { client, ping: () => client.ping(), close: () => quit(client) };
 }

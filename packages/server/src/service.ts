@@ -31,6 +31,7 @@ import type { Logger, LogLevel } from './logger.js';
 import { createLogger } from './logger.js';
 import type { ServiceMetrics } from './metrics.js';
 import { createMetrics } from './metrics.js';
+import { createMultiRegionBackend, type MultiRegionOptions, type RegionsView } from './multi-region-backend.js';
 import { createRedisBackend, type RedisOptions, type StoreBackend } from './redis-backend.js';
 import { createStatsCollector } from './stats/stats-collector.js';
 
@@ -42,6 +43,8 @@ export interface ServiceOptions {
   store?: Store;
   /** Build a Redis store: `{ url }` for one server, `{ cluster: ['host:port', ...] }` for a Cluster. */
   redis?: RedisOptions;
+  /** Run in one region of several (docs/multi-region.md): a multi-region store. Exclusive with `store` and `redis`. */
+  multiRegion?: MultiRegionOptions;
   /** Gateway mode: reverse-proxy every request to this URL after applying the config's `http:` rules. */
   upstream?: string;
   /** Interface to listen on. @default '0.0.0.0' */
@@ -178,14 +181,26 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     );
   }
 
-  const backend: StoreBackend =
-    options.redis !== undefined
-      ? await createRedisBackend(options.redis, logger)
-      : {
-          store: options.store ?? createMemoryStore(options.memory),
-          close: async () => {},
-          owned: options.store === undefined,
-        };
+  if (options.multiRegion !== undefined && (options.store !== undefined || options.redis !== undefined)) {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'multiRegion: give it instead of store and redis', {
+      option: 'multiRegion',
+    });
+  }
+  let regions: (() => RegionsView) | undefined;
+  let backend: StoreBackend;
+  if (options.multiRegion !== undefined) {
+    const multi = await createMultiRegionBackend(options.multiRegion, logger);
+    regions = multi.regions;
+    backend = multi;
+  } else if (options.redis !== undefined) {
+    backend = await createRedisBackend(options.redis, logger);
+  } else {
+    backend = {
+      store: options.store ?? createMemoryStore(options.memory),
+      close: async () => {},
+      owned: options.store === undefined,
+    };
+  }
   const { store } = backend;
   const hub = createDecisionHub();
   const metrics = createMetrics({ hub, storeName: store.name, storeStats: () => storeStats(store) });
@@ -246,6 +261,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
         lists,
         storeName: store.name,
         registry: metrics.registry,
+        ...(regions === undefined ? {} : { regions }),
         adminEnabled: options.adminToken !== undefined && options.adminToken !== '',
         // Raw keys only with the admin token; a wrong one is refused (and counts towards the backoff).
         keyAccess: (req) => (checkAdmin(adminAuth, req, now, true) === 'ok' ? 'raw' : 'masked'),

@@ -28,6 +28,8 @@ export interface DashboardRoutesOptions {
   storeName: string;
   /** The service's metrics registry, for recent store latency. Absent: no latency figures. */
   registry?: Registry;
+  /** The regions, when the service runs in one of several (shown on a card of their own). */
+  regions?: () => unknown;
   /** Whether the admin API is on (a token is configured), so the page offers the token field. */
   adminEnabled: boolean;
   /** @default Date.now */
@@ -90,6 +92,7 @@ export function createDashboardRoutes(options: DashboardRoutesOptions): Record<s
         latency: storeLatency,
         uptimeS: Math.round((Date.now() - startedAtMs) / 1000),
         adminEnabled: options.adminEnabled,
+        ...(options.regions === undefined ? {} : { regions: options.regions() }),
       },
       config: options.config(),
       rules: options.rules(),

@@ -49,6 +49,8 @@ const SERVICE_ENV = [
   'SLUICE_ADMIN_TOKEN',
   'HOST',
   'LOG_LEVEL',
+  'SLUICE_REGION',
+  'SLUICE_REGION_PEERS',
 ];
 
 /**

@@ -6,6 +6,7 @@ import type { LogLevel, ServiceOptions } from '../../index.js';
 import { EXAMPLE_CONFIG, LOG_LEVELS, startService } from '../../index.js';
 import type { Command } from '../command.js';
 import { applyLimitFlags, LIMIT_FLAGS, LIMIT_FLAGS_HELP, LimitFlagError } from './limit-flags.js';
+import { MULTI_REGION_FLAGS, MULTI_REGION_HELP, multiRegionOptions } from './serve-multi-region.js';
 
 const HELP = `usage: sluice serve [--config PATH] [--redis URL | --redis-cluster HOST:PORT,...] [--upstream URL]
 
@@ -22,6 +23,7 @@ options:
   --redis-cluster LIST   Redis Cluster seed nodes, host:port,host:port,...
   --redis-prefix P       key prefix of the counters in Redis (default sluice:)
   --redis-timeout D      longest wait for Redis per decision before the failure policy answers (default 50ms)
+${MULTI_REGION_HELP}
   --upstream URL         gateway mode: proxy to URL after rate limiting
   --host HOST            interface to listen on (default 0.0.0.0)              [env HOST]
   --port N               HTTP API port (default 8080; 0 = any free port)       [env PORT]
@@ -50,6 +52,8 @@ environment:
 
 examples:
   sluice serve
+  sluice serve --config rules.yaml --redis redis://redis.eu:6379 --region eu \\
+    --region-peer us=redis://redis.us:6379 --region-peer ap=redis://redis.ap:6379
   sluice serve --config ./ratelimit-config --redis redis://127.0.0.1:6379
   sluice serve --config rules.yaml --upstream http://127.0.0.1:3000 --proxy-port 8000
 `;
@@ -115,6 +119,7 @@ export function serveOptions(
       ...LIMIT_FLAGS,
       'log-level': { type: 'string' },
       'ports-file': { type: 'string' },
+      ...MULTI_REGION_FLAGS,
     },
   });
   const options: ServiceOptions = {};
@@ -138,6 +143,17 @@ export function serveOptions(
     options.redis.prefix = values['redis-prefix'];
   if (options.redis !== undefined && values['redis-timeout'] !== undefined) {
     options.redis.timeoutMs = parseDuration(values['redis-timeout'], '--redis-timeout');
+  }
+  // Several regions: this region's Redis (--redis) becomes one of the multi-region store's.
+  const multiRegion = multiRegionOptions(values, env, redisUrl);
+  if (multiRegion !== undefined) {
+    if (cluster !== undefined) throw new UsageError("--region: give this region's Redis with --redis URL");
+    delete options.redis;
+    if (values['redis-prefix'] !== undefined) multiRegion.prefix = values['redis-prefix'];
+    if (values['redis-timeout'] !== undefined) {
+      multiRegion.timeoutMs = parseDuration(values['redis-timeout'], '--redis-timeout');
+    }
+    options.multiRegion = multiRegion;
   }
   if (values.upstream !== undefined) options.upstream = values.upstream;
   const host = values.host ?? env.HOST;
