@@ -2,6 +2,12 @@
  * Command timeouts with one timer for the whole store instead of one per command. Every command of a
  * store has the same timeout, so deadlines arrive in the order commands were sent: a FIFO whose head is
  * always the next to expire.
+ *
+ * A command times out only if its reply had not arrived by its deadline. Node runs the timers phase of
+ * the event loop before the poll phase that reads sockets, so after a stall longer than the timeout (a
+ * GC pause, a large synchronous job) the timer would fire while the replies, long since received, still
+ * sit unread in the socket buffer. So the timer only schedules the expiry, and the expiry runs in the
+ * check phase (setImmediate), after the poll phase has read what arrived and settled those commands.
  */
 
 /** A pending command's timeout. */
@@ -18,6 +24,7 @@ export class Deadlines {
   private queue: Deadline[] = [];
   private head = 0;
   private timer: ReturnType<typeof setTimeout> | undefined;
+  private closed = false;
 
   constructor(private readonly timeoutMs: number) {}
 
@@ -40,6 +47,7 @@ export class Deadlines {
   /** Fires every timeout still pending (when the store closes). */
   clear(): void {
     if (this.timer !== undefined) clearTimeout(this.timer);
+    this.closed = true;
     this.timer = undefined;
     const pending = this.queue.slice(this.head);
     this.queue = [];
@@ -54,6 +62,11 @@ export class Deadlines {
   }
 
   private expire(): void {
+    // Let this loop iteration's poll phase read the replies that are already there first (see above).
+    setImmediate(() => this.expireDue());
+  }
+
+  private expireDue(): void {
     this.timer = undefined;
     const now = performance.now();
     const { queue } = this;
@@ -72,6 +85,6 @@ export class Deadlines {
       this.head = 0;
     }
     const next = this.queue[this.head];
-    if (next !== undefined) this.arm(next.at - now);
+    if (next !== undefined && !this.closed) this.arm(next.at - now);
   }
 }
