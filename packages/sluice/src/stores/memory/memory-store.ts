@@ -92,7 +92,8 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
           blocks.prune(latestNow);
         }, sweepIntervalMs)
       : undefined;
-  timer?.unref();
+  // Node and Bun return a Timeout with unref(); Cloudflare Workers, Deno and browsers return a number.
+  (timer as { unref?: () => void } | undefined)?.unref?.();
 
   function contextOf(policy: ResolvedPolicy): PolicyContext {
     let context = contexts.get(policy.id);
