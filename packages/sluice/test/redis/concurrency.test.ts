@@ -2,6 +2,8 @@
  * Exactness under concurrency: 4 processes, each firing 250 concurrent checks at one key with a limit
  * of 100, admit exactly 100 in total, for every algorithm (server clock, batching and local cache on);
  * and a request under three limits (150, 100, 120) admits exactly 100 and takes exactly 100 from each.
+ * Warm (connected clients), and cold: each process fires its checks right after creating a new client
+ * and store with the default options, before the connection exists — none may be decided without Redis.
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -22,8 +24,8 @@ interface Child {
   next(): Promise<string>;
 }
 
-function spawnChild(port: number): Child {
-  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, String(port)], {
+function spawnChild(port: number, mode: 'warm' | 'cold'): Child {
+  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, String(port), mode], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   const lines = createInterface({ input: child.stdout as NonNullable<typeof child.stdout> });
@@ -44,73 +46,76 @@ function spawnChild(port: number): Child {
   };
 }
 
-describe('concurrency: 4 processes × 250 concurrent checks', () => {
-  let server: RedisServerHandle;
-  let children: Child[] = [];
-  let run = 0;
+for (const mode of ['warm', 'cold'] as const) {
+  describe(`concurrency (${mode}): 4 processes × 250 concurrent checks`, () => {
+    let server: RedisServerHandle;
+    let children: Child[] = [];
+    let run = 0;
 
-  before(async () => {
-    server = await startRedis();
-    children = Array.from({ length: PROCESSES }, () => spawnChild(server.port));
-    for (const c of children) assert.equal(await c.next(), 'ready');
-  });
-  after(async () => {
-    for (const c of children) {
-      c.process.stdin?.end();
-      c.lines.close();
-    }
-    await Promise.all(
-      children.map(
-        (c) =>
-          new Promise<void>((resolve) => {
-            if (c.process.exitCode !== null) return resolve();
-            const timer = setTimeout(() => c.process.kill('SIGKILL'), 3000);
-            c.process.once('exit', () => {
-              clearTimeout(timer);
-              resolve();
-            });
-          }),
-      ),
-    );
-    await server?.stop();
-  });
-
-  async function fire(line: string): Promise<number> {
-    for (const c of children) c.process.stdin?.write(`${line}\n`);
-    const answers = await Promise.all(children.map((c) => c.next()));
-    let total = 0;
-    for (const a of answers) {
-      const parsed = JSON.parse(a) as { allowed?: number; error?: string };
-      assert.equal(parsed.error, undefined);
-      total += parsed.allowed as number;
-    }
-    return total;
-  }
-
-  for (const algorithm of ALGORITHMS) {
-    it(`${algorithm}: exactly 100 of 1000 pass`, async () => {
-      assert.equal(await fire(`${algorithm} 1 ${++run}`), 100);
+    before(async () => {
+      server = await startRedis();
+      children = Array.from({ length: PROCESSES }, () => spawnChild(server.port, mode));
+      for (const c of children) assert.equal(await c.next(), 'ready');
     });
-
-    it(`${algorithm}: three limits, exactly 100 pass and none is over-consumed`, async () => {
-      const id = ++run;
-      assert.equal(await fire(`${algorithm} 3 ${id}`), 100);
-      const client = new Redis(server.port, '127.0.0.1');
-      const store = createRedisStore({ client, localCache: false, timeoutMs: 5000 });
-      try {
-        const remaining = async (name: string, limit: number) => {
-          const policy = resolvePolicy({ algorithm, limit, period: '10d' });
-          const d = await store.check(`${name}:${id}`, { ...policy, id: `${name}~${policy.id}` }, 1, 0, false);
-          return d.remaining;
-        };
-        assert.deepEqual(
-          [await remaining('a', 150), await remaining('b', 100), await remaining('c', 120)],
-          [50, 0, 20],
-        );
-      } finally {
-        await store.close();
-        client.disconnect();
+    after(async () => {
+      for (const c of children) {
+        c.process.stdin?.end();
+        c.lines.close();
       }
+      await Promise.all(
+        children.map(
+          (c) =>
+            new Promise<void>((resolve) => {
+              if (c.process.exitCode !== null) return resolve();
+              const timer = setTimeout(() => c.process.kill('SIGKILL'), 3000);
+              c.process.once('exit', () => {
+                clearTimeout(timer);
+                resolve();
+              });
+            }),
+        ),
+      );
+      await server?.stop();
     });
-  }
-});
+
+    async function fire(line: string): Promise<number> {
+      for (const c of children) c.process.stdin?.write(`${line}\n`);
+      const answers = await Promise.all(children.map((c) => c.next()));
+      let total = 0;
+      for (const a of answers) {
+        const parsed = JSON.parse(a) as { allowed?: number; degraded?: number; error?: string };
+        assert.equal(parsed.error, undefined);
+        assert.equal(parsed.degraded, 0, 'every decision was taken by Redis');
+        total += parsed.allowed as number;
+      }
+      return total;
+    }
+
+    for (const algorithm of ALGORITHMS) {
+      it(`${algorithm}: exactly 100 of 1000 pass`, async () => {
+        assert.equal(await fire(`${algorithm} 1 ${++run}`), 100);
+      });
+
+      it(`${algorithm}: three limits, exactly 100 pass and none is over-consumed`, async () => {
+        const id = ++run;
+        assert.equal(await fire(`${algorithm} 3 ${id}`), 100);
+        const client = new Redis(server.port, '127.0.0.1');
+        const store = createRedisStore({ client, localCache: false, timeoutMs: 5000 });
+        try {
+          const remaining = async (name: string, limit: number) => {
+            const policy = resolvePolicy({ algorithm, limit, period: '10d' });
+            const d = await store.check(`${name}:${id}`, { ...policy, id: `${name}~${policy.id}` }, 1, 0, false);
+            return d.remaining;
+          };
+          assert.deepEqual(
+            [await remaining('a', 150), await remaining('b', 100), await remaining('c', 120)],
+            [50, 0, 20],
+          );
+        } finally {
+          await store.close();
+          client.disconnect();
+        }
+      });
+    }
+  });
+}

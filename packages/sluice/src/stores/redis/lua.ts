@@ -228,32 +228,28 @@ REFUND[6] = function(key, p, cost)
 end
 `;
 
-// ARGV[3] = commit, ARGV[4] = also return the looks, ARGV[5] = policy count, then policies, then per
-// item: cost, policy index. All or nothing, exactly as the memory store's checkMany: look at every
-// limit first, consume only when all allow, and when one (key, policy) appears twice and the second
-// does not fit, give back what the first ones took. A script runs alone, so this is atomic.
+// Several requests, each with several limits, each decided all or nothing — exactly as the memory
+// store's checkMany: look at every limit first, consume only when all allow, and when one (key, policy)
+// appears twice and the second does not fit, give back what the first ones took. The requests are
+// independent (the same as that many separate calls, in one round trip); a script runs alone, so each is
+// atomic. ARGV[3] = policy count, then policies, then per request: commit (1/0), also return the looks
+// (1/0), item count, then per item: cost, policy index.
 const MANY = `
-local commit, wantLooks = ARGV[3] == '1', ARGV[4] == '1'
-local ps, i = read_policies(5)
-local items, k, nargs = {}, 1, #ARGV
-while i <= nargs do
-  items[#items + 1] = {KEYS[k], KEYS[k + 1], ps[tonumber(ARGV[i + 1])], tonumber(ARGV[i])}
-  i = i + 2
-  k = k + 2
-end
-local looks, ok = {}, true
-for n, it in ipairs(items) do
-  looks[n] = decide(it[1], it[2], it[3], it[4], false)
-  if looks[n][1] == 0 then ok = false end
-end
-local result = looks
-if not ok then
-  if commit then
-    for n, it in ipairs(items) do
-      if looks[n][1] == 0 and it[3].block > 0 then block(it[2], it[3]) end
-    end
+local function many(items, commit)
+  local looks, ok = {}, true
+  for n, it in ipairs(items) do
+    looks[n] = decide(it[1], it[2], it[3], it[4], false)
+    if looks[n][1] == 0 then ok = false end
   end
-elseif commit then
+  if not ok then
+    if commit then
+      for n, it in ipairs(items) do
+        if looks[n][1] == 0 and it[3].block > 0 then block(it[2], it[3]) end
+      end
+    end
+    return looks, looks
+  end
+  if not commit then return looks, looks end
   local taken = {}
   for n, it in ipairs(items) do
     local d = decide(it[1], it[2], it[3], it[4], true)
@@ -264,12 +260,24 @@ elseif commit then
       break
     end
   end
-  result = taken
+  return taken, looks
 end
-local out = {}
-for _, d in ipairs(result) do for j = 1, 6 do out[#out + 1] = d[j] end end
-if wantLooks then
-  for _, d in ipairs(looks) do for j = 1, 6 do out[#out + 1] = d[j] end end
+local ps, i = read_policies(3)
+local out, k, nargs = {}, 1, #ARGV
+while i <= nargs do
+  local commit, wantLooks, count = ARGV[i] == '1', ARGV[i + 1] == '1', tonumber(ARGV[i + 2])
+  i = i + 3
+  local items = {}
+  for n = 1, count do
+    items[n] = {KEYS[k], KEYS[k + 1], ps[tonumber(ARGV[i + 1])], tonumber(ARGV[i])}
+    i = i + 2
+    k = k + 2
+  end
+  local result, looks = many(items, commit)
+  for _, d in ipairs(result) do for j = 1, 6 do out[#out + 1] = d[j] end end
+  if wantLooks then
+    for _, d in ipairs(looks) do for j = 1, 6 do out[#out + 1] = d[j] end end
+  end
 end
 return out
 `;
