@@ -101,24 +101,23 @@ export async function createRedisBackend(options: RedisOptions, logger: Logger):
     lastError = '';
   });
   const connectTimeoutMs = options.connectTimeoutMs ?? 5000;
-  const ready = await new Promise<boolean>((resolve) => {
-    const timer = setTimeout(() => resolve(false), connectTimeoutMs);
-    client.once('ready', () => {
-      clearTimeout(timer);
-      resolve(true);
-    });
-    (client as unknown as { connect(): Promise<void> }).connect().catch(() => {});
-  });
-  if (!ready)
-    logger.warn(
-      { timeoutMs: connectTimeoutMs },
-      'redis is not reachable yet; starting anyway (decisions follow the failure policy)',
-    );
+  // The store first: it holds decisions until the first connection and loads its scripts on it.
   const store = createRedisStore({
     client: client as never,
+    connectTimeoutMs,
     ...(options.prefix === undefined ? {} : { prefix: options.prefix }),
     ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
   });
+  (client as unknown as { connect(): Promise<void> }).connect().catch(() => {});
+  const ready = await store.ready(connectTimeoutMs).then(
+    () => true,
+    () => false,
+  );
+  if (!ready)
+    logger.warn(
+      { timeoutMs: connectTimeoutMs },
+      'redis is not reachable yet; starting anyway (/healthcheck says 503 starting until it is; decisions follow the failure policy)',
+    );
   return {
     store,
     owned: true,
