@@ -151,10 +151,7 @@ for (const workload of workloads) {
 console.log(`Redis store before (${BASE.slice(0, 7)}) and after issue 13: same client, same redis-server, same run.`);
 console.log(`Median of ${ROUNDS} alternating rounds of ${RUN_MS} ms each.\n`);
 console.log(
-  table(
-    ['workload', 'callers', 'decisions/s before / after', 'ratio', 'p50 ms', 'p99 ms', 'degraded'],
-    rows,
-  ),
+  table(['workload', 'callers', 'decisions/s before / after', 'ratio', 'p50 ms', 'p99 ms', 'degraded'], rows),
 );
 
 await versions.before.store.close();
