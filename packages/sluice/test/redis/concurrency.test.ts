@@ -7,8 +7,9 @@
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
+import os from 'node:os';
 import { createInterface, type Interface } from 'node:readline';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { type RedisServerHandle, startRedis } from '../../../../test/helpers/redis-server.js';
@@ -17,6 +18,18 @@ import { createRedisStore } from '../../src/stores/redis/index.js';
 
 const CHILD = fileURLToPath(new URL('./fixtures/concurrency-child.ts', import.meta.url));
 const PROCESSES = 4;
+
+interface Answer {
+  allowed?: number;
+  degraded?: number;
+  errors?: number;
+  timeouts?: number;
+  scriptLoads?: number;
+  error?: string;
+}
+
+/** More runnable processes than twice the cores: scheduling delays alone can exceed 50 ms. */
+const overloaded = () => (os.loadavg()[0] ?? 0) > 2 * os.cpus().length;
 
 interface Child {
   process: ChildProcess;
@@ -78,27 +91,48 @@ for (const mode of ['warm', 'cold'] as const) {
       await server?.stop();
     });
 
-    async function fire(line: string): Promise<number> {
+    /**
+     * Sends a scenario to every child; returns the total admitted, or undefined when a cold run on an
+     * overloaded machine had commands that genuinely timed out (then the exact count is not decidable).
+     */
+    async function fire(line: string, t: TestContext): Promise<number | undefined> {
       for (const c of children) c.process.stdin?.write(`${line}\n`);
       const answers = await Promise.all(children.map((c) => c.next()));
       let total = 0;
+      let timedOut = 0;
       for (const a of answers) {
-        const parsed = JSON.parse(a) as { allowed?: number; degraded?: number; error?: string };
+        const parsed = JSON.parse(a) as Answer;
         assert.equal(parsed.error, undefined);
-        assert.equal(parsed.degraded, 0, 'every decision was taken by Redis');
+        if (mode === 'cold') {
+          // What readiness guarantees, whatever the machine's load: nothing failed fast or unready, and no
+          // first batch paid a NOSCRIPT round trip.
+          assert.equal(parsed.errors, 0, 'no command failed (fail-fast while connecting, NOSCRIPT, not ready)');
+          assert.equal(parsed.scriptLoads, 0, 'the scripts were loaded before the first decisions');
+          timedOut += parsed.timeouts ?? 0;
+        }
         total += parsed.allowed as number;
+        if (!parsed.timeouts) assert.equal(parsed.degraded, 0, 'every decision was taken by Redis');
+      }
+      if (timedOut > 0) {
+        // A 50 ms timeout measures the machine when it is this busy (the default, on purpose here).
+        assert.ok(overloaded(), `${timedOut} commands timed out on a machine that is not overloaded`);
+        t.diagnostic(`${timedOut} commands timed out: load average ${os.loadavg()[0]} on ${os.cpus().length} cores`);
+        return undefined;
       }
       return total;
     }
 
     for (const algorithm of ALGORITHMS) {
-      it(`${algorithm}: exactly 100 of 1000 pass`, async () => {
-        assert.equal(await fire(`${algorithm} 1 ${++run}`), 100);
+      it(`${algorithm}: exactly 100 of 1000 pass`, async (t) => {
+        const total = await fire(`${algorithm} 1 ${++run}`, t);
+        if (total !== undefined) assert.equal(total, 100);
       });
 
-      it(`${algorithm}: three limits, exactly 100 pass and none is over-consumed`, async () => {
+      it(`${algorithm}: three limits, exactly 100 pass and none is over-consumed`, async (t) => {
         const id = ++run;
-        assert.equal(await fire(`${algorithm} 3 ${id}`), 100);
+        const total = await fire(`${algorithm} 3 ${id}`, t);
+        if (total === undefined) return;
+        assert.equal(total, 100);
         const client = new Redis(server.port, '127.0.0.1');
         const store = createRedisStore({ client, localCache: false, timeoutMs: 5000 });
         try {
