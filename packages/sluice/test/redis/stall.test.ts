@@ -37,8 +37,8 @@ describe('a stalled event loop with checks in flight', () => {
       const inFlight = Array.from({ length: 64 }, (_, i) =>
         i % 2 === 0 ? single.check(`k${i % 8}`) : multi.check(`m${i % 8}`),
       );
-      // The store sends on the next tick; once it has, the commands are in flight: stall.
-      await new Promise((resolve) => process.nextTick(resolve));
+      // The store sends in the check phase (setImmediate); once it has, the commands are in flight: stall.
+      await new Promise((resolve) => setImmediate(resolve));
       const sent = store.stats().commands;
       assert.ok(sent > 0, 'the commands were sent before the stall');
       busyWait(200);
