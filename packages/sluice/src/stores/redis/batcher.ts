@@ -1,3 +1,4 @@
+import type { SluiceError } from '../../core/errors.js';
 import type { ScriptItem } from './script-args.js';
 import type { Script } from './scripts.js';
 
@@ -10,8 +11,11 @@ export interface Job {
   readonly items: readonly ScriptItem[];
   /** How many 6-integer decisions of the reply are this job's. */
   readonly width: number;
-  /** Takes the job's decisions, which start at `offset` in the reply. */
-  settle(reply: readonly unknown[], offset: number): void;
+  /**
+   * Takes the job's decisions, which start at `offset` in the reply; `refused()` is the error for a
+   * job Redis left undecided because it refused a write.
+   */
+  settle(reply: readonly unknown[], offset: number, refused: () => SluiceError): void;
   fail(error: unknown): void;
 }
 

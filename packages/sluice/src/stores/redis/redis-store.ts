@@ -72,6 +72,11 @@ export interface RedisStoreStats {
   timeouts: number;
   /** Scripts sent again in full after Redis forgot them. */
   scriptLoads: number;
+  /**
+   * Requests Redis could not decide because it refused the write they needed (maxmemory reached with
+   * noeviction, a read-only replica): each went to the failure policy; the rest of its batch did not.
+   */
+  refused: number;
 }
 
 /** The Redis store. */
@@ -186,9 +191,18 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     runner.script(first.script, keys, args).then(
       (reply) => {
         const r = reply as unknown[];
+        let end = 0;
+        for (const job of jobs) end += job.width * DECISION_WIDTH;
+        // Items Redis could not decide (it refused their write) share one error, reported once per call.
+        let refusal: SluiceError | undefined;
+        const refused = () => {
+          runner.stats.refused++;
+          refusal ??= runner.refused(String(r[end] ?? 'write refused'));
+          return refusal;
+        };
         let offset = 0;
         for (const job of jobs) {
-          job.settle(r, offset);
+          job.settle(r, offset, refused);
           offset += job.width * DECISION_WIDTH;
         }
       },
@@ -213,7 +227,11 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
         nowMs,
         items: [{ key: skey, bkey: blockKey(tag, policy.id), policy, fields: [commit ? '1' : '0', String(cost)] }],
         width: 1,
-        settle(r, offset) {
+        settle(r, offset, refused) {
+          if (undecided(r, offset)) {
+            reject(refused());
+            return;
+          }
           const d = decode(r, offset, policy.limit);
           cache?.learn(skey, policy, cost, nowMs, commit, d);
           resolve(d);
@@ -263,7 +281,12 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
         nowMs,
         items,
         width: wantLooks ? 2 * n : n,
-        settle(r, offset) {
+        settle(r, offset, refused) {
+          // All or nothing: a request one of whose writes was refused is undecided as a whole.
+          if (group.some((_, i) => undecided(r, offset + i * DECISION_WIDTH))) {
+            reject(refused());
+            return;
+          }
           const decisions = group.map((g, i) => decode(r, offset + i * DECISION_WIDTH, g.item.policy.limit));
           const looks = wantLooks
             ? group.map((g, i) => decode(r, offset + (n + i) * DECISION_WIDTH, g.item.policy.limit))
@@ -419,6 +442,11 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
 
 function closedError(): SluiceError {
   return new SluiceError('ERR_SLUICE_STORE_CLOSED', 'the redis store was closed');
+}
+
+/** True when Redis left the decision at `offset` undecided: it refused the write it needed (lua.ts). */
+function undecided(r: readonly unknown[], offset: number): boolean {
+  return Number(r[offset + 4]) === 3;
 }
 
 /** Reads the 6 integers of one decision (see lua.ts) at `offset`. */

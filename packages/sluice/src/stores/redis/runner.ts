@@ -14,6 +14,8 @@ export interface RunnerStats {
   timeouts: number;
   /** Scripts Redis had forgotten (restart, SCRIPT FLUSH) and that were sent again in full. */
   scriptLoads: number;
+  /** Requests left undecided because Redis refused the write they needed. */
+  refused: number;
 }
 
 /**
@@ -22,7 +24,7 @@ export interface RunnerStats {
  * it to `onError`. No listener is added to the client: readiness is read, not subscribed to.
  */
 export class Runner {
-  readonly stats: RunnerStats = { commands: 0, errors: 0, timeouts: 0, scriptLoads: 0 };
+  readonly stats: RunnerStats = { commands: 0, errors: 0, timeouts: 0, scriptLoads: 0, refused: 0 };
   private readonly deadlines: Deadlines;
   closed = false;
   /** Commands sent and not settled yet. */
@@ -146,6 +148,16 @@ export class Runner {
     });
   }
 
+  /**
+   * The error of the requests of one script call that Redis left undecided because it refused a write
+   * (`message` is Redis's): counted per request, reported once per call.
+   */
+  refused(message: string): SluiceError {
+    this.stats.errors++;
+    const error = new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `redis refused a write: ${message}`);
+    return this.fail(error);
+  }
+
   private settled(): void {
     if (--this.pending === 0 && this.drained !== undefined) {
       this.drained();
@@ -165,6 +177,7 @@ export class Runner {
   }
 }
 
+/** Redis's NOSCRIPT error, as ioredis and node-redis pass it on, or as valkey-glide words it. */
 function isNoScript(error: unknown): boolean {
-  return error instanceof Error && error.message.startsWith('NOSCRIPT');
+  return error instanceof Error && (error.message.startsWith('NOSCRIPT') || error.message.includes('NoScriptError'));
 }
