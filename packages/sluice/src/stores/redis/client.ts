@@ -32,7 +32,8 @@ export interface NodeRedisClusterLike {
  * sends any command through `customCommand`; a cluster client routes keyed commands by their key.
  */
 export interface GlideClientLike {
-  customCommand(args: string[], options?: { route?: 'allPrimaries' }): Promise<unknown>;
+  // `decoder` is there only so that GlideClient's own options type (a decoder) matches this one.
+  customCommand(args: string[], options?: { route?: 'allPrimaries'; decoder?: unknown }): Promise<unknown>;
   /** Present on `GlideClusterClient` only: how the store tells a cluster client. */
   readonly fcallWithRoute?: unknown;
 }
