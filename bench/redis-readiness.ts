@@ -19,8 +19,8 @@ import type { Store } from '../packages/sluice/src/stores/store.js';
 import { startRedis } from '../test/helpers/redis-server.js';
 import { fmt, table } from './lib/measure.js';
 
-/** The last commit before issue 13's Redis store changes. */
-const BASE = process.env.BENCH_BASE ?? '7dec23fc864931765bd756f606f13e7bcb7e29b4';
+/** main just before issue 13's Redis store changes landed. */
+const BASE = process.env.BENCH_BASE ?? 'ee4067e7f37b75399dd0d6c209971cbe98aea3e4';
 const RUN_MS = Number(process.env.BENCH_REDIS_MS ?? 1500);
 const ROUNDS = Number(process.env.BENCH_REDIS_ROUNDS ?? 3);
 const WARMUP_MS = 300;
