@@ -2,7 +2,7 @@
 export interface HealthReport {
   status: number;
   body: {
-    status: 'ok' | 'degraded' | 'unavailable' | 'draining';
+    status: 'ok' | 'degraded' | 'unavailable' | 'draining' | 'starting';
     store: string;
     storeReachable: boolean;
   };
@@ -15,6 +15,11 @@ export interface HealthOptions {
   ping?: () => Promise<unknown>;
   /** True when decisions need the store (fail-closed): an unreachable store then makes the service unhealthy. */
   failClosed: boolean;
+  /**
+   * False until the store can decide (a Redis store before its first connection and script load):
+   * the service is not ready, so load balancers send nothing yet. Absent: always ready.
+   */
+  ready?: () => boolean;
   /** True while shutting down: load balancers should stop sending. */
   draining: () => boolean;
   /** How long one ping may take. @default 250 */
@@ -25,7 +30,8 @@ export interface HealthOptions {
 
 /**
  * The service's health: 200 when it can decide (`degraded` when the store is down but a fail-open or
- * insurance policy answers), 503 while the store is unreachable under fail-closed, or while draining.
+ * insurance policy answers), 503 while the store is unreachable under fail-closed, while it has not
+ * been ready yet (`starting`: a Redis store before its first connection), or while draining.
  */
 export function createHealth(options: HealthOptions): () => Promise<HealthReport> {
   const timeoutMs = options.timeoutMs ?? 250;
@@ -60,6 +66,9 @@ export function createHealth(options: HealthOptions): () => Promise<HealthReport
   return async () => {
     const store = options.storeName;
     if (options.draining()) return { status: 503, body: { status: 'draining', store, storeReachable: true } };
+    if (options.ready !== undefined && !options.ready()) {
+      return { status: 503, body: { status: 'starting', store, storeReachable: false } };
+    }
     const reachable = await probe();
     if (reachable) return { status: 200, body: { status: 'ok', store, storeReachable: true } };
     if (options.failClosed) return { status: 503, body: { status: 'unavailable', store, storeReachable: false } };

@@ -98,22 +98,45 @@ export function createMetrics(options: MetricsOptions): ServiceMetrics {
     labelNames: ['status'] as const,
     registers: [registry],
   });
-  // Store-side counters (the Redis store's local over-limit cache) are read when scraped.
-  let lastCacheHits = 0;
-  const cacheHits = new Counter({
-    name: 'sluice_local_cache_hits_total',
-    help: 'Decisions answered by the local over-limit cache without a store round trip.',
-    labelNames: ['store'] as const,
-    registers: [registry],
-    collect() {
-      const hits = options.storeStats?.()?.localCacheHits;
-      if (typeof hits === 'number' && hits > lastCacheHits) {
-        this.inc({ store }, hits - lastCacheHits);
-        lastCacheHits = hits;
-      }
-    },
-  });
-  cacheHits.inc({ store }, 0);
+  // Store-side counters (the Redis store's local over-limit cache, the memory store's evictions, the
+  // Redis store's refused writes) are read from store.stats() when scraped.
+  const storeCounter = (name: string, help: string, field: string) => {
+    let last = 0;
+    const counter = new Counter({
+      name,
+      help,
+      labelNames: ['store'] as const,
+      registers: [registry],
+      collect() {
+        const value = options.storeStats?.()?.[field];
+        if (typeof value === 'number' && value > last) {
+          this.inc({ store }, value - last);
+          last = value;
+        }
+      },
+    });
+    counter.inc({ store }, 0);
+  };
+  storeCounter(
+    'sluice_local_cache_hits_total',
+    'Decisions answered by the local over-limit cache without a store round trip.',
+    'localCacheHits',
+  );
+  storeCounter(
+    'sluice_store_evictions_total',
+    'Keys the memory store forgot to stay within maxKeys/maxBytes (each started afresh), least used first.',
+    'evictions',
+  );
+  storeCounter(
+    'sluice_store_evicted_at_limit_total',
+    'Evictions of keys at their limit or blocked: the memory store is too small for the keys really limited.',
+    'evictedAtLimit',
+  );
+  storeCounter(
+    'sluice_store_refused_total',
+    'Requests Redis could not decide because it refused the write they needed (maxmemory, read-only replica).',
+    'refused',
+  );
   new Gauge({
     name: 'sluice_store_keys',
     help: 'Keys held by the memory store (absent for other stores).',

@@ -71,12 +71,15 @@ export async function createRedisBackend(options: RedisOptions, logger: Logger):
       redisOptions: { maxRetriesPerRequest: 0 },
     }) as unknown as IoRedisClient;
   }
-  await connect(client, logger, options.connectTimeoutMs ?? 5000);
+  const connectTimeoutMs = options.connectTimeoutMs ?? 5000;
+  // The store first: it holds decisions until the first connection and loads its scripts on it.
   const store = createRedisStore({
     client: client as never,
+    connectTimeoutMs,
     ...(options.prefix === undefined ? {} : { prefix: options.prefix }),
     ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
   });
+  await connect(client, logger, connectTimeoutMs);
   return { store, owned: true, ping: () => client.ping(), close: () => quit(client) };
 }
 
@@ -126,7 +129,10 @@ async function connect(client: IoRedisClient, logger: Logger, timeoutMs: number)
     (client as unknown as { connect(): Promise<void> }).connect().catch(() => {});
   });
   if (!ready)
-    logger.warn({ timeoutMs }, 'redis is not reachable yet; starting anyway (decisions follow the failure policy)');
+    logger.warn(
+      { timeoutMs },
+      'redis is not reachable yet; starting anyway (/healthcheck says 503 starting until it is; decisions follow the failure policy)',
+    );
 }
 
 async function quit(client: IoRedisClient): Promise<void> {

@@ -247,6 +247,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     storeName: store.name,
     ...(backend.ping === undefined ? {} : { ping: backend.ping }),
     failClosed: options.fail === undefined || options.fail === 'closed',
+    ...(store.isReady === undefined ? {} : { ready: () => store.isReady !== false }),
     draining: () => draining,
   });
   // The dashboard's stats: per-rule decisions per second and the keys nearest their limits, bounded.

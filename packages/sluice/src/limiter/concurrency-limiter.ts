@@ -2,12 +2,13 @@ import type { Clock } from '../core/clock.js';
 import { systemClock } from '../core/clock.js';
 import { type Duration, parseDuration } from '../core/duration.js';
 import { SluiceError } from '../core/errors.js';
-import { createMemoryStore } from '../stores/memory/memory-store.js';
+import { createMemoryStore, type MemoryStore } from '../stores/memory/memory-store.js';
 import type { Lease, LeaseDecision, Store } from '../stores/store.js';
 import { settle } from './create-limiter.js';
+import { createFailurePolicy, type FailureOptions, isStoreFailure } from './failure-policy.js';
 
 /** Options of `createConcurrencyLimiter`. */
-export interface ConcurrencyLimiterOptions {
+export interface ConcurrencyLimiterOptions extends FailureOptions {
   /** Most requests in flight per key at once. */
   limit: number;
   /** How long a lease lasts unless released, so a crashed holder cannot leak a place. @default '1m' */
@@ -18,16 +19,25 @@ export interface ConcurrencyLimiterOptions {
 
 /** Limits requests in flight rather than requests per period (Stripe's concurrent-requests limiter). */
 export interface ConcurrencyLimiter {
-  /** Takes a place for `key`; when allowed, the decision carries the lease to release. */
+  /**
+   * Takes a place for `key`; when allowed, the decision carries the lease to release. When the store
+   * fails, the limiter's failure policy answers (`fail`, as for `createLimiter`), marked `degraded`.
+   */
   acquire(key: string): Promise<LeaseDecision>;
-  /** Gives a place back; false when the lease had already lapsed or was released. */
+  /** Gives a place back; false when the lease had already lapsed or was released (or the store failed). */
   release(lease: Lease): Promise<boolean>;
 }
+
+/** Lease ids handed out without the store: `open` leases hold nothing, `insurance` ones a local place. */
+const OPEN_LEASE = 'open~';
+const INSURED_LEASE = 'insured~';
+/** How long a fail-closed rejection tells the caller to wait, at most. */
+const CLOSED_RETRY_MS = 1000;
 
 /**
  * Creates a concurrency limiter.
  * @example
- * const inFlight = createConcurrencyLimiter({ limit: 5, lease: '30s' });
+ * const inFlight = createConcurrencyLimiter({ limit: 5, lease: '30s', fail: 'closed' });
  * const d = await inFlight.acquire(userId);
  * if (d.lease) try { await work(); } finally { await inFlight.release(d.lease); }
  */
@@ -46,16 +56,82 @@ export function createConcurrencyLimiter(options: ConcurrencyLimiterOptions): Co
   if (leaseMs < 1) {
     throw new SluiceError('ERR_SLUICE_INVALID_DURATION', 'lease: must be at least 1 ms', { option: 'lease' });
   }
+  // Validates fail and insuranceShare exactly as createLimiter does.
+  const { mode } = createFailurePolicy({
+    ...(options.fail === undefined ? {} : { fail: options.fail }),
+    ...(options.insuranceShare === undefined ? {} : { insuranceShare: options.insuranceShare }),
+  });
+  const share = options.insuranceShare ?? 1;
   const store = options.store ?? createMemoryStore();
   const clock = options.clock ?? systemClock;
+  let openSeq = 0;
+  let insurance: MemoryStore | undefined;
+
+  /** The failure policy's answer to an acquire the store could not take. */
+  function degraded(key: string, nowMs: number): LeaseDecision {
+    if (mode === 'open') {
+      const lease = { key, id: `${OPEN_LEASE}${++openSeq}`, expiresAt: nowMs + leaseMs };
+      return { allowed: true, limit, remaining: limit, resetMs: 0, retryAfterMs: 0, degraded: true, lease };
+    }
+    if (mode === 'closed') {
+      const wait = Math.min(CLOSED_RETRY_MS, leaseMs);
+      return {
+        allowed: false,
+        limit,
+        remaining: 0,
+        resetMs: wait,
+        retryAfterMs: wait,
+        reason: 'store-unavailable',
+        degraded: true,
+      };
+    }
+    // Insurance: this process's share of the places, held in memory until the store is back.
+    insurance ??= createMemoryStore({ maxKeys: 100_000 });
+    const part = limit === 0 ? 0 : Math.max(1, Math.floor(limit * share));
+    const d = insurance.acquire(key, part, leaseMs, nowMs);
+    if (d.lease) d.lease = { ...d.lease, id: `${INSURED_LEASE}${d.lease.id}` };
+    return { ...d, degraded: true };
+  }
+
   return {
     acquire(key) {
       return settle(() => {
         if (typeof key !== 'string')
           throw new SluiceError('ERR_SLUICE_INVALID_KEY', `key: expected a string, got ${typeof key}`);
-        return store.acquire(key, limit, leaseMs, clock.now());
+        const nowMs = clock.now();
+        try {
+          const d = store.acquire(key, limit, leaseMs, nowMs);
+          return d instanceof Promise ? d.catch((error: unknown) => onFailure(error, key, nowMs)) : d;
+        } catch (error) {
+          return onFailure(error, key, nowMs);
+        }
       });
     },
-    release: (lease) => settle(() => store.release(lease, clock.now())),
+    release(lease) {
+      return settle(() => {
+        const nowMs = clock.now();
+        if (lease.id.startsWith(OPEN_LEASE)) return true;
+        if (lease.id.startsWith(INSURED_LEASE)) {
+          return insurance?.release({ ...lease, id: lease.id.slice(INSURED_LEASE.length) }, nowMs) ?? false;
+        }
+        // A release the store cannot take is dropped: the lease lapses by itself after leaseMs.
+        try {
+          const released = store.release(lease, nowMs);
+          return released instanceof Promise ? released.catch((error: unknown) => dropped(error)) : released;
+        } catch (error) {
+          return dropped(error);
+        }
+      });
+    },
   };
+
+  function onFailure(error: unknown, key: string, nowMs: number): LeaseDecision {
+    if (!isStoreFailure(error)) throw error;
+    return degraded(key, nowMs);
+  }
+}
+
+function dropped(error: unknown): false {
+  if (!isStoreFailure(error)) throw error;
+  return false;
 }

@@ -59,4 +59,11 @@ export interface Store {
   release(lease: Lease, nowMs: number): MaybePromise<boolean>;
   /** Stops background work and releases resources. The store must not be used afterwards. */
   close(): Promise<void>;
+  /**
+   * Resolves once the store can decide (a Redis store: connected, scripts loaded); absent on stores
+   * that always can (memory). Services report not-ready on their health check until then.
+   */
+  ready?(timeoutMs?: number): Promise<void>;
+  /** False until {@link Store.ready} would resolve at once; absent on stores that are always ready. */
+  readonly isReady?: boolean;
 }

@@ -5,8 +5,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { GlideClient, Logger } from '@valkey/valkey-glide';
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
+import { Redis as Valkey } from 'iovalkey';
 import { type RedisServerHandle, startRedis } from '../../../../test/helpers/redis-server.js';
 import type { Decision } from '../../src/core/decision.js';
 import { ALGORITHMS, type AlgorithmName, isBucketAlgorithm, resolvePolicy } from '../../src/core/policy.js';
@@ -52,72 +54,101 @@ const policyArb = (algorithm: AlgorithmName) =>
     start: fc.integer({ min: 0, max: 59_999 }),
   });
 
-describe('differential: memory store vs Redis store', () => {
-  let server: RedisServerHandle;
-  let client: Redis;
-  let redis: RedisStore;
-  let run = 0;
+/** The clients the store is claimed to work with (ioredis's Cluster and node-redis: conformance.test.ts). */
+const CLIENTS = {
+  ioredis: async (port: number) => {
+    const client = new Redis(port, '127.0.0.1');
+    return { client, close: async () => client.disconnect() };
+  },
+  iovalkey: async (port: number) => {
+    const client = new Valkey(port, '127.0.0.1');
+    return { client, close: async () => client.disconnect() };
+  },
+  'valkey-glide': async (port: number) => {
+    Logger.setLoggerConfig('off');
+    const client = await GlideClient.createClient({ addresses: [{ host: '127.0.0.1', port }] });
+    return { client, close: async () => client.close() };
+  },
+};
 
-  before(async () => {
-    server = await startRedis();
-    client = new Redis(server.port, '127.0.0.1');
-    redis = createRedisStore({ client, clock: 'client', timeoutMs: 5000 });
-  });
-  after(async () => {
-    if (client) assert.deepEqual((await keysWithoutTtl(client)).missing, [], 'keys without a TTL');
-    await redis?.close();
-    client?.disconnect();
-    await server?.stop();
-  });
+for (const [name, connect] of Object.entries(CLIENTS)) {
+  describe(`differential: memory store vs Redis store (${name})`, () => {
+    let server: RedisServerHandle;
+    /** An ioredis connection of the test's own, to look at keys whatever the client under test. */
+    let admin: Redis;
+    let closeClient: () => Promise<void>;
+    let redis: RedisStore;
+    let run = 0;
 
-  for (const algorithm of ALGORITHMS) {
-    it(`${algorithm}: identical decisions on random traces`, async () => {
-      await fc.assert(
-        fc.asyncProperty(policyArb(algorithm), fc.array(opArb, { minLength: 1, maxLength: 40 }), async (opts, ops) => {
-          const { start, burst, ...rest } = opts;
-          const policy = resolvePolicy({ algorithm, ...rest, ...(burst === undefined ? {} : { burst }) });
-          // A second policy of the same algorithm for multi-limit checks.
-          const other = resolvePolicy({ algorithm, limit: rest.limit + 2, period: rest.period * 2 });
-          const memory = createMemoryStore({ sweepIntervalMs: 0 });
-          const keys = [0, 1, 2].map((k) => `run${++run}:${k}:{x}`);
-          let now = T0 + start;
-          for (const [step, op] of ops.entries()) {
-            const where = `step ${step} ${JSON.stringify(op)} at +${now - T0 - start}`;
-            if (op.kind === 'advance') {
-              now += Math.floor((op.permille * policy.periodMs) / 1000);
-              continue;
-            }
-            const key = keys[op.key] as string;
-            const mate = keys[(op.key + 1) % 3] as string;
-            if (op.kind === 'reset') {
-              memory.reset(key, policy);
-              await redis.reset(key, policy);
-            } else if (op.kind === 'refund') {
-              memory.refund(key, policy, op.cost, now);
-              await redis.refund(key, policy, op.cost, now);
-            } else if (op.kind === 'many') {
-              const items = [
-                { key, policy, cost: op.cost },
-                { key: mate, policy: other, cost: op.cost },
-                { key, policy: other, cost: 1 },
-              ];
-              same(await redis.checkMany(items, now, true), memory.checkMany(items, now, true), where);
-            } else {
-              const commit = op.kind === 'check';
-              same(
-                await redis.check(key, policy, op.cost, now, commit),
-                memory.check(key, policy, op.cost, now, commit),
-                where,
-              );
-            }
-          }
-          await memory.close();
-        }),
-        { numRuns: NUM_RUNS },
-      );
+    before(async () => {
+      server = await startRedis();
+      admin = new Redis(server.port, '127.0.0.1');
+      const { client, close } = await connect(server.port);
+      closeClient = close;
+      redis = createRedisStore({ client, clock: 'client', timeoutMs: 5000 });
+      await redis.ready();
     });
-  }
-});
+    after(async () => {
+      if (admin) assert.deepEqual((await keysWithoutTtl(admin)).missing, [], 'keys without a TTL');
+      await redis?.close();
+      await closeClient?.();
+      admin?.disconnect();
+      await server?.stop();
+    });
+
+    for (const algorithm of ALGORITHMS) {
+      it(`${algorithm}: identical decisions on random traces`, async () => {
+        await fc.assert(
+          fc.asyncProperty(
+            policyArb(algorithm),
+            fc.array(opArb, { minLength: 1, maxLength: 40 }),
+            async (opts, ops) => {
+              const { start, burst, ...rest } = opts;
+              const policy = resolvePolicy({ algorithm, ...rest, ...(burst === undefined ? {} : { burst }) });
+              // A second policy of the same algorithm for multi-limit checks.
+              const other = resolvePolicy({ algorithm, limit: rest.limit + 2, period: rest.period * 2 });
+              const memory = createMemoryStore({ sweepIntervalMs: 0 });
+              const keys = [0, 1, 2].map((k) => `run${++run}:${k}:{x}`);
+              let now = T0 + start;
+              for (const [step, op] of ops.entries()) {
+                const where = `step ${step} ${JSON.stringify(op)} at +${now - T0 - start}`;
+                if (op.kind === 'advance') {
+                  now += Math.floor((op.permille * policy.periodMs) / 1000);
+                  continue;
+                }
+                const key = keys[op.key] as string;
+                const mate = keys[(op.key + 1) % 3] as string;
+                if (op.kind === 'reset') {
+                  memory.reset(key, policy);
+                  await redis.reset(key, policy);
+                } else if (op.kind === 'refund') {
+                  memory.refund(key, policy, op.cost, now);
+                  await redis.refund(key, policy, op.cost, now);
+                } else if (op.kind === 'many') {
+                  const items = [
+                    { key, policy, cost: op.cost },
+                    { key: mate, policy: other, cost: op.cost },
+                    { key, policy: other, cost: 1 },
+                  ];
+                  same(await redis.checkMany(items, now, true), memory.checkMany(items, now, true), where);
+                } else {
+                  const commit = op.kind === 'check';
+                  same(
+                    await redis.check(key, policy, op.cost, now, commit),
+                    memory.check(key, policy, op.cost, now, commit),
+                    where,
+                  );
+                }
+              }
+              await memory.close();
+            },
+          ),
+          { numRuns: NUM_RUNS },
+        );
+      });
+    }
+  });
+}
 
 function same(got: Decision | Decision[], want: Decision | Decision[], where: string): void {
   assert.deepEqual(got, want, where);

@@ -180,7 +180,13 @@ describe('faults: a server that accepts and never answers', () => {
       const client = new Redis(port, '127.0.0.1', { enableReadyCheck: readyCheck, maxRetriesPerRequest: 0 });
       client.on('error', () => {});
       const errors: string[] = [];
-      const store = createRedisStore({ client, timeoutMs: TIMEOUT_MS, onError: (e) => errors.push(e.code) });
+      // Never ready: commands wait for the first connection no longer than connectTimeoutMs.
+      const store = createRedisStore({
+        client,
+        timeoutMs: TIMEOUT_MS,
+        connectTimeoutMs: TIMEOUT_MS,
+        onError: (e) => errors.push(e.code),
+      });
       const open = createLimiter({ limit: 10, period: '1s', store, fail: 'open' });
       const closed = createLimiter({ limit: 10, period: '1s', store, fail: 'closed' });
       await sleep(50); // connected (the socket is accepted), never answered
@@ -191,6 +197,8 @@ describe('faults: a server that accepts and never answers', () => {
       assert.deepEqual([a.allowed, a.degraded], [true, true]);
       assert.deepEqual([b.allowed, b.reason], [false, 'store-unavailable']);
       assert.ok(errors.includes('ERR_SLUICE_STORE_TIMEOUT'));
+      assert.equal(store.isReady, false);
+      await assert.rejects(store.ready(10), { code: 'ERR_SLUICE_STORE_TIMEOUT' });
       await assert.rejects(store.check('k', open.limits[0]?.policy as never, 1, Date.now(), true), {
         code: 'ERR_SLUICE_STORE_TIMEOUT',
       });

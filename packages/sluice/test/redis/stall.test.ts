@@ -6,9 +6,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { useRedis } from '../../../../test/helpers/redis-client.js';
 import { createLimiter } from '../../src/limiter/create-limiter.js';
 import { createRedisStore } from '../../src/stores/redis/index.js';
-import { useRedis } from '../../../../test/helpers/redis-client.js';
 
 function busyWait(ms: number): void {
   const until = performance.now() + ms;
@@ -24,6 +24,7 @@ describe('a stalled event loop with checks in flight', () => {
     it(`64 checks, 200 ms busy-wait: zero timeouts, zero degraded (batch: ${batch})`, async () => {
       // The default command timeout (50 ms): the stall is four times longer.
       const store = createRedisStore({ client: redis.client, batch, prefix: `stall${batch}:` });
+      await store.ready();
       const single = createLimiter({ algorithm: 'token-bucket', limit: 1000, period: '1m', store, fail: 'closed' });
       const multi = createLimiter({
         store,

@@ -7,6 +7,10 @@ import type { Decision } from '../../core/decision.js';
  */
 export class BlockList {
   private readonly until = new Map<string, number>();
+  /** Estimated bytes of the blocks held (counted in the memory store's maxBytes). */
+  bytes = 0;
+  /** Blocks dropped, oldest first, because maxEntries were held. */
+  evictions = 0;
 
   constructor(private readonly maxEntries: number) {}
 
@@ -26,21 +30,31 @@ export class BlockList {
 
   block(policyId: string, key: string, untilMs: number): void {
     const id = blockKey(policyId, key);
-    this.until.delete(id);
+    this.remove(id);
     this.until.set(id, untilMs);
+    this.bytes += entryBytes(id);
     if (this.until.size > this.maxEntries) {
       const oldest = this.until.keys().next().value;
-      if (oldest !== undefined) this.until.delete(oldest);
+      if (oldest !== undefined) {
+        this.remove(oldest);
+        this.evictions++;
+      }
     }
   }
 
   unblock(policyId: string, key: string): void {
-    this.until.delete(blockKey(policyId, key));
+    this.remove(blockKey(policyId, key));
   }
 
   prune(nowMs: number): void {
-    for (const [id, until] of this.until) if (until <= nowMs) this.until.delete(id);
+    for (const [id, until] of this.until) if (until <= nowMs) this.remove(id);
+  }
+
+  private remove(id: string): void {
+    if (this.until.delete(id)) this.bytes -= entryBytes(id);
   }
 }
 
 const blockKey = (policyId: string, key: string) => `${policyId}\n${key}`;
+/** A Map entry, its string key and its number. */
+const entryBytes = (id: string) => 80 + id.length;

@@ -1,11 +1,22 @@
 import { SLOT_WIDTH } from '../../algorithms/index.js';
 import type { SlidingLogState } from '../../algorithms/sliding-log.js';
 
+/** Which list a slot is on: keys that may be forgotten first, and keys at their limit or blocked. */
+const NORMAL = 0;
+const PROTECTED = 1;
+/** How many of the least recently used keys an eviction looks at (Redis samples 5 too). */
+const SAMPLES = 5;
+
 /**
- * Fixed-width records for up to `maxKeys` keys in flat typed arrays, linked in least-recently-used
- * order. One key costs its string, a Map entry and 64 bytes here (four numbers, two links, three
- * references) — no object per key, no timer per key. Slots are found through the caller's Map
- * (key → slot); the slab only owns the records.
+ * Fixed-width records for up to `maxKeys` keys in flat typed arrays — no object per key, no timer per
+ * key. One key costs its string, a Map entry and 64 bytes here (four numbers, two links, three
+ * references). Slots are found through the caller's Map (key → slot); the slab owns the records.
+ *
+ * When the store is full, a key is forgotten in the order that forgets least (the SPEC's eviction
+ * order): a key whose state already equals a fresh one first, then the one with the least of its quota
+ * used among the SAMPLES least recently used — O(1), sampled as Redis does. Keys at their limit or
+ * blocked live on a second list and are forgotten only when no other key is left: forgetting them would
+ * hand their owner a full quota again (a flood of throw-away keys must not reset `login:alice`).
  */
 export class LruSlab {
   /** Numeric state, SLOT_WIDTH numbers per slot. */
@@ -17,21 +28,33 @@ export class LruSlab {
   /** Owner of each slot, so an evicted slot can be removed from its table. */
   readonly keys: (string | undefined)[] = [];
   readonly tables: (Map<string, number> | undefined)[] = [];
-
+  /** Bytes each slot accounts for (its key and, for a sliding log, its entries). */
+  private bytesOf: Float64Array;
+  private list: Uint8Array;
   private newer: Int32Array;
   private older: Int32Array;
-  /** Most and least recently used slots; -1 when empty. */
-  private newest = -1;
-  private oldest = -1;
+  /** Most and least recently used slot of each list; -1 when empty. */
+  private readonly newest = [-1, -1];
+  private readonly oldest = [-1, -1];
   private freeSlots: number[] = [];
   private used = 0;
   private capacity: number;
+  /** Bytes of every live slot. */
+  bytes = 0;
   evictions = 0;
+  /** Evictions of keys at their limit or blocked (only when nothing else was left to forget). */
+  evictedAtLimit = 0;
 
-  constructor(readonly maxKeys: number) {
+  /** `onEmptied(table)`: a table lost its last key (the store drops the policy it belongs to). */
+  constructor(
+    readonly maxKeys: number,
+    private readonly onEmptied: (table: Map<string, number>) => void = () => {},
+  ) {
     this.capacity = Math.min(maxKeys, 1024);
     this.state = new Float64Array(this.capacity * SLOT_WIDTH);
     this.expiresAt = new Float64Array(this.capacity);
+    this.bytesOf = new Float64Array(this.capacity);
+    this.list = new Uint8Array(this.capacity);
     this.newer = new Int32Array(this.capacity);
     this.older = new Int32Array(this.capacity);
   }
@@ -41,8 +64,11 @@ export class LruSlab {
     return this.used - this.freeSlots.length;
   }
 
-  /** Takes a zeroed slot for `key` in `table`, evicting the least recently used key when full. */
-  allocate(key: string, table: Map<string, number>): number {
+  /**
+   * Takes a zeroed slot for `key` in `table`. When all `maxKeys` are taken, one key is forgotten first
+   * (see the class): `usedShare(slot)` says how much of its quota a key has used now, 0 to 1.
+   */
+  allocate(key: string, table: Map<string, number>, usedShare: (slot: number) => number): number {
     let slot: number;
     if (this.freeSlots.length > 0) slot = this.freeSlots.pop() as number;
     else if (this.used < this.capacity) slot = this.used++;
@@ -50,24 +76,41 @@ export class LruSlab {
       this.grow();
       slot = this.used++;
     } else {
-      slot = this.oldest;
-      this.evictions++;
-      this.unlink(slot);
-      this.tables[slot]?.delete(this.keys[slot] as string);
+      this.evict(this.victim(usedShare, -1));
+      slot = this.freeSlots.pop() as number;
     }
     this.clear(slot);
     this.keys[slot] = key;
     this.tables[slot] = table;
     table.set(key, slot);
+    this.list[slot] = NORMAL;
     this.linkNewest(slot);
+    this.setBytes(slot, keyBytes(key));
     return slot;
   }
 
-  /** Marks a slot as just used. */
-  touch(slot: number): void {
-    if (slot === this.newest) return;
+  /** Forgets one key other than `keep`, in the eviction order (to get back under the byte bound). */
+  evictOne(usedShare: (slot: number) => number, keep: number): void {
+    const victim = this.victim(usedShare, keep);
+    if (victim !== -1) this.evict(victim);
+  }
+
+  /**
+   * Marks a slot as just used, on the list its decision puts it: `atLimit` when nothing remains or it is
+   * blocked (forgotten last), else with the keys that may be forgotten.
+   */
+  touch(slot: number, atLimit: boolean): void {
+    const list = atLimit ? PROTECTED : NORMAL;
+    if (slot === this.newest[list] && this.list[slot] === list) return;
     this.unlink(slot);
+    this.list[slot] = list;
     this.linkNewest(slot);
+  }
+
+  /** Sets the bytes a slot accounts for beyond its fixed record (a sliding log that grew or shrank). */
+  setBytes(slot: number, bytes: number): void {
+    this.bytes += bytes - (this.bytesOf[slot] as number);
+    this.bytesOf[slot] = bytes;
   }
 
   /** Zeroes a slot's state (it reads as a key never seen). */
@@ -81,59 +124,116 @@ export class LruSlab {
   /** Removes a slot and its key. */
   free(slot: number): void {
     this.unlink(slot);
-    this.tables[slot]?.delete(this.keys[slot] as string);
+    const table = this.tables[slot];
+    if (table !== undefined) {
+      table.delete(this.keys[slot] as string);
+      if (table.size === 0) this.onEmptied(table);
+    }
     this.keys[slot] = undefined;
     this.tables[slot] = undefined;
+    this.setBytes(slot, 0);
     this.clear(slot);
     this.freeSlots.push(slot);
   }
 
+  /** The table a slot's key lives in (so the caller can drop a policy whose table emptied). */
+  tableOf(slot: number): Map<string, number> | undefined {
+    return this.tables[slot];
+  }
+
   /**
-   * Frees expired slots, starting from the least recently used, looking at no more than `budget`
-   * slots so a sweep never stalls the event loop. Returns how many it freed.
+   * Frees expired slots, starting from the least recently used of each list, looking at no more than
+   * `budget` slots so a sweep never stalls the event loop. Returns how many it freed.
    */
   sweep(nowMs: number, budget: number): number {
     let freed = 0;
-    let slot = this.oldest;
-    for (let seen = 0; slot !== -1 && seen < budget; seen++) {
-      const next = this.newer[slot] as number;
-      if ((this.expiresAt[slot] as number) <= nowMs) {
-        this.free(slot);
-        freed++;
+    let seen = 0;
+    for (const list of [NORMAL, PROTECTED]) {
+      let slot = this.oldest[list] as number;
+      for (; slot !== -1 && seen < budget; seen++) {
+        const next = this.newer[slot] as number;
+        if ((this.expiresAt[slot] as number) <= nowMs) {
+          this.free(slot);
+          freed++;
+        }
+        slot = next;
       }
-      slot = next;
     }
     return freed;
   }
 
+  /**
+   * The slot to forget (never `keep`): among the oldest few of the normal list, the least used; from
+   * the protected list only when the normal one has nothing else. -1 when there is nothing to forget.
+   */
+  private victim(usedShare: (slot: number) => number, keep: number): number {
+    const normal = this.oldest[NORMAL] as number;
+    const onlyKeep = normal === keep && this.newer[normal] === -1;
+    const list = normal !== -1 && !onlyKeep ? NORMAL : PROTECTED;
+    let best = -1;
+    let bestShare = Number.POSITIVE_INFINITY;
+    let slot = this.oldest[list] as number;
+    for (let n = 0; n < SAMPLES && slot !== -1; slot = this.newer[slot] as number) {
+      if (slot === keep) continue;
+      n++;
+      const share = usedShare(slot);
+      if (share < bestShare) {
+        best = slot;
+        bestShare = share;
+        if (share <= 0) break; // as good as fresh: nothing is forgotten by dropping it
+      }
+    }
+    return best;
+  }
+
+  private evict(slot: number): void {
+    this.evictions++;
+    if (this.list[slot] === PROTECTED) this.evictedAtLimit++;
+    this.free(slot);
+  }
+
   private grow(): void {
     const capacity = Math.min(this.maxKeys, this.capacity * 2);
-    const grown = <T extends Float64Array | Int32Array>(from: T, make: (n: number) => T, width = 1): T => {
+    const grown = <T extends Float64Array | Int32Array | Uint8Array>(from: T, make: (n: number) => T, width = 1): T => {
       const to = make(capacity * width);
       to.set(from);
       return to;
     };
     this.state = grown(this.state, (n) => new Float64Array(n), SLOT_WIDTH);
     this.expiresAt = grown(this.expiresAt, (n) => new Float64Array(n));
+    this.bytesOf = grown(this.bytesOf, (n) => new Float64Array(n));
+    this.list = grown(this.list, (n) => new Uint8Array(n));
     this.newer = grown(this.newer, (n) => new Int32Array(n));
     this.older = grown(this.older, (n) => new Int32Array(n));
     this.capacity = capacity;
   }
 
   private linkNewest(slot: number): void {
-    this.older[slot] = this.newest;
+    const list = this.list[slot] as number;
+    const newest = this.newest[list] as number;
+    this.older[slot] = newest;
     this.newer[slot] = -1;
-    if (this.newest !== -1) this.newer[this.newest] = slot;
-    this.newest = slot;
-    if (this.oldest === -1) this.oldest = slot;
+    if (newest !== -1) this.newer[newest] = slot;
+    this.newest[list] = slot;
+    if (this.oldest[list] === -1) this.oldest[list] = slot;
   }
 
   private unlink(slot: number): void {
+    const list = this.list[slot] as number;
     const newer = this.newer[slot] as number;
     const older = this.older[slot] as number;
     if (newer !== -1) this.older[newer] = older;
-    else this.newest = older;
+    else this.newest[list] = older;
     if (older !== -1) this.newer[older] = newer;
-    else this.oldest = newer;
+    else this.oldest[list] = newer;
   }
+}
+
+/**
+ * What a key costs in memory beyond nothing: its 64-byte record here, its Map entry (~40 bytes) and its
+ * string (one byte per character for the usual ASCII keys, plus a header) — about 101 bytes for an
+ * 11-character key, as measured in docs/limiter.md.
+ */
+export function keyBytes(key: string): number {
+  return 90 + key.length;
 }

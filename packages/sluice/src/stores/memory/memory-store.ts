@@ -7,12 +7,21 @@ import type { ResolvedPolicy } from '../../core/policy.js';
 import type { Lease, LeaseDecision, Store, StoreItem } from '../store.js';
 import { BlockList } from './block-list.js';
 import { LeaseTable } from './lease-table.js';
-import { LruSlab } from './lru-slab.js';
+import { keyBytes, LruSlab } from './lru-slab.js';
 
 /** Options of the memory store. */
 export interface MemoryStoreOptions {
-  /** Most keys kept at once; past it the least recently used key is forgotten. @default 1_000_000 */
+  /**
+   * Most keys kept at once; past it one is forgotten, in the order that forgets least: a key whose
+   * state equals a fresh one, then the least used of a few least recently used, and a key at its limit
+   * or blocked only when nothing else is left. @default 1_000_000
+   */
   maxKeys?: number;
+  /**
+   * Most bytes the store's state may take (keys, sliding logs, each policy's table, blocks), estimated
+   * per key as measured in docs/limiter.md; past it keys are forgotten in the same order. @default 128 MiB
+   */
+  maxBytes?: number;
   /** How often an unref'd timer frees expired keys, in ms; 0 turns the sweep off. @default 10_000 */
   sweepIntervalMs?: number;
 }
@@ -20,7 +29,13 @@ export interface MemoryStoreOptions {
 /** Counters of what the memory store did, for metrics and tests. */
 export interface MemoryStoreStats {
   keys: number;
+  /** Estimated bytes of state held now (see `maxBytes`). */
+  bytes: number;
+  /** Keys (and blocks) forgotten to stay within maxKeys/maxBytes: each one started afresh. */
   evictions: number;
+  /** Of those, keys forgotten while at their limit or blocked (only when nothing else was left). */
+  evictedAtLimit: number;
+  /** Expired keys freed by the sweep. */
   swept: number;
 }
 
@@ -45,13 +60,19 @@ type NumericName = keyof typeof NUMERIC_ALGORITHMS;
 /** What the store keeps per policy. */
 interface PolicyContext {
   readonly table: Map<string, number>;
+  readonly policy: ResolvedPolicy;
   /** The numeric algorithm (unused for sliding-log, whose state is a log). */
   readonly algorithm: Algorithm;
 }
 
+/** A policy's table and its entry in the map of policies (counted in maxBytes: /v1/check makes policies). */
+const policyBytes = (id: string) => 300 + id.length;
+/** A sliding log's entries: 8 bytes per number, two numbers per admitted request, plus the array. */
+const logBytes = (log: SlidingLogState) => 32 + 8 * log.entries.length;
+
 /**
- * Creates the in-process store: bounded (LRU past `maxKeys`), lazily expired, with one unref'd sweep
- * timer for the whole store and none per key. It answers synchronously, and since JavaScript runs one
+ * Creates the in-process store: bounded in keys and bytes (forgetting least first past either bound),
+ * lazily expired, with one unref'd sweep timer for the whole store and none per key. It answers synchronously, and since JavaScript runs one
  * check at a time, every check — and every `checkMany` — is atomic.
  *
  * A store belongs to one process (or one worker thread); to share limits across processes use Redis.
@@ -64,6 +85,12 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
       option: 'maxKeys',
     });
   }
+  const maxBytes = options.maxBytes ?? 128 * 1024 * 1024;
+  if (!Number.isInteger(maxBytes) || maxBytes < 64 * 1024) {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `maxBytes: ${String(maxBytes)} is not a whole number ≥ 65536`, {
+      option: 'maxBytes',
+    });
+  }
   const sweepIntervalMs = options.sweepIntervalMs ?? 10_000;
   if (!Number.isInteger(sweepIntervalMs) || sweepIntervalMs < 0) {
     throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'sweepIntervalMs: must be a whole number of ms ≥ 0', {
@@ -71,12 +98,21 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     });
   }
 
-  const slab = new LruSlab(maxKeys);
   /**
    * policy.id → the policy's algorithm and its key → slot table. A table per policy keeps lookups to
-   * the user's key with no string joining, and one lookup here finds both.
+   * the user's key with no string joining, and one lookup here finds both. A policy is added when its
+   * first key is stored and dropped with its last, so policies count toward maxBytes like keys.
    */
   const contexts = new Map<string, PolicyContext>();
+  const contextByTable = new Map<Map<string, number>, PolicyContext>();
+  let contextBytes = 0;
+  const slab = new LruSlab(maxKeys, (table) => {
+    const context = contextByTable.get(table);
+    if (context === undefined) return;
+    contextByTable.delete(table);
+    contexts.delete(context.policy.id);
+    contextBytes -= policyBytes(context.policy.id);
+  });
   const blocks = new BlockList(maxKeys);
   const leases = new LeaseTable(maxKeys);
   /** State of a key not stored yet: checked here first, copied into a slot only if it consumed. */
@@ -98,19 +134,46 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
   function contextOf(policy: ResolvedPolicy): PolicyContext {
     let context = contexts.get(policy.id);
     if (context === undefined) {
-      context = { table: new Map(), algorithm: NUMERIC_ALGORITHMS[policy.algorithm as NumericName] };
+      context = { table: new Map(), policy, algorithm: NUMERIC_ALGORITHMS[policy.algorithm as NumericName] };
       contexts.set(policy.id, context);
+      contextByTable.set(context.table, context);
+      contextBytes += policyBytes(policy.id);
     }
     return context;
   }
 
-  /** The live slot of `key` in `table`, or -1. An expired slot is zeroed on the way (lazy expiry). */
-  function find(table: Map<string, number>, key: string, nowMs: number): number {
-    const slot = table.get(key);
+  /** The live slot of `key` under `policy`, or -1. An expired slot is zeroed on the way (lazy expiry). */
+  function find(policy: ResolvedPolicy, key: string, nowMs: number): number {
+    const slot = contexts.get(policy.id)?.table.get(key);
     if (slot === undefined) return -1;
     if ((slab.expiresAt[slot] as number) <= nowMs) slab.clear(slot);
-    slab.touch(slot);
     return slot;
+  }
+
+  /** How much of its quota a stored key has used now, 0 (as good as fresh) to 1: the eviction order. */
+  function usedShare(slot: number): number {
+    if ((slab.expiresAt[slot] as number) <= latestNow) return 0;
+    const context = contextByTable.get(slab.tableOf(slot) as Map<string, number>);
+    if (context === undefined) return 0;
+    const p = context.policy;
+    if (p.capacity === 0) return 1;
+    const d =
+      p.algorithm === 'sliding-log'
+        ? slidingLog.check(slab.logs[slot] ?? new SlidingLogState(), 0, latestNow, p, 0, false)
+        : context.algorithm.check(slab.state, slot * SLOT_WIDTH, latestNow, p, 0, false);
+    return 1 - d.remaining / p.capacity;
+  }
+
+  /** A new slot for `key`, within maxKeys and maxBytes (forgetting others in the eviction order). */
+  function store(key: string, p: ResolvedPolicy): number {
+    const slot = slab.allocate(key, contextOf(p).table, usedShare);
+    fitBytes(slot);
+    return slot;
+  }
+
+  /** Forgets keys, least first, until the state fits in maxBytes again; never `keep`. */
+  function fitBytes(keep: number): void {
+    while (slab.bytes + contextBytes + blocks.bytes > maxBytes && slab.size > 1) slab.evictOne(usedShare, keep);
   }
 
   function decide(key: string, p: ResolvedPolicy, cost: number, nowMs: number, commit: boolean): Decision {
@@ -129,12 +192,13 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
   }
 
   function decideNumeric(key: string, p: ResolvedPolicy, cost: number, nowMs: number, commit: boolean): Decision {
-    const { table, algorithm } = contextOf(p);
-    const slot = find(table, key, nowMs);
+    const slot = find(p, key, nowMs);
+    const algorithm = NUMERIC_ALGORITHMS[p.algorithm as NumericName];
     if (slot !== -1) {
       const decision = algorithm.check(slab.state, slot * SLOT_WIDTH, nowMs, p, cost, commit);
       if (decision.allowed && commit && cost > 0)
         slab.expiresAt[slot] = algorithm.expiresAt(slab.state, slot * SLOT_WIDTH, p);
+      slab.touch(slot, decision.remaining === 0);
       return decision;
     }
     // A key with no state: decide on zeros and store only what an admitted request wrote, so rejected
@@ -142,35 +206,41 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     scratch.fill(0);
     const decision = algorithm.check(scratch, 0, nowMs, p, cost, commit);
     if (decision.allowed && commit && cost > 0) {
-      const fresh = slab.allocate(key, table);
+      const fresh = store(key, p);
       slab.state.set(scratch, fresh * SLOT_WIDTH);
       slab.expiresAt[fresh] = algorithm.expiresAt(scratch, 0, p);
+      slab.touch(fresh, decision.remaining === 0);
     }
     return decision;
   }
 
   function decideLog(key: string, p: ResolvedPolicy, cost: number, nowMs: number, commit: boolean): Decision {
-    const { table } = contextOf(p);
-    const slot = find(table, key, nowMs);
+    const slot = find(p, key, nowMs);
     const log = (slot === -1 ? undefined : slab.logs[slot]) ?? new SlidingLogState();
     const decision = slidingLog.check(log, 0, nowMs, p, cost, commit);
     if (decision.allowed && commit && cost > 0) {
-      const target = slot === -1 ? slab.allocate(key, table) : slot;
+      const target = slot === -1 ? store(key, p) : slot;
       slab.logs[target] = log;
       slab.expiresAt[target] = slidingLog.expiresAt(log, 0, p);
+      slab.setBytes(target, keyBytes(key) + logBytes(log));
+      fitBytes(target);
+      slab.touch(target, decision.remaining === 0);
+    } else if (slot !== -1) {
+      slab.touch(slot, decision.remaining === 0);
     }
     return decision;
   }
 
   function refund(key: string, p: ResolvedPolicy, cost: number, nowMs: number): void {
-    const { table, algorithm } = contextOf(p);
-    const slot = find(table, key, nowMs);
+    const slot = find(p, key, nowMs);
     if (slot === -1) return;
-    if (p.algorithm !== 'sliding-log') algorithm.refund(slab.state, slot * SLOT_WIDTH, nowMs, p, cost);
+    if (p.algorithm !== 'sliding-log')
+      NUMERIC_ALGORITHMS[p.algorithm as NumericName].refund(slab.state, slot * SLOT_WIDTH, nowMs, p, cost);
     else {
       const log = slab.logs[slot];
       if (log) slidingLog.refund(log, 0, nowMs, p, cost);
     }
+    slab.touch(slot, false);
   }
 
   return {
@@ -224,7 +294,13 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
       return leases.release(lease, nowMs);
     },
 
-    stats: () => ({ keys: slab.size, evictions: slab.evictions, swept }),
+    stats: () => ({
+      keys: slab.size,
+      bytes: slab.bytes + contextBytes + blocks.bytes,
+      evictions: slab.evictions + blocks.evictions,
+      evictedAtLimit: slab.evictedAtLimit + blocks.evictions,
+      swept,
+    }),
 
     sweep(nowMs = latestNow) {
       const freed = slab.sweep(nowMs, Number.POSITIVE_INFINITY);

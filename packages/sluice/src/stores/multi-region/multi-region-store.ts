@@ -69,10 +69,11 @@ const asResolved = (p: ResolvedPolicy | PolicyOptions): ResolvedPolicy =>
 export function createMultiRegionStore(options: MultiRegionStoreOptions): MultiRegionStore {
   const o = resolveMultiRegionOptions(options);
   const onError = o.onError;
-  const local = new Runner(o.local, o.timeoutMs, onError);
+  // No scripts to preload (they load on first use); commands wait up to 5 s for a first connection.
+  const local = new Runner(o.local, o.timeoutMs, onError, [], 5000);
   const peers = o.peers.map((p) => ({
     region: p.region,
-    runner: new Runner(p.transport, o.peerTimeoutMs, undefined),
+    runner: new Runner(p.transport, o.peerTimeoutMs, undefined, [], 5000),
     cluster: p.transport.cluster,
   }));
   const reportSync =

@@ -9,15 +9,20 @@
  *        NOW, SERVER, GRACE, and sub, find, sformat, floor, ceil, max, min, call
  *   out: ok (1/0), remaining, reset, retry (-1 = never), reason (0, 1 = cost-exceeds-capacity),
  *        delay (-1 = none); they start as 0, 0, 0, 0, 0, -1.
- * It writes the key only when the request is allowed, `commit` is set and cost > 0.
+ * It writes the key only when the request is allowed, `commit` is set and cost > 0, through `W` (see
+ * the PRELUDE in lua.ts): when Redis refuses the write, the snippet sets reason 3 and ends, and the
+ * item is left undecided for the caller's failure policy.
  */
 
 /** Lua text formatting a number exactly (integers print as integers, up to 2^53). */
 export const fmt = (expr: string) => `sformat('%.17g', ${expr})`;
 
+/** Lua text running a write that must succeed for the decision to stand (else: reason 3, end). */
+const must = (args: string) => `if not W(${args}) then reason = 3 break end`;
+
 /** Lua text writing `value` with a TTL of `ttl` ms plus the grace; a state already fresh is deleted. */
 export const put = (key: string, value: string, ttl: string) =>
-  `do local ttl = (${ttl}) + GRACE if ttl > 0 then call('SET', ${key}, ${value}, 'PX', ${fmt('ttl')}) else call('DEL', ${key}) end end`;
+  `do local ttl = (${ttl}) + GRACE if ttl > 0 then ${must(`'SET', ${key}, ${value}, 'PX', ${fmt('ttl')}`)} else W('DEL', ${key}) end end`;
 
 // State: with the client clock "window:count". With the server clock just the count, as an integer
 // (Redis shares small integers, so the value costs nothing), and the window is the key's expiry:
@@ -50,8 +55,8 @@ local taken = 0
 if commit then taken = cost end
 if taken > 0 then
   if SERVER then
-    if v then call('INCRBY', key, taken) else call('SET', key, taken) end
-    call('PEXPIREAT', key, ${fmt('(window + 1) * period - 1')})
+    if v then ${must("'INCRBY', key, taken")} else ${must("'SET', key, taken")} end
+    ${must(`'PEXPIREAT', key, ${fmt('(window + 1) * period - 1')}`)}
   else
     ${put('key', `${fmt('window')} .. ':' .. ${fmt('count + taken')}`, 'toEnd')}
   end
@@ -160,14 +165,14 @@ else
       end
       ${put('key', "struct.pack('<dd', after, 17) .. live", 'period')}
     else
-      call('SETRANGE', key, 0, struct.pack('<dd', after, idx))
+      ${must("'SETRANGE', key, 0, struct.pack('<dd', after, idx)")}
       if merge then
         local _, u = struct.unpack('<dd', blob, lastPos)
-        call('SETRANGE', key, lastPos + 7, struct.pack('<d', u + taken))
+        ${must("'SETRANGE', key, lastPos + 7, struct.pack('<d', u + taken)")}
       else
-        call('APPEND', key, struct.pack('<dd', NOW, taken))
+        ${must("'APPEND', key, struct.pack('<dd', NOW, taken)")}
       end
-      call('PEXPIRE', key, ${fmt('period + GRACE')})
+      ${must(`'PEXPIRE', key, ${fmt('period + GRACE')}`)}
     end
   end
   remaining = limit - count - taken

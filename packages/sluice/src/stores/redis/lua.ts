@@ -12,7 +12,15 @@
  * its block key (both in the same hash slot).
  *
  * A decision comes back as 6 integers: allowed (1/0), remaining, resetMs, retryAfterMs (-1 = never),
- * reason (0 none, 1 cost-exceeds-capacity, 2 blocked), delayMs (-1 = none).
+ * reason (0 none, 1 cost-exceeds-capacity, 2 blocked, 3 undecided: Redis refused the write it needed),
+ * delayMs (-1 = none). When an item is undecided, the reply ends with the refusal's message.
+ *
+ * Writes that decide go through W (redis.pcall), never redis.call: when Redis refuses writes — maxmemory
+ * reached under noeviction, a read-only replica after a failover — an error raised by call() would fail
+ * the whole script, and every request batched into it would get the failure policy, even a key that is
+ * over its limit. With W, what can be decided by reading still is (a rejection writes nothing), and
+ * only the items that needed a write come back undecided. (Redis checks memory only before a script's
+ * first write, so once one write went through, the rest of the script's writes do too.)
  */
 
 /** Algorithm codes used in ARGV. */
@@ -42,6 +50,17 @@ else
   SERVER = false
 end
 local GRACE = tonumber(ARGV[2])
+local pcall = redis.pcall
+-- The first refused write's message, returned after the decisions.
+local WERR = false
+local function W(...)
+  local r = pcall(...)
+  if type(r) == 'table' and r.err then
+    if not WERR then WERR = r.err end
+    return false
+  end
+  return true
+end
 `;
 
 /** The block check and the block written by a committed rejection (the memory store's decide()). */
@@ -55,7 +74,7 @@ const BLOCKED = `
     end
   end`;
 const BLOCK = `if ok == 0 and commit and blockMs > 0 then
-    call('SET', bkey, sformat('%.17g', NOW + blockMs), 'PX', sformat('%.17g', blockMs + GRACE))
+    W('SET', bkey, sformat('%.17g', NOW + blockMs), 'PX', sformat('%.17g', blockMs + GRACE))
   end`;
 
 /**
@@ -79,11 +98,14 @@ ${BLOCKED}
     repeat
 ${CHECK_SNIPPETS[code]}
     until true
+    if reason == 3 then ok = 0 else
     ${BLOCK}
+    end
   end
   out[n + 1], out[n + 2], out[n + 3], out[n + 4], out[n + 5], out[n + 6] = ok, remaining, reset, retry, reason, delay
   n = n + 6
 end
+if WERR then out[n + 1] = WERR end
 return out
 `;
 }
@@ -125,12 +147,13 @@ local function decide(key, bkey, p, cost, commit)
 ${BLOCKED}
   if blocked then return {ok, remaining, reset, retry, reason, delay} end
   local d = CHECK[p.alg](key, p, cost, commit)
+  if d[5] == 3 then return d end
   ok = d[1]
   ${BLOCK}
   return d
 end
 local function block(bkey, p)
-  call('SET', bkey, fmt(NOW + p.block), 'PX', fmt(p.block + GRACE))
+  W('SET', bkey, fmt(NOW + p.block), 'PX', fmt(p.block + GRACE))
 end
 `;
 
@@ -144,6 +167,7 @@ CHECK[${code}] = function(key, p, cost, commit)
   repeat
 ${snippet}
   until true
+  if reason == 3 then ok = 0 end
   return {ok, remaining, reset, retry, reason, delay}
 end`,
   )
@@ -228,49 +252,61 @@ REFUND[6] = function(key, p, cost)
 end
 `;
 
-// ARGV[3] = commit, ARGV[4] = also return the looks, ARGV[5] = policy count, then policies, then per
-// item: cost, policy index. All or nothing, exactly as the memory store's checkMany: look at every
-// limit first, consume only when all allow, and when one (key, policy) appears twice and the second
-// does not fit, give back what the first ones took. A script runs alone, so this is atomic.
+// Several requests, each with several limits, each decided all or nothing — exactly as the memory
+// store's checkMany: look at every limit first, consume only when all allow, and when one (key, policy)
+// appears twice and the second does not fit, give back what the first ones took. The requests are
+// independent (the same as that many separate calls, in one round trip); a script runs alone, so each is
+// atomic. ARGV[3] = policy count, then policies, then per request: commit (1/0), also return the looks
+// (1/0), item count, then per item: cost, policy index.
 const MANY = `
-local commit, wantLooks = ARGV[3] == '1', ARGV[4] == '1'
-local ps, i = read_policies(5)
-local items, k, nargs = {}, 1, #ARGV
-while i <= nargs do
-  items[#items + 1] = {KEYS[k], KEYS[k + 1], ps[tonumber(ARGV[i + 1])], tonumber(ARGV[i])}
-  i = i + 2
-  k = k + 2
-end
-local looks, ok = {}, true
-for n, it in ipairs(items) do
-  looks[n] = decide(it[1], it[2], it[3], it[4], false)
-  if looks[n][1] == 0 then ok = false end
-end
-local result = looks
-if not ok then
-  if commit then
-    for n, it in ipairs(items) do
-      if looks[n][1] == 0 and it[3].block > 0 then block(it[2], it[3]) end
-    end
+local function many(items, commit)
+  local looks, ok = {}, true
+  for n, it in ipairs(items) do
+    looks[n] = decide(it[1], it[2], it[3], it[4], false)
+    if looks[n][1] == 0 then ok = false end
   end
-elseif commit then
+  if not ok then
+    if commit then
+      for n, it in ipairs(items) do
+        if looks[n][1] == 0 and it[3].block > 0 then block(it[2], it[3]) end
+      end
+    end
+    return looks, looks
+  end
+  if not commit then return looks, looks end
   local taken = {}
   for n, it in ipairs(items) do
     local d = decide(it[1], it[2], it[3], it[4], true)
     taken[n] = d
     if d[1] == 0 then
       for m = 1, n - 1 do REFUND[items[m][3].alg](items[m][1], items[m][3], items[m][4]) end
-      for m = n + 1, #items do taken[m] = looks[m] end
+      -- A refused write leaves the whole request undecided; otherwise the rest keep their looks.
+      for m = 1, #items do
+        if d[5] == 3 then taken[m] = d elseif m > n then taken[m] = looks[m] end
+      end
       break
     end
   end
-  result = taken
+  return taken, looks
 end
-local out = {}
-for _, d in ipairs(result) do for j = 1, 6 do out[#out + 1] = d[j] end end
-if wantLooks then
-  for _, d in ipairs(looks) do for j = 1, 6 do out[#out + 1] = d[j] end end
+local ps, i = read_policies(3)
+local out, k, nargs = {}, 1, #ARGV
+while i <= nargs do
+  local commit, wantLooks, count = ARGV[i] == '1', ARGV[i + 1] == '1', tonumber(ARGV[i + 2])
+  i = i + 3
+  local items = {}
+  for n = 1, count do
+    items[n] = {KEYS[k], KEYS[k + 1], ps[tonumber(ARGV[i + 1])], tonumber(ARGV[i])}
+    i = i + 2
+    k = k + 2
+  end
+  local result, looks = many(items, commit)
+  for _, d in ipairs(result) do for j = 1, 6 do out[#out + 1] = d[j] end end
+  if wantLooks then
+    for _, d in ipairs(looks) do for j = 1, 6 do out[#out + 1] = d[j] end end
+  end
 end
+if WERR then out[#out + 1] = WERR end
 return out
 `;
 

@@ -2,12 +2,21 @@ import type { Decision } from '../../core/decision.js';
 import { SluiceError } from '../../core/errors.js';
 import type { ResolvedPolicy } from '../../core/policy.js';
 import type { Lease, LeaseDecision, Store, StoreItem } from '../store.js';
+import { Batcher, type Job } from './batcher.js';
 import { createTransport, type RedisClientLike } from './client.js';
 import { blockKey, keyIdOf, leaseKey, slotOf, stateKey, tagOf, validatePrefix } from './keys.js';
 import { LocalCache } from './local-cache.js';
 import { Runner } from './runner.js';
 import { type ScriptItem, scriptArgs } from './script-args.js';
-import { ACQUIRE_SCRIPT, CHECK_SCRIPTS, MANY_SCRIPT, REFUND_SCRIPT, RELEASE_SCRIPT } from './scripts.js';
+import {
+  ACQUIRE_SCRIPT,
+  ALL_SCRIPTS,
+  CHECK_SCRIPTS,
+  MANY_SCRIPT,
+  REFUND_SCRIPT,
+  RELEASE_SCRIPT,
+  type Script,
+} from './scripts.js';
 
 /** Options of {@link createRedisStore}. */
 export interface RedisStoreOptions {
@@ -24,6 +33,13 @@ export interface RedisStoreOptions {
   /** Longest wait for Redis, in ms; past it the call fails with ERR_SLUICE_STORE_TIMEOUT. @default 50 */
   timeoutMs?: number;
   /**
+   * How long, from the store's creation, commands wait for the client's first connection (and the
+   * scripts' loading) instead of failing: the first requests of a process that starts under load are
+   * decided by Redis, exactly, not by the failure policy. 0 = never wait. A client that was connected
+   * and lost its connection still fails fast. @default 5000
+   */
+  connectTimeoutMs?: number;
+  /**
    * Called with store failures (timeouts, Redis errors, a lost connection — reported once per outage,
    * not once per call while the client is known to be down), e.g. to log or count them.
    */
@@ -34,8 +50,10 @@ export interface RedisStoreOptions {
    */
   localCache?: boolean | { maxKeys?: number };
   /**
-   * Send the single-limit checks that arrive in the same event-loop turn as one script call (independent
-   * decisions, in arrival order): fewer commands for Redis and for the client to encode. @default true
+   * Send the checks that arrive in the same event-loop turn as one script call per algorithm (and the multi-limit
+   * checks as one more): independent decisions, in arrival order, with fewer commands for Redis and for
+   * the client to encode — and under a burst one reply instead of hundreds queued behind each other,
+   * which would each risk the timeout. @default true
    */
   batch?: boolean;
 }
@@ -54,6 +72,11 @@ export interface RedisStoreStats {
   timeouts: number;
   /** Scripts sent again in full after Redis forgot them. */
   scriptLoads: number;
+  /**
+   * Requests Redis could not decide because it refused the write they needed (maxmemory reached with
+   * noeviction, a read-only replica): each went to the failure policy; the rest of its batch did not.
+   */
+  refused: number;
 }
 
 /** The Redis store. */
@@ -67,6 +90,14 @@ export interface RedisStore extends Store {
   release(lease: Lease, nowMs: number): Promise<boolean>;
   /** Counters of commands, decisions, local cache hits and failures. */
   stats(): RedisStoreStats;
+  /**
+   * Resolves once the client has connected and the scripts are loaded — for applications that hold
+   * traffic until the store can decide; rejects with ERR_SLUICE_STORE_TIMEOUT after `timeoutMs`.
+   * @default timeoutMs: the store's connectTimeoutMs
+   */
+  ready(timeoutMs?: number): Promise<void>;
+  /** True once the client has connected and the scripts are loaded (stays true through later outages). */
+  readonly isReady: boolean;
 }
 
 /**
@@ -75,20 +106,7 @@ export interface RedisStore extends Store {
  * stand still while real time passes. State past its expiry equals a fresh one, so longer is safe.
  */
 const CLIENT_CLOCK_GRACE_MS = '60000';
-/** Most checks in one batched script call. */
-const MAX_BATCH = 256;
 const DECISION_WIDTH = 6;
-
-interface Pending {
-  readonly key: string;
-  readonly bkey: string;
-  readonly policy: ResolvedPolicy;
-  readonly cost: number;
-  readonly commit: boolean;
-  readonly nowMs: number;
-  resolve(d: Decision): void;
-  reject(e: unknown): void;
-}
 
 /**
  * Creates a store that keeps counters in Redis: one script run (EVALSHA) per decision, atomic, with
@@ -121,6 +139,17 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
       option: 'timeoutMs',
     });
   }
+  const connectTimeoutMs = options.connectTimeoutMs ?? 5000;
+  if (
+    typeof connectTimeoutMs !== 'number' ||
+    !Number.isInteger(connectTimeoutMs) ||
+    connectTimeoutMs < 0 ||
+    connectTimeoutMs > 2 ** 31 - 1
+  ) {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'connectTimeoutMs: expected a whole number of ms ≥ 0', {
+      option: 'connectTimeoutMs',
+    });
+  }
   if (options.onError !== undefined && typeof options.onError !== 'function') {
     throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'onError: expected a function', { option: 'onError' });
   }
@@ -133,7 +162,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
   }
   const cache = cacheOption === false ? undefined : new LocalCache(cacheKeys);
   const batching = options.batch ?? true;
-  const runner = new Runner(transport, timeoutMs, options.onError);
+  const runner = new Runner(transport, timeoutMs, options.onError, ALL_SCRIPTS, connectTimeoutMs);
   const serverClock = clock === 'server';
   const grace = serverClock ? '0' : CLIENT_CLOCK_GRACE_MS;
   const nowArg = (nowMs: number) => (serverClock ? '' : String(nowMs));
@@ -142,75 +171,48 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
   let leaseSeq = 0;
   let decisions = 0;
 
-  // ---- single checks, batched per script (and per slot on a cluster, per time with the client clock)
+  // ---- script calls, batched per script (and per slot on a cluster, per time with the client clock)
 
-  const queues = new Map<string, Pending[]>();
-  let flushScheduled = false;
-  /** Check scripts sent and not answered yet. */
+  /** Script calls sent and not answered yet. */
   let inFlight = 0;
+  const batcher = new Batcher(sendJobs, batching, () => inFlight === 0);
 
-  function enqueue(item: Pending): void {
-    if (inFlight === 0 && !flushScheduled) {
-      // Nothing on the wire and nothing queued: nothing to wait for either. Sending now spares a lone
-      // caller the queue and the hop to the next loop phase; checks that arrive while this one is in
-      // flight are batched as usual (the busier the store, the larger its batches).
-      sendChecks([item]);
-      return;
-    }
-    const script = CHECK_SCRIPTS[item.policy.algorithm];
-    let queueKey = script.name;
-    if (transport.cluster) queueKey += `@${slotOf(item.key)}`;
-    if (!serverClock) queueKey += `#${item.nowMs}`;
-    let queue = queues.get(queueKey);
-    if (queue === undefined) {
-      queue = [];
-      queues.set(queueKey, queue);
-    }
-    queue.push(item);
-    if (queue.length >= MAX_BATCH) {
-      queues.delete(queueKey);
-      sendChecks(queue);
-    } else if (!flushScheduled) {
-      flushScheduled = true;
-      // After the event loop's I/O phase: every check started by the I/O that arrived together (the
-      // requests a server read in one poll, the callers one reply resumed) shares one script call —
-      // one socket write instead of one per request, which is most of a check's CPU in a server. The
-      // wait is within the same loop iteration: no timer, no added round trip.
-      setImmediate(flush);
-    }
+  function queueKey(script: Script, key: string, nowMs: number): string {
+    let queue = script.name;
+    if (transport.cluster) queue += `@${slotOf(key)}`;
+    if (!serverClock) queue += `#${nowMs}`;
+    return queue;
   }
 
-  function flush(): void {
-    flushScheduled = false;
-    for (const queue of queues.values()) sendChecks(queue);
-    queues.clear();
-  }
-
-  function sendChecks(items: readonly Pending[]): void {
-    const first = items[0] as Pending;
+  function sendJobs(jobs: readonly Job[]): void {
+    const first = jobs[0] as Job;
     const { keys, args } = scriptArgs(
       [nowArg(first.nowMs), grace],
-      items.map(({ key, bkey, policy, commit, cost }) => ({
-        key,
-        bkey,
-        policy,
-        fields: [commit ? '1' : '0', String(cost)],
-      })),
+      jobs.length === 1 ? first.items : jobs.flatMap((j) => j.items),
     );
     inFlight++;
-    runner.script(CHECK_SCRIPTS[first.policy.algorithm], keys, args).then(
+    runner.script(first.script, keys, args).then(
       (reply) => {
         inFlight--;
         const r = reply as unknown[];
-        for (const [i, item] of items.entries()) {
-          const d = decode(r, i * DECISION_WIDTH, item.policy.limit);
-          cache?.learn(item.key, item.policy, item.cost, item.nowMs, item.commit, d);
-          item.resolve(d);
+        let end = 0;
+        for (const job of jobs) end += job.width * DECISION_WIDTH;
+        // Items Redis could not decide (it refused their write) share one error, reported once per call.
+        let refusal: SluiceError | undefined;
+        const refused = () => {
+          runner.stats.refused++;
+          refusal ??= runner.refused(String(r[end] ?? 'write refused'));
+          return refusal;
+        };
+        let offset = 0;
+        for (const job of jobs) {
+          job.settle(r, offset, refused);
+          offset += job.width * DECISION_WIDTH;
         }
       },
       (error: unknown) => {
         inFlight--;
-        for (const item of items) item.reject(error);
+        for (const job of jobs) job.fail(error);
       },
     );
   }
@@ -223,18 +225,26 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     const cached = cache?.get(skey, policy, cost, nowMs);
     if (cached !== undefined) return Promise.resolve(cached);
     return new Promise<Decision>((resolve, reject) => {
-      const item: Pending = {
-        key: skey,
-        bkey: blockKey(tag, keyIdOf(policy)),
-        policy,
-        cost,
-        commit,
+      const script = CHECK_SCRIPTS[policy.algorithm];
+      batcher.add({
+        script,
+        queueKey: queueKey(script, skey, nowMs),
         nowMs,
-        resolve,
-        reject,
-      };
-      if (batching) enqueue(item);
-      else sendChecks([item]);
+        items: [
+          { key: skey, bkey: blockKey(tag, keyIdOf(policy)), policy, fields: [commit ? '1' : '0', String(cost)] },
+        ],
+        width: 1,
+        settle(r, offset, refused) {
+          if (undecided(r, offset)) {
+            reject(refused());
+            return;
+          }
+          const d = decode(r, offset, policy.limit);
+          cache?.learn(skey, policy, cost, nowMs, commit, d);
+          resolve(d);
+        },
+        fail: reject,
+      });
     });
   }
 
@@ -259,18 +269,39 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     commit: boolean,
     wantLooks: boolean,
   ): Promise<{ decisions: Decision[]; looks: Decision[] }> {
-    const { keys, args } = scriptArgs(
-      [nowArg(nowMs), grace, commit ? '1' : '0', wantLooks ? '1' : '0'],
-      group.map(toScriptItem),
-    );
-    return runner.script(MANY_SCRIPT, keys, args).then((reply) => {
-      const r = reply as unknown[];
-      const n = group.length;
-      const decisions = group.map((g, i) => decode(r, i * DECISION_WIDTH, g.item.policy.limit));
-      const looks = wantLooks
-        ? group.map((g, i) => decode(r, (n + i) * DECISION_WIDTH, g.item.policy.limit))
-        : decisions;
-      return { decisions, looks };
+    const items = group.map(toScriptItem);
+    // The request's header (commit, looks, item count) goes before its first item's fields.
+    items[0] = {
+      ...(items[0] as ScriptItem),
+      fields: [
+        commit ? '1' : '0',
+        wantLooks ? '1' : '0',
+        String(items.length),
+        String((group[0] as ManyItem).item.cost),
+      ],
+    };
+    const n = group.length;
+    return new Promise((resolve, reject) => {
+      batcher.add({
+        script: MANY_SCRIPT,
+        queueKey: queueKey(MANY_SCRIPT, (group[0] as ManyItem).key, nowMs),
+        nowMs,
+        items,
+        width: wantLooks ? 2 * n : n,
+        settle(r, offset, refused) {
+          // All or nothing: a request one of whose writes was refused is undecided as a whole.
+          if (group.some((_, i) => undecided(r, offset + i * DECISION_WIDTH))) {
+            reject(refused());
+            return;
+          }
+          const decisions = group.map((g, i) => decode(r, offset + i * DECISION_WIDTH, g.item.policy.limit));
+          const looks = wantLooks
+            ? group.map((g, i) => decode(r, offset + (n + i) * DECISION_WIDTH, g.item.policy.limit))
+            : decisions;
+          resolve({ decisions, looks });
+        },
+        fail: reject,
+      });
     });
   }
 
@@ -398,8 +429,13 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     async close() {
       // Checks already queued still go out; close() resolves once every command has settled (at most
       // timeoutMs). The client is the caller's: it stays open.
-      flush();
+      batcher.flush();
       await runner.close();
+    },
+
+    ready: (waitMs) => runner.readiness.wait(waitMs),
+    get isReady() {
+      return runner.readiness.isReady;
     },
 
     stats: () => ({
@@ -413,6 +449,11 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
 
 function closedError(): SluiceError {
   return new SluiceError('ERR_SLUICE_STORE_CLOSED', 'the redis store was closed');
+}
+
+/** True when Redis left the decision at `offset` undecided: it refused the write it needed (lua.ts). */
+function undecided(r: readonly unknown[], offset: number): boolean {
+  return Number(r[offset + 4]) === 3;
 }
 
 /** Reads the 6 integers of one decision (see lua.ts) at `offset`. */

@@ -1,6 +1,7 @@
-import { SluiceError } from '../../core/errors.js';
+import { isSluiceError, SluiceError } from '../../core/errors.js';
 import type { RedisTransport } from './client.js';
 import { Deadlines } from './deadlines.js';
+import { Readiness } from './readiness.js';
 import type { Script } from './scripts.js';
 
 /** Counters of the traffic a store sent to Redis. */
@@ -9,10 +10,12 @@ export interface RunnerStats {
   commands: number;
   /** Commands that failed: Redis errors, a lost connection, or sent while disconnected. */
   errors: number;
-  /** Commands not answered within `timeoutMs`. */
+  /** Commands not answered within `timeoutMs`, or not sendable within `connectTimeoutMs` of the start. */
   timeouts: number;
   /** Scripts Redis had forgotten (restart, SCRIPT FLUSH) and that were sent again in full. */
   scriptLoads: number;
+  /** Requests left undecided because Redis refused the write they needed. */
+  refused: number;
 }
 
 /**
@@ -21,7 +24,7 @@ export interface RunnerStats {
  * it to `onError`. No listener is added to the client: readiness is read, not subscribed to.
  */
 export class Runner {
-  readonly stats: RunnerStats = { commands: 0, errors: 0, timeouts: 0, scriptLoads: 0 };
+  readonly stats: RunnerStats = { commands: 0, errors: 0, timeouts: 0, scriptLoads: 0, refused: 0 };
   private readonly deadlines: Deadlines;
   closed = false;
   /** Commands sent and not settled yet. */
@@ -30,12 +33,17 @@ export class Runner {
   /** Set once "not connected" was reported, so an outage under load reports it once, not per call. */
   private downReported = false;
 
+  readonly readiness: Readiness;
+
   constructor(
     private readonly transport: RedisTransport,
     private readonly timeoutMs: number,
     private readonly onError: ((error: SluiceError) => void) | undefined,
+    scripts: readonly Script[],
+    connectTimeoutMs: number,
   ) {
     this.deadlines = new Deadlines(timeoutMs);
+    this.readiness = new Readiness(transport, scripts, connectTimeoutMs, (e) => this.fail(e));
   }
 
   /** Runs `script` with KEYS and ARGV. */
@@ -57,6 +65,7 @@ export class Runner {
    */
   async close(): Promise<void> {
     this.closed = true;
+    this.readiness.close();
     if (this.pending > 0) {
       await new Promise<void>((resolve) => {
         this.drained = resolve;
@@ -66,6 +75,22 @@ export class Runner {
   }
 
   private send(argv: string[], firstKey: string | undefined, script: Script | undefined): Promise<unknown> {
+    if (this.closed) return Promise.reject(new SluiceError('ERR_SLUICE_STORE_CLOSED', 'the redis store was closed'));
+    const starting = this.readiness.pending();
+    if (starting !== undefined) {
+      // Before the first connection: wait for it (the window's end reports the failure once, itself).
+      return starting.then(
+        () => this.sendNow(argv, firstKey, script),
+        (error: unknown) => {
+          if (isSluiceError(error, 'ERR_SLUICE_STORE_TIMEOUT')) this.stats.timeouts++;
+          throw error;
+        },
+      );
+    }
+    return this.sendNow(argv, firstKey, script);
+  }
+
+  private sendNow(argv: string[], firstKey: string | undefined, script: Script | undefined): Promise<unknown> {
     if (this.closed) return Promise.reject(new SluiceError('ERR_SLUICE_STORE_CLOSED', 'the redis store was closed'));
     if (!this.transport.ready()) {
       // The client knows it is disconnected: fail now rather than pile commands into its offline queue.
@@ -89,7 +114,11 @@ export class Runner {
         if (deadline.done) return;
         deadline.done = true;
         this.settled();
-        this.downReported = false;
+        if (this.downReported) {
+          // Back after an outage: a restarted or failed-over Redis has no scripts; load them for all.
+          this.downReported = false;
+          this.readiness.reload();
+        }
         resolve(value);
       };
       const failed = (error: unknown) => {
@@ -119,6 +148,16 @@ export class Runner {
     });
   }
 
+  /**
+   * The error of the requests of one script call that Redis left undecided because it refused a write
+   * (`message` is Redis's): counted per request, reported once per call.
+   */
+  refused(message: string): SluiceError {
+    this.stats.errors++;
+    const error = new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `redis refused a write: ${message}`);
+    return this.fail(error);
+  }
+
   private settled(): void {
     if (--this.pending === 0 && this.drained !== undefined) {
       this.drained();
@@ -138,6 +177,7 @@ export class Runner {
   }
 }
 
+/** Redis's NOSCRIPT error, as ioredis and node-redis pass it on, or as valkey-glide words it. */
 function isNoScript(error: unknown): boolean {
-  return error instanceof Error && error.message.startsWith('NOSCRIPT');
+  return error instanceof Error && (error.message.startsWith('NOSCRIPT') || error.message.includes('NoScriptError'));
 }

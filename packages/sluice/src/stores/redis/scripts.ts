@@ -27,6 +27,15 @@ export const ACQUIRE_SCRIPT = script('acquire', SCRIPT_SOURCES.acquire);
 /** Ends a concurrency lease. */
 export const RELEASE_SCRIPT = script('release', SCRIPT_SOURCES.release);
 
+/** Every script, loaded when the store first connects. */
+export const ALL_SCRIPTS: readonly Script[] = [
+  ...Object.values(CHECK_SCRIPTS),
+  MANY_SCRIPT,
+  REFUND_SCRIPT,
+  ACQUIRE_SCRIPT,
+  RELEASE_SCRIPT,
+];
+
 const encoded = new WeakMap<ResolvedPolicy, readonly string[]>();
 
 /** A policy as the 8 ARGV the scripts read (cached per policy object). */
