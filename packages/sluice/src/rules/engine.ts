@@ -105,8 +105,13 @@ export function createRulesEngine(options: RulesEngineOptions): RulesEngine {
       return passed;
     };
     if (quota.length === 0) {
-      return chain(failover.check(enforced.flatMap(({ plan }) => itemsOf(plan)), nowMs, true), (decisions) =>
-        afterEnforced(settle(enforced, decisions)),
+      return chain(
+        failover.check(
+          enforced.flatMap(({ plan }) => itemsOf(plan)),
+          nowMs,
+          true,
+        ),
+        (decisions) => afterEnforced(settle(enforced, decisions)),
       );
     }
     return chain(decideWithQuota(enforced, quota, quotaPassing, nowMs, settle, domain, statuses), afterEnforced);
@@ -126,23 +131,37 @@ export function createRulesEngine(options: RulesEngineOptions): RulesEngine {
     domain: string,
     statuses: DescriptorStatus[],
   ): MaybePromise<boolean> {
-    return chain(failover.check(quota.flatMap(({ plan }) => itemsOf(plan)), nowMs, false), (looked) => {
-      let offset = 0;
-      const fitting: Entry[] = [];
-      for (const entry of quota) {
-        const own = looked.slice(offset, offset + entry.plan.limits.length);
-        offset += entry.plan.limits.length;
-        if (own.every((d) => d.allowed)) fitting.push(entry);
-        else statuses[entry.index] = { ...limitedStatus(entry.plan, own, nowMs, false, domain), quota: true };
-      }
-      const allOver = fitting.length === 0 && quotaPassing === 0;
-      const together = [...enforced, ...fitting];
-      return chain(failover.check(together.flatMap(({ plan }) => itemsOf(plan)), nowMs, !allOver), (decisions) => {
-        const passed = settle(together, decisions);
-        for (const { index } of quota) (statuses[index] as DescriptorStatus).quota = true;
-        return passed && !allOver;
-      });
-    });
+    return chain(
+      failover.check(
+        quota.flatMap(({ plan }) => itemsOf(plan)),
+        nowMs,
+        false,
+      ),
+      (looked) => {
+        let offset = 0;
+        const fitting: Entry[] = [];
+        for (const entry of quota) {
+          const own = looked.slice(offset, offset + entry.plan.limits.length);
+          offset += entry.plan.limits.length;
+          if (own.every((d) => d.allowed)) fitting.push(entry);
+          else statuses[entry.index] = { ...limitedStatus(entry.plan, own, nowMs, false, domain), quota: true };
+        }
+        const allOver = fitting.length === 0 && quotaPassing === 0;
+        const together = [...enforced, ...fitting];
+        return chain(
+          failover.check(
+            together.flatMap(({ plan }) => itemsOf(plan)),
+            nowMs,
+            !allOver,
+          ),
+          (decisions) => {
+            const passed = settle(together, decisions);
+            for (const { index } of quota) (statuses[index] as DescriptorStatus).quota = true;
+            return passed && !allOver;
+          },
+        );
+      },
+    );
   }
   return {
     shouldRateLimit(request) {
@@ -187,8 +206,6 @@ export function createRulesEngine(options: RulesEngineOptions): RulesEngine {
 function itemsOf(plan: Limited): FailItem[] {
   return plan.limits.map((limit) => ({ key: plan.key, policy: limit.policy, cost: plan.cost, fail: plan.fail }));
 }
-
-
 
 /** `then` that stays synchronous for synchronous values: the memory store answers without promises. */
 function chain<T, U>(value: MaybePromise<T>, next: (v: T) => MaybePromise<U>): MaybePromise<U> {

@@ -131,6 +131,15 @@ export type LoadResult =
   | { ok: true; ruleSet: RuleSet; files: string[] }
   | { ok: false; issues: RuleIssue[]; files: string[] };
 
+/** Options of `parseRules`, `loadRules` and `watchRules`. */
+export interface ParseOptions {
+  /**
+   * Files declaring the same domain are merged (their top-level descriptors must not repeat), as envoy
+   * ratelimit's `MERGE_DOMAIN_CONFIG=true` does. @default false: a domain lives in one file
+   */
+  mergeDomains?: boolean;
+}
+
 /** One source given to `parseRules`: a file name (for messages) and its text. */
 export interface RuleSource {
   file: string;
