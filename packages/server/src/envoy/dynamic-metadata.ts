@@ -1,4 +1,4 @@
-import type { DescriptorStatus, RateLimitRequest } from '../../rules/index.js';
+import type { DescriptorStatus, RateLimitRequest } from 'sluice/rules';
 
 /**
  * The response's `dynamic_metadata` as envoy ratelimit builds it with `RESPONSE_DYNAMIC_METADATA=true`:

@@ -1,4 +1,4 @@
-import type { DescriptorStatus } from '../../rules/index.js';
+import type { DescriptorStatus } from 'sluice/rules';
 
 /** Names of envoy ratelimit's response headers (`LIMIT_LIMIT_HEADER`, `LIMIT_REMAINING_HEADER`, `LIMIT_RESET_HEADER`). */
 export interface EnvoyHeaderNames {

@@ -3,7 +3,7 @@ import type { SecureServerOptions } from 'node:http2';
 import { dirname } from 'node:path';
 import { createSecureContext, type PeerCertificate } from 'node:tls';
 import { ServerCredentials } from '@grpc/grpc-js';
-import { SluiceError } from '../../core/errors.js';
+import { SluiceError } from 'sluice';
 
 /** gRPC over TLS: PEM files, reloaded when they change. With `clientCaFile`, mutual TLS. */
 export interface GrpcTlsOptions {
