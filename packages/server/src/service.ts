@@ -4,7 +4,7 @@ import type { Clock, Store } from 'sluice';
 import { createMemoryStore, type MemoryStoreOptions, SluiceError, systemClock } from 'sluice';
 import { createClientIpResolver } from 'sluice/http';
 import type { FailMode, RulesEngine } from 'sluice/rules';
-import { createRulesEngine, parseRules } from 'sluice/rules';
+import { createRulesEngine, parseRules, RULE_ISSUE_CODES } from 'sluice/rules';
 import type { AccessLists } from './access-lists.js';
 import { createAccessLists } from './access-lists.js';
 import { createAdminActions } from './admin-actions.js';
@@ -133,6 +133,8 @@ export interface ServiceOptions {
   healthNeedsConfig?: boolean;
   /** Also serve the Prometheus metrics on a listener of their own (envoy's USE_PROMETHEUS, PROMETHEUS_ADDR). */
   metricsListener?: { host: string; port: number; path: string };
+  /** Start with no rules when the config paths hold no rule file yet (envoy ratelimit does). @default false */
+  startWithoutConfig?: boolean;
   /** Take the rules from an xDS management server instead of files (envoy's CONFIG_TYPE=GRPC_XDS_SOTW). */
   xds?: XdsOptions;
 }
@@ -207,7 +209,12 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
 
   const mergeDomains = options.mergeDomains === true;
   // At start, on this thread (nothing is served yet); reloads parse off-thread (config-source).
-  const first = await loadConfig(paths, (sources) => parseRules(sources, { mergeDomains }));
+  const loaded = await loadConfig(paths, (sources) => parseRules(sources, { mergeDomains }));
+  // envoy ratelimit starts with an empty config directory (every domain unknown) and picks files up later.
+  const first =
+    !loaded.ok && options.startWithoutConfig === true && loaded.issues.every((i) => i.code === RULE_ISSUE_CODES.noFiles)
+      ? { ok: true as const, ruleSet: { domains: new Map(), files: [] }, files: [] }
+      : loaded;
   // TLS files are checked before anything listens: a bad certificate stops the start, with the file named.
   const tlsMaterial = options.grpcTls === undefined ? undefined : readTlsMaterial(options.grpcTls);
   if (!first.ok) {

@@ -185,6 +185,7 @@ export function envoyServiceOptions(env: Env): EnvoyStart {
     const root = env.RUNTIME_ROOT || '/srv/runtime_data/current';
     options.config = [join(root, env.RUNTIME_SUBDIRECTORY ?? '', env.RUNTIME_APPDIRECTORY || 'config')];
     options.configRoot = root;
+    options.startWithoutConfig = true;
   } else if (configType === 'GRPC_XDS_SOTW') {
     const tls = goBool(env, 'CONFIG_GRPC_XDS_SERVER_USE_TLS', false);
     options.xds = {
