@@ -14,6 +14,7 @@ import { createConfigSource, formatIssues, loadConfig } from './config-source.js
 import { createDecider, type HeaderMode } from './decide.js';
 import type { DecisionHub } from './decision-events.js';
 import { createDecisionHub } from './decision-events.js';
+import { registerDescriptorSeries } from './envoy/descriptor-series.js';
 import { createTrustCheck } from './gateway/forwarding.js';
 import { createGateway, type GatewayLimits } from './gateway.js';
 import { type GrpcHandle, startGrpcServer } from './grpc/grpc-server.js';
@@ -133,6 +134,11 @@ export interface ServiceOptions {
   healthNeedsConfig?: boolean;
   /** Also serve the Prometheus metrics on a listener of their own (envoy's USE_PROMETHEUS, PROMETHEUS_ADDR). */
   metricsListener?: { host: string; port: number; path: string };
+  /**
+   * Most per-value series of `detailed_metric` / `value_to_metric` rules
+   * (`sluice_descriptor_decisions_total`); later values share one overflow series. @default 10_000
+   */
+  maxDescriptorSeries?: number;
   /** Start with no rules when the config paths hold no rule file yet (envoy ratelimit does). @default false */
   startWithoutConfig?: boolean;
   /** Take the rules from an xDS management server instead of files (envoy's CONFIG_TYPE=GRPC_XDS_SOTW). */
@@ -247,6 +253,9 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
   const { store } = backend;
   const hub = createDecisionHub();
   const metrics = createMetrics({ hub, storeName: store.name, storeStats: () => storeStats(store) });
+  const stopDescriptorSeries = registerDescriptorSeries(metrics.registry, hub, {
+    ...(options.maxDescriptorSeries === undefined ? {} : { maxSeries: options.maxDescriptorSeries }),
+  });
   let engine: RulesEngine;
   try {
     engine = createRulesEngine({
@@ -444,6 +453,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
         closing ??= (async () => {
           draining = true;
           stopWatching();
+          stopDescriptorSeries();
           stats.close();
           await Promise.all(started.map((s) => s.close()));
           if (backend.owned) await store.close();

@@ -86,8 +86,18 @@ export async function startEnvoy(
   };
 }
 
-/** A status as envoy's tests compare it: code, limit, remaining (duration checked apart). */
-export function shape(response: RlsResponse): unknown {
+/** A status as envoy's tests compare it. */
+export interface Shaped {
+  overallCode: string | undefined;
+  statuses: {
+    code: string | undefined;
+    currentLimit: { requestsPerUnit: number; unit: string | undefined } | null;
+    limitRemaining: number;
+  }[];
+}
+
+/** A response as envoy's tests compare it: code, limit, remaining (duration checked apart). */
+export function shape(response: RlsResponse): Shaped {
   return {
     overallCode: response.overallCode,
     statuses: (response.statuses ?? []).map((s) => ({

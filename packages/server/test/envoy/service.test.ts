@@ -133,10 +133,7 @@ group('envoy service cases, default settings', {}, {}, (svc) => {
   });
 
   it('quota_mode: OK when only some quota descriptors are over (the statuses still say which)', async () => {
-    const res = shape(await svc().ask('svc', [[['quota', 'c']], [['quota_ok', 'c']]])) as {
-      overallCode: string;
-      statuses: { code: string }[];
-    };
+    const res = shape(await svc().ask('svc', [[['quota', 'c']], [['quota_ok', 'c']]]));
     assert.equal(res.overallCode, 'OK');
     assert.deepEqual(
       res.statuses.map((s) => s.code),
