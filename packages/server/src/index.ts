@@ -23,6 +23,14 @@ export type {
   DecisionSource,
 } from './decision-events.js';
 export { NEAR_LIMIT_RATIO } from './decision-events.js';
+export type { HeaderMode } from './decide.js';
+export { OVERFLOW_DESCRIPTOR } from './envoy/descriptor-series.js';
+export type { EnvoyHeaderNames } from './envoy/response-headers.js';
+export { ENVOY_HEADER_NAMES } from './envoy/response-headers.js';
+export type { EnvoyStart } from './envoy/settings.js';
+export { envoyServiceOptions, isEnvoyStart } from './envoy/settings.js';
+export type { EnvoySetting, EnvoySettingStatus } from './envoy/settings-table.js';
+export { ENVOY_SETTINGS } from './envoy/settings-table.js';
 export { EXAMPLE_CONFIG, EXAMPLE_CONFIG_NAME } from './example-config.js';
 export type { H2RlsClient, H2RlsRequest } from './grpc/h2-client.js';
 export { createH2RlsClient } from './grpc/h2-client.js';
@@ -34,6 +42,7 @@ export type { RouteHandler } from './http/api-server.js';
 export { HttpError, sendJson } from './http/respond.js';
 export type { Logger, LogLevel } from './logger.js';
 export { createLogger, LOG_LEVELS } from './logger.js';
+export type { GrpcTlsOptions } from './grpc/tls.js';
 export type { ServiceMetrics } from './metrics.js';
 export type { MultiRegionOptions, RegionsView } from './multi-region-backend.js';
 export type { RedisOptions } from './redis-backend.js';
