@@ -15,6 +15,7 @@ export type { CheckResult } from './check-api.js';
 export { MAX_CHECKS } from './check-api.js';
 export type { ConfigStatus } from './config-source.js';
 export { formatIssues, loadConfig } from './config-source.js';
+export type { HeaderMode } from './decide.js';
 export type {
   DecisionEvent,
   DecisionHub,
@@ -23,7 +24,6 @@ export type {
   DecisionSource,
 } from './decision-events.js';
 export { NEAR_LIMIT_RATIO } from './decision-events.js';
-export type { HeaderMode } from './decide.js';
 export { OVERFLOW_DESCRIPTOR } from './envoy/descriptor-series.js';
 export type { EnvoyHeaderNames } from './envoy/response-headers.js';
 export { ENVOY_HEADER_NAMES } from './envoy/response-headers.js';
@@ -37,12 +37,12 @@ export { createH2RlsClient } from './grpc/h2-client.js';
 export { loadRateLimitService, PROTO_DIR, RLS_PROTO, RLS_SERVICE } from './grpc/proto.js';
 export type { RlsClient, RlsResponse } from './grpc/rls-client.js';
 export { createRlsClient } from './grpc/rls-client.js';
+export type { GrpcTlsOptions } from './grpc/tls.js';
 export { encodeRateLimitRequestFrame } from './grpc/wire.js';
 export type { RouteHandler } from './http/api-server.js';
 export { HttpError, sendJson } from './http/respond.js';
 export type { Logger, LogLevel } from './logger.js';
 export { createLogger, LOG_LEVELS } from './logger.js';
-export type { GrpcTlsOptions } from './grpc/tls.js';
 export type { ServiceMetrics } from './metrics.js';
 export type { MultiRegionOptions, RegionsView } from './multi-region-backend.js';
 export type { RedisOptions } from './redis-backend.js';

@@ -46,7 +46,10 @@ export const ENVOY_SETTINGS: readonly EnvoySetting[] = [
   h('LOG_LEVEL', 'trace, debug, info, warn, error, fatal (any case; panic = fatal)'),
   na('LOG_FORMAT', 'logs are always JSON lines (LOG_FORMAT=json); text is not offered'),
   h('CONFIG_TYPE', 'FILE (default); GRPC_XDS_SOTW is refused at start for now'),
-  xds('FORCE_START_WITHOUT_INITIAL_CONFIG', `${XDS}; serve before the first config arrives (every domain unknown = OK)`),
+  xds(
+    'FORCE_START_WITHOUT_INITIAL_CONFIG',
+    `${XDS}; serve before the first config arrives (every domain unknown = OK)`,
+  ),
   xds('CONFIG_GRPC_XDS_NODE_ID', `${XDS}; the node id sent to the management server (default "default")`),
   xds('CONFIG_GRPC_XDS_NODE_METADATA', `${XDS}; node metadata, "k1:v1,k2:v2"`),
   xds('CONFIG_GRPC_XDS_SERVER_URL', `${XDS}; host:port of the management server (default localhost:18000)`),

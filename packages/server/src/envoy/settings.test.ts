@@ -42,16 +42,25 @@ describe('envoy ratelimit settings', () => {
     assert.equal(options.logLevel, 'debug');
     assert.deepEqual(options.redis, { username: 'user', password: 'secret', prefix: 'rl_', url: 'redis://redis:6379' });
     assert.equal(options.shadow, true);
-    assert.deepEqual(options.rateLimitHeaders, { limit: 'RateLimit-Limit', remaining: 'X-Left', reset: 'RateLimit-Reset' });
+    assert.deepEqual(options.rateLimitHeaders, {
+      limit: 'RateLimit-Limit',
+      remaining: 'X-Left',
+      reset: 'RateLimit-Reset',
+    });
     assert.deepEqual(warnings, []);
   });
 
   it('Redis: unix sockets, clusters, TLS; sentinel and memcache are refused with the variable named', () => {
-    assert.deepEqual(envoyServiceOptions({ REDIS_URL: '/var/run/redis.sock' }).options.redis, { path: '/var/run/redis.sock' });
-    assert.deepEqual(envoyServiceOptions({ REDIS_TYPE: 'cluster', REDIS_URL: 'a:1, b:2', REDIS_TLS: 'true' }).options.redis, {
-      tls: true,
-      cluster: ['a:1', 'b:2'],
+    assert.deepEqual(envoyServiceOptions({ REDIS_URL: '/var/run/redis.sock' }).options.redis, {
+      path: '/var/run/redis.sock',
     });
+    assert.deepEqual(
+      envoyServiceOptions({ REDIS_TYPE: 'cluster', REDIS_URL: 'a:1, b:2', REDIS_TLS: 'true' }).options.redis,
+      {
+        tls: true,
+        cluster: ['a:1', 'b:2'],
+      },
+    );
     const start = envoyServiceOptions({ REDIS_URL: 'redis:6379' });
     assert.equal(start.options.redis?.url, 'redis://redis:6379');
     assert.match(start.warnings.join('\n'), /REDIS_SOCKET_TYPE/);
