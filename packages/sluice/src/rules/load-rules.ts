@@ -28,7 +28,8 @@ export async function loadRules(
   options: LoadRulesOptions = {},
 ): Promise<LoadResult> {
   const { sources, issues } = await readSources(paths);
-  const parse = options.parse ?? ((list: RuleSource[]) => parseRules(list, { mergeDomains: options.mergeDomains === true }));
+  const parse =
+    options.parse ?? ((list: RuleSource[]) => parseRules(list, { mergeDomains: options.mergeDomains === true }));
   return withReadIssues(issues, await parse(sources), sources);
 }
 
