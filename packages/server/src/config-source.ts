@@ -7,14 +7,16 @@ import { parseOffThread } from './rules/parse-off-thread.js';
 
 /** Where the rules come from and how the last load went (for the admin API and the dashboard). */
 export interface ConfigStatus {
-  /** `files` for `--config`, `example` for the built-in example. */
-  readonly source: 'files' | 'example';
+  /** `files` for `--config`, `example` for the built-in example, `xds` for an xDS management server. */
+  readonly source: 'files' | 'example' | 'xds';
   /** The paths given (files or directories). */
   readonly paths: readonly string[];
   /** The files the current rules were read from. */
   readonly files: readonly string[];
   /** When the current rules were loaded (ISO 8601). */
   readonly loadedAt: string;
+  /** xDS: the version of the config in use. */
+  readonly version?: string;
   /** The last reload attempt, when it failed: the problems, each with file and line. */
   readonly lastError?: { readonly at: string; readonly issues: readonly RuleIssue[] };
 }

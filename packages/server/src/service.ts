@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Clock, Store } from 'sluice';
 import { createMemoryStore, type MemoryStoreOptions, SluiceError, systemClock } from 'sluice';
 import { createClientIpResolver } from 'sluice/http';
-import type { FailMode, RulesEngine } from 'sluice/rules';
+import type { FailMode, LoadResult, RuleSet, RulesEngine } from 'sluice/rules';
 import { createRulesEngine, parseRules, RULE_ISSUE_CODES } from 'sluice/rules';
 import type { AccessLists } from './access-lists.js';
 import { createAccessLists } from './access-lists.js';
@@ -37,6 +37,7 @@ import { createMetrics } from './metrics.js';
 import { createMultiRegionBackend, type MultiRegionOptions, type RegionsView } from './multi-region-backend.js';
 import { createRedisBackend, type RedisOptions, type StoreBackend } from './redis-backend.js';
 import { createStatsCollector } from './stats/stats-collector.js';
+import { createXdsConfigSource } from './xds/xds-config-source.js';
 import type { XdsOptions } from './xds/xds-options.js';
 
 /** Options of {@link startService}. Every port may be 0 (any free port; read the bound one from the handle). */
@@ -192,11 +193,6 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       { option: 'memory' },
     );
   }
-  if (options.xds !== undefined) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'xds: an xDS config source is not supported yet; use files', {
-      option: 'xds',
-    });
-  }
   const logger = options.logger ?? createLogger(options.logLevel ?? 'info');
   const clock = options.clock ?? systemClock;
   const host = options.host ?? '0.0.0.0';
@@ -215,7 +211,17 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
 
   const mergeDomains = options.mergeDomains === true;
   // At start, on this thread (nothing is served yet); reloads parse off-thread (config-source).
-  const loaded = await loadConfig(paths, (sources) => parseRules(sources, { mergeDomains }));
+  const xds = options.xds;
+  if (xds !== undefined && paths.length > 0) {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'xds: give config files or an xDS server, not both', {
+      option: 'xds',
+    });
+  }
+  // xDS: the rules arrive once the stream is open; until then no domain is known.
+  const loaded: LoadResult =
+    xds !== undefined
+      ? { ok: true, ruleSet: { domains: new Map(), files: [] }, files: [] }
+      : await loadConfig(paths, (sources) => parseRules(sources, { mergeDomains }));
   // envoy ratelimit starts with an empty config directory (every domain unknown) and picks files up later.
   const first =
     !loaded.ok && options.startWithoutConfig === true && loaded.issues.every((i) => i.code === RULE_ISSUE_CODES.noFiles)
@@ -274,17 +280,20 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     throw error;
   }
   const lists = createAccessLists();
-  const config = createConfigSource(
-    paths,
-    first,
-    (ruleSet) => engine.setRuleSet(ruleSet),
-    (result) => {
-      metrics.reload(result.ok ? 'ok' : 'failed');
-      if (result.ok) logger.info({ files: result.files, domains: [...result.ruleSet.domains.keys()] }, 'config loaded');
-      else logger.warn({ issues: result.issues }, 'config reload failed; keeping the last good rules');
-    },
-    { mergeDomains, ...(options.configRoot === undefined ? {} : { root: options.configRoot }) },
-  );
+  const reportLoad = (result: LoadResult) => {
+    metrics.reload(result.ok ? 'ok' : 'failed');
+    if (result.ok) logger.info({ files: result.files, domains: [...result.ruleSet.domains.keys()] }, 'config loaded');
+    else logger.warn({ issues: result.issues }, 'config reload failed; keeping the last good rules');
+  };
+  const applyRules = (ruleSet: RuleSet) => engine.setRuleSet(ruleSet);
+  const xdsSource =
+    xds === undefined ? undefined : createXdsConfigSource(xds, applyRules, reportLoad, logger, mergeDomains);
+  const config: ConfigSource =
+    xdsSource ??
+    createConfigSource(paths, first, applyRules, reportLoad, {
+      mergeDomains,
+      ...(options.configRoot === undefined ? {} : { root: options.configRoot }),
+    });
   const now = () => clock.now();
   const decider = createDecider({
     engine,
@@ -378,6 +387,11 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
           ...(options.gatewayLimits === undefined ? {} : { limits: options.gatewayLimits }),
         });
 
+  if (xdsSource !== undefined && xds?.forceStart !== true) {
+    // As envoy ratelimit: nothing listens before the first config (FORCE_START_WITHOUT_INITIAL_CONFIG=true skips this).
+    logger.info({ server: xds?.server }, 'waiting for the first config from the xDS management server');
+    await xdsSource.firstConfig;
+  }
   const started: { close(): Promise<void> }[] = [];
   try {
     const httpPort = await listen(api, options.port ?? 8080, host);
@@ -470,7 +484,12 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
         ...(proxyPort === undefined ? {} : { proxy: proxyPort, upstream: upstream?.origin }),
         host,
         store: store.name,
-        config: config.status.source === 'example' ? 'built-in example' : config.status.files,
+        config:
+          config.status.source === 'example'
+            ? 'built-in example'
+            : config.status.source === 'xds'
+              ? `xds ${xds?.server}`
+              : config.status.files,
         admin: options.adminToken ? 'on' : 'off',
       },
       'listening',

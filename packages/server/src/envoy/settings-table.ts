@@ -22,9 +22,9 @@ const ny = (name: string, note: string): EnvoySetting => ({ name, status: 'not y
 const STATSD = 'sluice exports Prometheus metrics on GET /metrics; it sends no statsd';
 const MEMCACHE = 'sluice has no Memcached backend (BACKEND_TYPE=memcache is refused at start)';
 const PER_SECOND = 'a second Redis for per-second limits is not supported; all limits use REDIS_URL';
-const XDS = 'CONFIG_TYPE=GRPC_XDS_SOTW (the xDS config source) is not supported yet';
+const XDS = 'with CONFIG_TYPE=GRPC_XDS_SOTW';
 /** The xDS settings' status, one switch for all of them. */
-const xds = ny;
+const xds = h;
 const TRACING = 'no OpenTelemetry tracing yet';
 
 /** envoy ratelimit's settings, in the order of its settings.go. */
@@ -45,13 +45,13 @@ export const ENVOY_SETTINGS: readonly EnvoySetting[] = [
   h('GRPC_CLIENT_TLS_SAN', 'mutual TLS: a client certificate must carry this DNS name'),
   h('LOG_LEVEL', 'trace, debug, info, warn, error, fatal (any case; panic = fatal)'),
   na('LOG_FORMAT', 'logs are always JSON lines (LOG_FORMAT=json); text is not offered'),
-  h('CONFIG_TYPE', 'FILE (default); GRPC_XDS_SOTW is refused at start for now'),
+  h('CONFIG_TYPE', 'FILE (default), or GRPC_XDS_SOTW: RateLimitConfig resources over ADS, state of the world'),
   xds(
     'FORCE_START_WITHOUT_INITIAL_CONFIG',
     `${XDS}; serve before the first config arrives (every domain unknown = OK)`,
   ),
   xds('CONFIG_GRPC_XDS_NODE_ID', `${XDS}; the node id sent to the management server (default "default")`),
-  xds('CONFIG_GRPC_XDS_NODE_METADATA', `${XDS}; node metadata, "k1:v1,k2:v2"`),
+  xds('CONFIG_GRPC_XDS_NODE_METADATA', `${XDS}; node metadata, "k1=v1,k2=v2"`),
   xds('CONFIG_GRPC_XDS_SERVER_URL', `${XDS}; host:port of the management server (default localhost:18000)`),
   xds('CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL', `${XDS}; wait before reconnecting (default 3s)`),
   xds('CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS', `${XDS}; metadata sent with the stream, "k1:v1,k2:v2"`),

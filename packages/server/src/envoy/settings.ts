@@ -79,6 +79,16 @@ export function goMap(env: Env, name: string): Record<string, string> {
   return out;
 }
 
+/** `"k1=v1,k2=v2"`, as envoy ratelimit reads CONFIG_GRPC_XDS_NODE_METADATA (pairs without `=` are skipped). */
+function nodeMetadata(text: string | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const pair of (text ?? '').split(',')) {
+    const at = pair.indexOf('=');
+    if (at > 0) out[pair.slice(0, at)] = pair.slice(at + 1);
+  }
+  return out;
+}
+
 function port(env: Env, name: string, fallback: number): number {
   return goInt(env, name, fallback, 65535);
 }
@@ -191,7 +201,7 @@ export function envoyServiceOptions(env: Env): EnvoyStart {
     options.xds = {
       server: env.CONFIG_GRPC_XDS_SERVER_URL || 'localhost:18000',
       nodeId: env.CONFIG_GRPC_XDS_NODE_ID || 'default',
-      nodeMetadata: goMap(env, 'CONFIG_GRPC_XDS_NODE_METADATA'),
+      nodeMetadata: nodeMetadata(env.CONFIG_GRPC_XDS_NODE_METADATA),
       headers: goMap(env, 'CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS'),
       retryMs: goDuration(env, 'CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL', 3000),
       forceStart: goBool(env, 'FORCE_START_WITHOUT_INITIAL_CONFIG', false),

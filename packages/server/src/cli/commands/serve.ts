@@ -254,7 +254,7 @@ export const serveCommand: Command = {
       throw error;
     }
     const { options, portsFile } = parsed;
-    if (options.config === undefined) {
+    if (options.config === undefined && options.xds === undefined) {
       io.err(`sluice: no --config given; serving the built-in example rules:\n\n${EXAMPLE_CONFIG}`);
     }
     let service: Awaited<ReturnType<typeof startService>>;
