@@ -15,6 +15,7 @@ import { isStoreError } from '../decide.js';
 import { requestFromMessage } from '../envoy-codec.js';
 import type { Logger } from '../logger.js';
 import type { ServiceMetrics } from '../metrics.js';
+import { type GrpcHealthCheck, loadHealthService } from './health-service.js';
 import {
   createReceiveGuard,
   describeFailure,
@@ -22,7 +23,6 @@ import {
   type ReceiveLimits,
   type Reception,
 } from './receive-guard.js';
-import { type GrpcHealthCheck, loadHealthService } from './health-service.js';
 import { RLS_SERVICE_DEFINITION } from './rls-definition.js';
 import { certificateHasSan, ReloadableServerCredentials, type TlsMaterial } from './tls.js';
 

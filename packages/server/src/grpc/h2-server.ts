@@ -17,18 +17,18 @@ import type { Logger } from '../logger.js';
 import type { ServiceMetrics } from '../metrics.js';
 import type { GrpcHandle } from './grpc-server.js';
 import {
+  decodeHealthRequest,
+  encodeHealthResponseFrame,
+  type GrpcHealthCheck,
+  HEALTH_CHECK_PATH,
+} from './health-service.js';
+import {
   createReceiveGuard,
   describeFailure,
   isAnswerable,
   type ReceiveFailure,
   type ReceiveLimits,
 } from './receive-guard.js';
-import {
-  decodeHealthRequest,
-  encodeHealthResponseFrame,
-  type GrpcHealthCheck,
-  HEALTH_CHECK_PATH,
-} from './health-service.js';
 import { certificateHasSan, type TlsMaterial, tlsServerOptions } from './tls.js';
 import { decodeRateLimitRequest, encodeDecisionFrame, WireError } from './wire.js';
 
@@ -89,7 +89,9 @@ export async function startH2GrpcServer(options: H2GrpcServerOptions): Promise<G
   const tls = options.tls;
   const settings = { maxConcurrentStreams: options.maxConcurrentStreams ?? 4096 };
   const server =
-    tls === undefined ? createServer({ settings }) : createSecureServer({ settings, ...tlsServerOptions(tls.material) });
+    tls === undefined
+      ? createServer({ settings })
+      : createSecureServer({ settings, ...tlsServerOptions(tls.material) });
   const clientSan = tls?.clientSan;
   if (clientSan !== undefined) {
     // envoy ratelimit checks the client certificate's name during the handshake: a peer without it gets no session.
