@@ -6,9 +6,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { useRedis } from '../../../../test/helpers/redis-client.js';
 import { createLimiter } from '../../src/limiter/create-limiter.js';
 import { createRedisStore } from '../../src/stores/redis/index.js';
-import { useRedis } from '../../../../test/helpers/redis-client.js';
 
 function busyWait(ms: number): void {
   const until = performance.now() + ms;
