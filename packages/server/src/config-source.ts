@@ -1,3 +1,5 @@
+import { type FSWatcher, watch } from 'node:fs';
+import { basename, dirname, resolve } from 'node:path';
 import type { LoadResult, LoadRulesOptions, RuleIssue, RuleSet } from 'sluice/rules';
 import { loadRules, parseRules, RULE_ISSUE_CODES, watchRules } from 'sluice/rules';
 import { EXAMPLE_CONFIG, EXAMPLE_CONFIG_NAME } from './example-config.js';
@@ -5,14 +7,16 @@ import { parseOffThread } from './rules/parse-off-thread.js';
 
 /** Where the rules come from and how the last load went (for the admin API and the dashboard). */
 export interface ConfigStatus {
-  /** `files` for `--config`, `example` for the built-in example. */
-  readonly source: 'files' | 'example';
+  /** `files` for `--config`, `example` for the built-in example, `xds` for an xDS management server. */
+  readonly source: 'files' | 'example' | 'xds';
   /** The paths given (files or directories). */
   readonly paths: readonly string[];
   /** The files the current rules were read from. */
   readonly files: readonly string[];
   /** When the current rules were loaded (ISO 8601). */
   readonly loadedAt: string;
+  /** xDS: the version of the config in use. */
+  readonly version?: string;
   /** The last reload attempt, when it failed: the problems, each with file and line. */
   readonly lastError?: { readonly at: string; readonly issues: readonly RuleIssue[] };
 }
@@ -39,6 +43,13 @@ export interface ConfigSource {
 export interface ConfigSourceOptions {
   /** Parses rule files on reload. @default parseOffThread (a worker thread, bounded in time and heap) */
   parse?: LoadRulesOptions['parse'];
+  /** Merge files of one domain (envoy's MERGE_DOMAIN_CONFIG), with the default `parse`. @default false */
+  mergeDomains?: boolean;
+  /**
+   * A directory (often a symlink) whose replacement means "reload", as envoy ratelimit's RUNTIME_ROOT
+   * with RUNTIME_WATCH_ROOT: its parent is watched for the swap.
+   */
+  root?: string;
 }
 
 /**
@@ -54,7 +65,8 @@ export function createConfigSource(
   report: (result: LoadResult) => void,
   options: ConfigSourceOptions = {},
 ): ConfigSource {
-  const parse = options.parse ?? parseOffThread;
+  const mergeDomains = options.mergeDomains === true;
+  const parse = options.parse ?? ((sources) => parseOffThread(sources, { mergeDomains }));
   let status: ConfigStatus = {
     source: paths.length === 0 ? 'example' : 'files',
     paths,
@@ -91,9 +103,27 @@ export function createConfigSource(
     watch() {
       if (paths.length === 0) return () => {};
       const watcher = watchRules(paths, { parse, onReload: take });
-      return () => watcher.close();
+      const rootWatch = options.root === undefined ? undefined : watchSwap(options.root, () => void watcher.reload());
+      return () => {
+        watcher.close();
+        rootWatch?.close();
+      };
     },
   };
+}
+
+/** Watches `path`'s parent for `path` itself being replaced (a symlink swap); undefined when it cannot. */
+function watchSwap(path: string, onSwap: () => void): FSWatcher | undefined {
+  const full = resolve(path);
+  try {
+    const w = watch(dirname(full), { persistent: false }, (_event, name) => {
+      if (name === null || name === basename(full)) onSwap();
+    });
+    w.on('error', () => w.close());
+    return w;
+  } catch {
+    return undefined;
+  }
 }
 
 /** A failed load for an exception thrown while loading or applying rules. */

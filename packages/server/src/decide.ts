@@ -5,6 +5,8 @@ import type { DescriptorStatus, RateLimitRequest, RateLimitResponse, RulesEngine
 import type { AccessLists, ListName } from './access-lists.js';
 import type { DecisionEvent, DecisionHub, DecisionOutcome, DecisionSource } from './decision-events.js';
 import { outcomeOf, UNKNOWN_DOMAIN } from './decision-events.js';
+import { dynamicMetadata } from './envoy/dynamic-metadata.js';
+import { type EnvoyHeaderNames, envoyHeaders } from './envoy/response-headers.js';
 import { rateLimitHeaders } from './headers.js';
 import type { ServiceMetrics } from './metrics.js';
 
@@ -14,7 +16,15 @@ export interface Decided extends RateLimitResponse {
   headers: Record<string, string>;
   /** The binding decision the headers describe, when a limit applied. */
   binding?: Decision;
+  /** envoy ratelimit's `dynamic_metadata`, with `dynamicMetadata: true`. */
+  dynamicMetadata?: Record<string, unknown>;
 }
+
+/**
+ * Which rate-limit headers a response carries: sluice's (SPEC section 4: `X-RateLimit-*`, `RateLimit-Policy`,
+ * `RateLimit`, `Retry-After`), none, or envoy ratelimit's three (`LIMIT_RESPONSE_HEADERS_ENABLED`).
+ */
+export type HeaderMode = 'sluice' | 'none' | EnvoyHeaderNames;
 
 /** Decides envoy-style requests: allow/deny lists first, then the rules engine; publishes every decision. */
 export interface Decider {
@@ -28,6 +38,10 @@ export interface DeciderOptions {
   hub: DecisionHub;
   metrics: ServiceMetrics;
   now: () => number;
+  /** @default 'sluice' */
+  headers?: HeaderMode;
+  /** Add envoy ratelimit's `dynamic_metadata` to every response. @default false */
+  dynamicMetadata?: boolean;
 }
 
 /** True for the errors a store raises when it cannot answer (mapped to UNAVAILABLE / 503). */
@@ -50,6 +64,7 @@ const ALLOWED: DescriptorStatus = { code: 'OK', limitRemaining: 0, durationUntil
  */
 export function createDecider(options: DeciderOptions): Decider {
   const { engine, lists, hub, metrics, now } = options;
+  const headerMode = options.headers ?? 'sluice';
 
   function ask(request: RateLimitRequest): Promise<RateLimitResponse> {
     const started = performance.now();
@@ -105,10 +120,13 @@ export function createDecider(options: DeciderOptions): Decider {
     let bindingName = '';
     let bindingWindow = 0;
     let binding: Decision | undefined;
+    // envoy's global shadow mode: statuses stay OVER_LIMIT but the request passed; count them as shadow.
+    const globalShadow = response.shadowed === true;
     for (const [i, status] of response.statuses.entries()) {
       const list = marks?.[i];
       const limit = status.currentLimit;
-      const outcome: DecisionOutcome = status.shadow
+      const shadow = status.shadow === true || (globalShadow && status.code === 'OVER_LIMIT');
+      const outcome: DecisionOutcome = shadow
         ? 'shadow'
         : status.code === 'OVER_LIMIT'
           ? 'over_limit'
@@ -129,8 +147,9 @@ export function createDecider(options: DeciderOptions): Decider {
         event.resetMs = status.durationUntilResetMs;
       }
       if (list !== undefined) event.list = list;
+      if (status.metricKey !== undefined) event.metricKey = status.metricKey;
       hub.emit(event);
-      if (status.decision !== undefined && !status.shadow) {
+      if (status.decision !== undefined && !shadow) {
         decisions.push(status.decision);
         const combined = combineDecisions(decisions);
         if (combined === status.decision || binding === undefined) {
@@ -156,9 +175,17 @@ export function createDecider(options: DeciderOptions): Decider {
     const decided: Decided = {
       overallCode: response.overallCode,
       statuses: response.statuses,
-      headers: binding === undefined ? {} : rateLimitHeaders(binding, bindingName, bindingWindow),
+      headers:
+        headerMode === 'sluice'
+          ? binding === undefined
+            ? {}
+            : rateLimitHeaders(binding, bindingName, bindingWindow)
+          : headerMode === 'none'
+            ? {}
+            : envoyHeaders(response.statuses, headerMode),
     };
     if (binding !== undefined) decided.binding = binding;
+    if (options.dynamicMetadata === true) decided.dynamicMetadata = dynamicMetadata(request, response.statuses);
     return decided;
   }
 }

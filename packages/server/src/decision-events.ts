@@ -32,6 +32,11 @@ export interface DecisionEvent {
   readonly resetMs?: number;
   /** Set when an allow or deny list entry answered instead of a limit. */
   readonly list?: 'allow' | 'deny';
+  /**
+   * envoy ratelimit's stats key (`domain.key_value.key2`) when the rule's `detailed_metric` or
+   * `value_to_metric` asks for a series per value.
+   */
+  readonly metricKey?: string;
   /** When the decision was taken (ms since the epoch). */
   readonly atMs: number;
 }

@@ -6,6 +6,7 @@
 import { SluiceError } from 'sluice';
 import type { LimitOverride, RateLimitRequest, RequestDescriptor, Unit } from 'sluice/rules';
 import type { Decided } from './decide.js';
+import { structMessage } from './grpc/struct-wire.js';
 
 /** Most descriptors in one request, and most entries in one descriptor. */
 export const MAX_DESCRIPTORS = 1000;
@@ -177,6 +178,7 @@ export function responseToMessage(decided: Decided): Record<string, unknown> {
       };
     }),
     responseHeadersToAdd: headerList(decided.headers),
+    ...(decided.dynamicMetadata === undefined ? {} : { dynamicMetadata: structMessage(decided.dynamicMetadata) }),
   };
 }
 
@@ -197,6 +199,8 @@ export function responseToJson(decided: Decided): Record<string, unknown> {
       };
     }),
     responseHeadersToAdd: headerList(decided.headers),
+    // protojson writes a Struct as the plain JSON object it holds.
+    ...(decided.dynamicMetadata === undefined ? {} : { dynamicMetadata: decided.dynamicMetadata }),
   };
 }
 

@@ -2,7 +2,7 @@
 export interface HealthReport {
   status: number;
   body: {
-    status: 'ok' | 'degraded' | 'unavailable' | 'draining' | 'starting';
+    status: 'ok' | 'degraded' | 'unavailable' | 'draining' | 'starting' | 'no-config';
     store: string;
     storeReachable: boolean;
   };
@@ -22,6 +22,11 @@ export interface HealthOptions {
   ready?: () => boolean;
   /** True while shutting down: load balancers should stop sending. */
   draining: () => boolean;
+  /**
+   * False while no domain is loaded, when health must wait for config (envoy ratelimit's
+   * HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED). @default always true
+   */
+  configLoaded?: () => boolean;
   /** How long one ping may take. @default 250 */
   timeoutMs?: number;
   /** How long a ping's answer is reused, so health checks cannot turn into store load. @default 500 */
@@ -68,6 +73,9 @@ export function createHealth(options: HealthOptions): () => Promise<HealthReport
     if (options.draining()) return { status: 503, body: { status: 'draining', store, storeReachable: true } };
     if (options.ready !== undefined && !options.ready()) {
       return { status: 503, body: { status: 'starting', store, storeReachable: false } };
+    }
+    if (options.configLoaded?.() === false) {
+      return { status: 503, body: { status: 'no-config', store, storeReachable: true } };
     }
     const reachable = await probe();
     if (reachable) return { status: 200, body: { status: 'ok', store, storeReachable: true } };

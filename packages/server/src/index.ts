@@ -15,6 +15,7 @@ export type { CheckResult } from './check-api.js';
 export { MAX_CHECKS } from './check-api.js';
 export type { ConfigStatus } from './config-source.js';
 export { formatIssues, loadConfig } from './config-source.js';
+export type { HeaderMode } from './decide.js';
 export type {
   DecisionEvent,
   DecisionHub,
@@ -23,12 +24,20 @@ export type {
   DecisionSource,
 } from './decision-events.js';
 export { NEAR_LIMIT_RATIO } from './decision-events.js';
+export { OVERFLOW_DESCRIPTOR } from './envoy/descriptor-series.js';
+export type { EnvoyHeaderNames } from './envoy/response-headers.js';
+export { ENVOY_HEADER_NAMES } from './envoy/response-headers.js';
+export type { EnvoyStart } from './envoy/settings.js';
+export { envoyServiceOptions, isEnvoyStart } from './envoy/settings.js';
+export type { EnvoySetting, EnvoySettingStatus } from './envoy/settings-table.js';
+export { ENVOY_SETTINGS } from './envoy/settings-table.js';
 export { EXAMPLE_CONFIG, EXAMPLE_CONFIG_NAME } from './example-config.js';
 export type { H2RlsClient, H2RlsRequest } from './grpc/h2-client.js';
 export { createH2RlsClient } from './grpc/h2-client.js';
 export { loadRateLimitService, PROTO_DIR, RLS_PROTO, RLS_SERVICE } from './grpc/proto.js';
 export type { RlsClient, RlsResponse } from './grpc/rls-client.js';
 export { createRlsClient } from './grpc/rls-client.js';
+export type { GrpcTlsOptions } from './grpc/tls.js';
 export { encodeRateLimitRequestFrame } from './grpc/wire.js';
 export type { RouteHandler } from './http/api-server.js';
 export { HttpError, sendJson } from './http/respond.js';

@@ -9,6 +9,13 @@ export interface RedisOptions {
   url?: string;
   /** Cluster seed nodes, `host:port` each. */
   cluster?: readonly string[];
+  /** A Unix socket path, instead of `url` (envoy ratelimit's REDIS_SOCKET_TYPE=unix). */
+  path?: string;
+  /** Credentials, when not in `url` (for `path` and `cluster`). */
+  username?: string;
+  password?: string;
+  /** TLS to Redis, when not said by `url` (`rediss://`). @default false */
+  tls?: boolean;
   /** Key prefix of every counter. @default the store's (`sluice:`) */
   prefix?: string;
   /** Longest wait for Redis per decision, in ms. @default the store's (50) */
@@ -54,21 +61,32 @@ function parseNode(text: string): { host: string; port: number } {
  * policy answers, instead of requests piling up behind a reconnect.
  */
 export async function createRedisBackend(options: RedisOptions, logger: Logger): Promise<StoreBackend> {
-  if ((options.url === undefined) === (options.cluster === undefined)) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'redis: give a url or cluster nodes', { option: 'redis' });
+  const targets = [options.url, options.cluster, options.path].filter((t) => t !== undefined).length;
+  if (targets !== 1) {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'redis: give one of a url, a socket path or cluster nodes', {
+      option: 'redis',
+    });
   }
   const ioredis = await loadIoredis();
   const { Redis, Cluster } = ioredis.default as unknown as typeof import('ioredis');
+  const auth = {
+    ...(options.username === undefined ? {} : { username: options.username }),
+    ...(options.password === undefined ? {} : { password: options.password }),
+    ...(options.tls === true ? { tls: {} } : {}),
+  };
+  const common = { ...COMMON, ...auth };
   let client: IoRedisClient;
   if (options.url !== undefined) {
-    client = new Redis(options.url, COMMON) as unknown as IoRedisClient;
+    client = new Redis(options.url, common) as unknown as IoRedisClient;
+  } else if (options.path !== undefined) {
+    client = new Redis({ ...common, path: options.path }) as unknown as IoRedisClient;
   } else {
     const nodes = (options.cluster ?? []).map(parseNode);
     client = new Cluster(nodes, {
       enableOfflineQueue: false,
       clusterRetryStrategy: (times: number) => Math.min(50 * times, 1000),
       lazyConnect: true,
-      redisOptions: { maxRetriesPerRequest: 0 },
+      redisOptions: { ...auth, maxRetriesPerRequest: 0 },
     }) as unknown as IoRedisClient;
   }
   const connectTimeoutMs = options.connectTimeoutMs ?? 5000;

@@ -1,24 +1,27 @@
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Clock, Store } from 'sluice';
 import { createMemoryStore, type MemoryStoreOptions, SluiceError, systemClock } from 'sluice';
 import { createClientIpResolver } from 'sluice/http';
-import type { FailMode, RulesEngine } from 'sluice/rules';
-import { createRulesEngine } from 'sluice/rules';
+import type { FailMode, LoadResult, RuleSet, RulesEngine } from 'sluice/rules';
+import { createRulesEngine, parseRules, RULE_ISSUE_CODES } from 'sluice/rules';
 import type { AccessLists } from './access-lists.js';
 import { createAccessLists } from './access-lists.js';
 import { createAdminActions } from './admin-actions.js';
 import { createCheckApi } from './check-api.js';
 import type { ConfigSource, ConfigStatus } from './config-source.js';
 import { createConfigSource, formatIssues, loadConfig } from './config-source.js';
-import { createDecider } from './decide.js';
+import { createDecider, type HeaderMode } from './decide.js';
 import type { DecisionHub } from './decision-events.js';
 import { createDecisionHub } from './decision-events.js';
+import { registerDescriptorSeries } from './envoy/descriptor-series.js';
 import { createTrustCheck } from './gateway/forwarding.js';
 import { createGateway, type GatewayLimits } from './gateway.js';
 import { type GrpcHandle, startGrpcServer } from './grpc/grpc-server.js';
 import { startH2GrpcServer } from './grpc/h2-server.js';
+import { grpcHealthCheck } from './grpc/health-service.js';
 import type { ReceiveLimits } from './grpc/receive-guard.js';
+import { type GrpcTlsOptions, readTlsMaterial, watchTlsFiles } from './grpc/tls.js';
 import { createHealth } from './health.js';
 import { createAdminAuth } from './http/admin-auth.js';
 import { checkAdmin, createAdminRoutes } from './http/admin-routes.js';
@@ -34,6 +37,8 @@ import { createMetrics } from './metrics.js';
 import { createMultiRegionBackend, type MultiRegionOptions, type RegionsView } from './multi-region-backend.js';
 import { createRedisBackend, type RedisOptions, type StoreBackend } from './redis-backend.js';
 import { createStatsCollector } from './stats/stats-collector.js';
+import { createXdsConfigSource } from './xds/xds-config-source.js';
+import type { XdsOptions } from './xds/xds-options.js';
 
 /** Options of {@link startService}. Every port may be 0 (any free port; read the bound one from the handle). */
 export interface ServiceOptions {
@@ -108,6 +113,37 @@ export interface ServiceOptions {
   dashboardDir?: string | false;
   /** @default the system clock */
   clock?: Clock;
+  /** Interface of the gRPC server. @default `host` */
+  grpcHost?: string;
+  /** gRPC over TLS, mutual TLS with `clientCaFile`; the files are reloaded when they change. @default plaintext */
+  grpcTls?: GrpcTlsOptions;
+  /** grpc-js server: GOAWAY connections older than this. @default none */
+  grpcMaxConnectionAgeMs?: number;
+  /** grpc-js server: cut connections this long after their GOAWAY. @default none */
+  grpcMaxConnectionAgeGraceMs?: number;
+  /** Merge config files of one domain instead of refusing them (envoy's MERGE_DOMAIN_CONFIG). @default false */
+  mergeDomains?: boolean;
+  /** A directory whose symlink swap means "reload the config" (envoy's RUNTIME_ROOT). */
+  configRoot?: string;
+  /** Every descriptor in quota mode (envoy's QUOTA_MODE). @default false */
+  quotaMode?: boolean;
+  /** Rate-limit headers on responses: sluice's, none, or envoy's three (`LIMIT_RESPONSE_HEADERS_ENABLED`). @default 'sluice' */
+  rateLimitHeaders?: HeaderMode;
+  /** Add envoy ratelimit's `dynamic_metadata` to responses (RESPONSE_DYNAMIC_METADATA). @default false */
+  dynamicMetadata?: boolean;
+  /** Health is 503 / NOT_SERVING while no domain is loaded (HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED). @default false */
+  healthNeedsConfig?: boolean;
+  /** Also serve the Prometheus metrics on a listener of their own (envoy's USE_PROMETHEUS, PROMETHEUS_ADDR). */
+  metricsListener?: { host: string; port: number; path: string };
+  /**
+   * Most per-value series of `detailed_metric` / `value_to_metric` rules
+   * (`sluice_descriptor_decisions_total`); later values share one overflow series. @default 10_000
+   */
+  maxDescriptorSeries?: number;
+  /** Start with no rules when the config paths hold no rule file yet (envoy ratelimit does). @default false */
+  startWithoutConfig?: boolean;
+  /** Take the rules from an xDS management server instead of files (envoy's CONFIG_TYPE=GRPC_XDS_SOTW). */
+  xds?: XdsOptions;
 }
 
 /** A running service. */
@@ -173,7 +209,26 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
   });
   const trustsPeer = createTrustCheck(options.trustProxy);
 
-  const first = await loadConfig(paths);
+  const mergeDomains = options.mergeDomains === true;
+  // At start, on this thread (nothing is served yet); reloads parse off-thread (config-source).
+  const xds = options.xds;
+  if (xds !== undefined && paths.length > 0) {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'xds: give config files or an xDS server, not both', {
+      option: 'xds',
+    });
+  }
+  // xDS: the rules arrive once the stream is open; until then no domain is known.
+  const loaded: LoadResult =
+    xds !== undefined
+      ? { ok: true, ruleSet: { domains: new Map(), files: [] }, files: [] }
+      : await loadConfig(paths, (sources) => parseRules(sources, { mergeDomains }));
+  // envoy ratelimit starts with an empty config directory (every domain unknown) and picks files up later.
+  const first =
+    !loaded.ok && options.startWithoutConfig === true && loaded.issues.every((i) => i.code === RULE_ISSUE_CODES.noFiles)
+      ? { ok: true as const, ruleSet: { domains: new Map(), files: [] }, files: [] }
+      : loaded;
+  // TLS files are checked before anything listens: a bad certificate stops the start, with the file named.
+  const tlsMaterial = options.grpcTls === undefined ? undefined : readTlsMaterial(options.grpcTls);
   if (!first.ok) {
     throw new SluiceError(
       'ERR_SLUICE_CONFIG_INVALID',
@@ -204,6 +259,9 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
   const { store } = backend;
   const hub = createDecisionHub();
   const metrics = createMetrics({ hub, storeName: store.name, storeStats: () => storeStats(store) });
+  const stopDescriptorSeries = registerDescriptorSeries(metrics.registry, hub, {
+    ...(options.maxDescriptorSeries === undefined ? {} : { maxSeries: options.maxDescriptorSeries }),
+  });
   let engine: RulesEngine;
   try {
     engine = createRulesEngine({
@@ -213,6 +271,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       ...(options.fail === undefined ? {} : { fail: options.fail }),
       ...(options.shadow === undefined ? {} : { shadow: options.shadow }),
       ...(options.insuranceShare === undefined ? {} : { insuranceShare: options.insuranceShare }),
+      ...(options.quotaMode === undefined ? {} : { quota: options.quotaMode }),
     });
   } catch (error) {
     // A bad option must not leave a Redis connection holding the process open.
@@ -221,18 +280,30 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     throw error;
   }
   const lists = createAccessLists();
-  const config = createConfigSource(
-    paths,
-    first,
-    (ruleSet) => engine.setRuleSet(ruleSet),
-    (result) => {
-      metrics.reload(result.ok ? 'ok' : 'failed');
-      if (result.ok) logger.info({ files: result.files, domains: [...result.ruleSet.domains.keys()] }, 'config loaded');
-      else logger.warn({ issues: result.issues }, 'config reload failed; keeping the last good rules');
-    },
-  );
+  const reportLoad = (result: LoadResult) => {
+    metrics.reload(result.ok ? 'ok' : 'failed');
+    if (result.ok) logger.info({ files: result.files, domains: [...result.ruleSet.domains.keys()] }, 'config loaded');
+    else logger.warn({ issues: result.issues }, 'config reload failed; keeping the last good rules');
+  };
+  const applyRules = (ruleSet: RuleSet) => engine.setRuleSet(ruleSet);
+  const xdsSource =
+    xds === undefined ? undefined : createXdsConfigSource(xds, applyRules, reportLoad, logger, mergeDomains);
+  const config: ConfigSource =
+    xdsSource ??
+    createConfigSource(paths, first, applyRules, reportLoad, {
+      mergeDomains,
+      ...(options.configRoot === undefined ? {} : { root: options.configRoot }),
+    });
   const now = () => clock.now();
-  const decider = createDecider({ engine, lists, hub, metrics, now });
+  const decider = createDecider({
+    engine,
+    lists,
+    hub,
+    metrics,
+    now,
+    ...(options.rateLimitHeaders === undefined ? {} : { headers: options.rateLimitHeaders }),
+    ...(options.dynamicMetadata === true ? { dynamicMetadata: true } : {}),
+  });
   const checkApi = createCheckApi({
     store,
     lists,
@@ -249,6 +320,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     failClosed: options.fail === undefined || options.fail === 'closed',
     ...(store.isReady === undefined ? {} : { ready: () => store.isReady !== false }),
     draining: () => draining,
+    ...(options.healthNeedsConfig === true ? { configLoaded: () => engine.ruleSet.domains.size > 0 } : {}),
   });
   // The dashboard's stats: per-rule decisions per second and the keys nearest their limits, bounded.
   const stats = createStatsCollector({ hub, now });
@@ -289,7 +361,6 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     logger,
     maxBodyBytes,
     health,
-    hasDomain: (domain) => engine.ruleSet.domains.has(domain),
     admin: createAdminRoutes({
       auth: adminAuth,
       now,
@@ -317,23 +388,60 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
           ...(options.gatewayLimits === undefined ? {} : { limits: options.gatewayLimits }),
         });
 
+  if (xdsSource !== undefined && xds?.forceStart !== true) {
+    // As envoy ratelimit: nothing listens before the first config (FORCE_START_WITHOUT_INITIAL_CONFIG=true skips this).
+    logger.info({ server: xds?.server }, 'waiting for the first config from the xDS management server');
+    await xdsSource.firstConfig;
+  }
   const started: { close(): Promise<void> }[] = [];
   try {
     const httpPort = await listen(api, options.port ?? 8080, host);
     const apiDrain = createDrain(api);
     started.push({ close: () => closeServer(api, graceMs, apiDrain) });
     const grpcOptions = {
-      host,
+      host: options.grpcHost ?? host,
       port: options.grpcPort ?? 8081,
       decider,
       metrics,
       logger,
       ...(options.grpcLimits === undefined ? {} : { limits: options.grpcLimits }),
       ...(options.grpcMaxStreams === undefined ? {} : { maxConcurrentStreams: options.grpcMaxStreams }),
+      health: grpcHealthCheck(async () => (await health()).status === 200),
+      ...(tlsMaterial === undefined
+        ? {}
+        : {
+            tls: {
+              material: tlsMaterial,
+              ...(options.grpcTls?.clientSan === undefined ? {} : { clientSan: options.grpcTls.clientSan }),
+            },
+          }),
+      ...(options.grpcMaxConnectionAgeMs === undefined ? {} : { maxConnectionAgeMs: options.grpcMaxConnectionAgeMs }),
+      ...(options.grpcMaxConnectionAgeGraceMs === undefined
+        ? {}
+        : { maxConnectionAgeGraceMs: options.grpcMaxConnectionAgeGraceMs }),
     };
     const grpc: GrpcHandle =
       options.grpcServer === 'h2' ? await startH2GrpcServer(grpcOptions) : await startGrpcServer(grpcOptions);
     started.push({ close: () => grpc.close(graceMs) });
+    if (options.grpcTls !== undefined && tlsMaterial !== undefined) {
+      const stop = watchTlsFiles(
+        options.grpcTls,
+        tlsMaterial,
+        (material) => {
+          grpc.updateTls?.(material);
+          logger.info({ cert: options.grpcTls?.certFile }, 'gRPC TLS certificates reloaded');
+        },
+        (error) => logger.warn({ err: error.message }, 'gRPC TLS files not reloaded; keeping the last good ones'),
+      );
+      started.push({ close: async () => stop() });
+    }
+    if (options.metricsListener !== undefined) {
+      const m = options.metricsListener;
+      const server = createMetricsServer(metrics, m.path);
+      await listen(server, m.port, m.host);
+      const metricsDrain = createDrain(server);
+      started.push({ close: () => closeServer(server, graceMs, metricsDrain) });
+    }
     const proxyPort = gateway === undefined ? undefined : await listen(gateway, options.proxyPort ?? 8000, host);
     if (gateway !== undefined) {
       const gatewayDrain = createDrain(gateway);
@@ -360,6 +468,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
         closing ??= (async () => {
           draining = true;
           stopWatching();
+          stopDescriptorSeries();
           stats.close();
           await Promise.all(started.map((s) => s.close()));
           if (backend.owned) await store.close();
@@ -376,7 +485,12 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
         ...(proxyPort === undefined ? {} : { proxy: proxyPort, upstream: upstream?.origin }),
         host,
         store: store.name,
-        config: config.status.source === 'example' ? 'built-in example' : config.status.files,
+        config:
+          config.status.source === 'example'
+            ? 'built-in example'
+            : config.status.source === 'xds'
+              ? `xds ${xds?.server}`
+              : config.status.files,
         admin: options.adminToken ? 'on' : 'off',
       },
       'listening',
@@ -393,6 +507,20 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     await backend.close();
     throw error;
   }
+}
+
+/** A listener that answers the Prometheus text on `path` and 404 elsewhere. */
+function createMetricsServer(metrics: ServiceMetrics, path: string): Server {
+  return createServer((req, res) => {
+    if (req.method !== 'GET' || new URL(req.url ?? '/', 'http://x').pathname !== path) {
+      res.writeHead(404).end();
+      return;
+    }
+    metrics.render().then(
+      (text) => res.writeHead(200, { 'content-type': metrics.contentType }).end(text),
+      () => res.writeHead(500).end(),
+    );
+  });
 }
 
 function headerOf(value: string | string[] | undefined): string | undefined {

@@ -1,11 +1,13 @@
 import {
   constants,
+  createSecureServer,
   createServer,
   type Http2Session,
   type IncomingHttpHeaders,
   type ServerHttp2Stream,
 } from 'node:http2';
 import type { AddressInfo } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import { gunzip, inflate } from 'node:zlib';
 import { isSluiceError } from 'sluice';
 import type { Decider } from '../decide.js';
@@ -15,12 +17,19 @@ import type { Logger } from '../logger.js';
 import type { ServiceMetrics } from '../metrics.js';
 import type { GrpcHandle } from './grpc-server.js';
 import {
+  decodeHealthRequest,
+  encodeHealthResponseFrame,
+  type GrpcHealthCheck,
+  HEALTH_CHECK_PATH,
+} from './health-service.js';
+import {
   createReceiveGuard,
   describeFailure,
   isAnswerable,
   type ReceiveFailure,
   type ReceiveLimits,
 } from './receive-guard.js';
+import { certificateHasSan, type TlsMaterial, tlsServerOptions } from './tls.js';
 import { decodeRateLimitRequest, encodeDecisionFrame, WireError } from './wire.js';
 
 /** The one method served, as gRPC names it on the wire. */
@@ -31,6 +40,7 @@ export const GRPC_STATUS = {
   OK: 0,
   INVALID_ARGUMENT: 3,
   DEADLINE_EXCEEDED: 4,
+  NOT_FOUND: 5,
   RESOURCE_EXHAUSTED: 8,
   UNIMPLEMENTED: 12,
   INTERNAL: 13,
@@ -50,6 +60,10 @@ export interface H2GrpcServerOptions {
   limits?: Partial<ReceiveLimits>;
   /** Most concurrent streams one connection may open (HTTP/2 SETTINGS). @default 4096 */
   maxConcurrentStreams?: number;
+  /** TLS (mutual TLS when the material has a CA); `clientSan`: a DNS name client certificates must carry. */
+  tls?: { material: TlsMaterial; clientSan?: string };
+  /** Answers `grpc.health.v1.Health/Check`. */
+  health?: GrpcHealthCheck;
 }
 
 /** `grpc-message` is percent-encoded: everything outside printable ASCII, and `%` itself. */
@@ -72,7 +86,19 @@ export async function startH2GrpcServer(options: H2GrpcServerOptions): Promise<G
   const { decider, metrics, logger } = options;
   const guard = createReceiveGuard(options.limits);
   const { maxMessageBytes } = guard.limits;
-  const server = createServer({ settings: { maxConcurrentStreams: options.maxConcurrentStreams ?? 4096 } });
+  const tls = options.tls;
+  const settings = { maxConcurrentStreams: options.maxConcurrentStreams ?? 4096 };
+  const server =
+    tls === undefined
+      ? createServer({ settings })
+      : createSecureServer({ settings, ...tlsServerOptions(tls.material) });
+  const clientSan = tls?.clientSan;
+  if (clientSan !== undefined) {
+    // envoy ratelimit checks the client certificate's name during the handshake: a peer without it gets no session.
+    server.on('secureConnection', (socket: TLSSocket) => {
+      if (!certificateHasSan(socket.getPeerCertificate(), clientSan)) socket.destroy();
+    });
+  }
   const sessions = new Set<Http2Session>();
 
   /**
@@ -196,6 +222,10 @@ export async function startH2GrpcServer(options: H2GrpcServerOptions): Promise<G
       stopReading(stream);
       return;
     }
+    if (headers[':path'] === HEALTH_CHECK_PATH && options.health !== undefined) {
+      checkHealth(stream, options.health);
+      return;
+    }
     if (headers[':path'] !== SHOULD_RATE_LIMIT_PATH) {
       fail(stream, GRPC_STATUS.UNIMPLEMENTED, `unknown method ${String(headers[':path'])}`);
       return;
@@ -265,6 +295,36 @@ export async function startH2GrpcServer(options: H2GrpcServerOptions): Promise<G
     );
   }
 
+  /** `grpc.health.v1.Health/Check`: a request of a few bytes, uncompressed (health checkers send no more). */
+  function checkHealth(stream: ServerHttp2Stream, health: GrpcHealthCheck): void {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    stream.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= 1024 + 5) chunks.push(chunk);
+    });
+    stream.on('end', () => {
+      const body = Buffer.concat(chunks);
+      if (size > 1024 + 5) return fail(stream, GRPC_STATUS.RESOURCE_EXHAUSTED, 'health check request too large');
+      if (body.length < 5 || body[0] !== 0 || body.readUInt32BE(1) !== body.length - 5) {
+        return fail(stream, GRPC_STATUS.INTERNAL, 'expected one uncompressed message');
+      }
+      let service: string;
+      try {
+        service = decodeHealthRequest(body.subarray(5));
+      } catch (error) {
+        return fail(stream, GRPC_STATUS.INTERNAL, `could not decode the request: ${(error as Error).message}`);
+      }
+      health(service).then(
+        (answer) =>
+          answer === undefined
+            ? fail(stream, GRPC_STATUS.NOT_FOUND, 'unknown service')
+            : reply(stream, encodeHealthResponseFrame(answer)),
+        () => reply(stream, encodeHealthResponseFrame('NOT_SERVING')),
+      );
+    });
+  }
+
   const port = await new Promise<number>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.host, () => {
@@ -274,6 +334,12 @@ export async function startH2GrpcServer(options: H2GrpcServerOptions): Promise<G
   });
   return {
     port,
+    ...(tls === undefined
+      ? {}
+      : {
+          updateTls: (material: TlsMaterial) =>
+            (server as ReturnType<typeof createSecureServer>).setSecureContext(tlsServerOptions(material)),
+        }),
     close(graceMs) {
       return new Promise((resolve) => {
         server.close(() => resolve());

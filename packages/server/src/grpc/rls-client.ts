@@ -1,4 +1,10 @@
-import { type ChannelOptions, credentials, makeGenericClientConstructor, type ServiceError } from '@grpc/grpc-js';
+import {
+  type ChannelCredentials,
+  type ChannelOptions,
+  credentials,
+  makeGenericClientConstructor,
+  type ServiceError,
+} from '@grpc/grpc-js';
 import { loadRateLimitService } from './proto.js';
 
 /** A `RateLimitResponse` as grpc-js decodes it (camelCase, enums by name). */
@@ -21,12 +27,16 @@ export interface RlsClient {
 
 /**
  * Creates a client of `envoy.service.ratelimit.v3.RateLimitService` at `target` (`host:port`), over an
- * insecure channel. `options` are grpc-js channel options.
+ * insecure channel unless `channelCredentials` say otherwise (TLS). `options` are grpc-js channel options.
  * @example const client = createRlsClient('127.0.0.1:8081'); await client.shouldRateLimit({ domain, descriptors });
  */
-export function createRlsClient(target: string, options: ChannelOptions = {}): RlsClient {
+export function createRlsClient(
+  target: string,
+  options: ChannelOptions = {},
+  channelCredentials: ChannelCredentials = credentials.createInsecure(),
+): RlsClient {
   const Client = makeGenericClientConstructor(loadRateLimitService(), 'RateLimitService');
-  const client = new Client(target, credentials.createInsecure(), options) as unknown as {
+  const client = new Client(target, channelCredentials, options) as unknown as {
     ShouldRateLimit(
       request: Record<string, unknown>,
       options: { deadline?: Date },

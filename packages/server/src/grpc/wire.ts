@@ -8,6 +8,8 @@
  * validation (`requestFromMessage`) serves both.
  */
 
+import { encodeStruct } from './struct-wire.js';
+
 /** Thrown for bytes that are not a valid message. */
 export class WireError extends Error {}
 
@@ -239,6 +241,15 @@ class Writer {
     return this;
   }
 
+  /** A length-delimited field holding `body` as is. */
+  bytes(field: number, body: Buffer): this {
+    this.varint((field << 3) | 2).varint(body.length);
+    this.ensure(body.length);
+    body.copy(this.buf, this.length);
+    this.length += body.length;
+    return this;
+  }
+
   /** Starts nested message `field`; returns where its content starts, for `end`. */
   begin(field: number): number {
     this.varint((field << 3) | 2);
@@ -325,6 +336,8 @@ export interface DecisionResponse {
     readonly durationUntilResetMs: number;
   }[];
   readonly headers: Readonly<Record<string, string>>;
+  /** `dynamic_metadata` (envoy ratelimit's RESPONSE_DYNAMIC_METADATA), when asked for. */
+  readonly dynamicMetadata?: Readonly<Record<string, unknown>>;
 }
 
 const UINT32_MAX = 4294967295;
@@ -364,6 +377,7 @@ export function encodeDecisionFrame(response: DecisionResponse): Buffer {
     w.string(1, key).string(2, response.headers[key] as string);
     w.end(at);
   }
+  if (response.dynamicMetadata !== undefined) w.bytes(6, encodeStruct(response.dynamicMetadata));
   const frame = w.finish();
   frame[0] = 0;
   frame.writeUInt32BE(frame.length - 5, 1);

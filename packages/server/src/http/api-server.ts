@@ -20,8 +20,6 @@ export interface ApiServerOptions {
   maxBodyBytes: number;
   /** `GET /healthcheck`: the status and body to answer with. */
   health(): Promise<{ status: number; body: unknown }>;
-  /** Domains the config knows, so `/json` can refuse a typo'd domain. */
-  hasDomain(domain: string): boolean;
   /** The admin API (`/admin/...`); answers the status it wrote. */
   admin(req: IncomingMessage, res: ServerResponse, pathname: string): Promise<number>;
   /** Extra exact-path routes, e.g. the dashboard's `/api/...` endpoints. */
@@ -46,9 +44,6 @@ export function createApiServer(options: ApiServerOptions): Server {
         only(method, 'POST');
         const body = await readJson(req, maxBodyBytes);
         const request = requestFromMessage(body);
-        if (!options.hasDomain(request.domain)) {
-          throw new HttpError(400, 'ERR_SLUICE_UNKNOWN_DOMAIN', `domain '${request.domain}' is not in the config`);
-        }
         const decided = await decider.decide(request, 'json');
         sendJson(res, decided.overallCode === 'OVER_LIMIT' ? 429 : 200, responseToJson(decided), decided.headers);
         return 'json';

@@ -32,7 +32,7 @@ const ENTRY =
  */
 export function parseOffThread(
   sources: RuleSource[],
-  limits: { timeoutMs?: number; heapMb?: number } = {},
+  limits: { timeoutMs?: number; heapMb?: number; mergeDomains?: boolean } = {},
 ): Promise<LoadResult> {
   const files = sources.map((s) => s.file);
   const failed = (why: string): LoadResult => ({
@@ -52,7 +52,7 @@ export function parseOffThread(
     let settled = false;
     const worker = new Worker(ENTRY, {
       eval: true,
-      workerData: sources,
+      workerData: { sources, mergeDomains: limits.mergeDomains === true },
       resourceLimits: { maxOldGenerationSizeMb: limits.heapMb ?? PARSE_HEAP_MB },
       stdout: false,
       stderr: false,

@@ -5,4 +5,5 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { parseRules, type RuleSource } from 'sluice/rules';
 
-parentPort?.postMessage(parseRules(workerData as RuleSource[]));
+const { sources, mergeDomains } = workerData as { sources: RuleSource[]; mergeDomains: boolean };
+parentPort?.postMessage(parseRules(sources, { mergeDomains }));

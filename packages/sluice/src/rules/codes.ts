@@ -79,6 +79,7 @@ export type RuleIssueCode = (typeof RULE_ISSUE_CODES)[keyof typeof RULE_ISSUE_CO
 export const REQUEST_ERROR_CODES = {
   emptyDomain: 'ERR_SLUICE_REQUEST_EMPTY_DOMAIN',
   emptyDescriptors: 'ERR_SLUICE_REQUEST_EMPTY_DESCRIPTORS',
+  /** No longer raised: a descriptor with no entries is answered OK with no limit, as envoy ratelimit does. */
   emptyEntries: 'ERR_SLUICE_REQUEST_EMPTY_ENTRIES',
   emptyKey: 'ERR_SLUICE_REQUEST_EMPTY_KEY',
   /** Anything else malformed: wrong types, a bad `hits_addend`, a bad `limit` override. */

@@ -67,6 +67,15 @@ export interface DescriptorStatus {
   ruleId?: string;
   /** The matched rule asks for metrics per full descriptor value (`detailed_metric: true`). */
   detailedMetric?: boolean;
+  /**
+   * envoy ratelimit's stats key of this descriptor (`domain.key_value.key2`), when the matched rule's
+   * `detailed_metric` or `value_to_metric` makes it depend on the request's values.
+   */
+  metricKey?: string;
+  /** The descriptor is in quota mode (`quota_mode: true`, or the engine's `quota`). */
+  quota?: boolean;
+  /** The matched rule's `metadata`. */
+  metadata?: Readonly<Record<string, unknown>>;
   /** The underlying decision (combined over the rule's limits), when a limit applied. */
   decision?: Decision;
 }
@@ -75,6 +84,8 @@ export interface DescriptorStatus {
 export interface RateLimitResponse {
   overallCode: 'OK' | 'OVER_LIMIT';
   statuses: DescriptorStatus[];
+  /** True when the engine's global `shadow` turned an OVER_LIMIT answer into OK. */
+  shadowed?: boolean;
 }
 
 /** Options of `createRulesEngine`. */
@@ -94,8 +105,16 @@ export interface RulesEngineOptions {
    * four processes share the limit). @default 1
    */
   insuranceShare?: number;
-  /** Put every rule in shadow mode (envoy ratelimit's global `SHADOW_MODE`). @default false */
+  /**
+   * envoy ratelimit's global `SHADOW_MODE`: decide as usual (statuses keep OVER_LIMIT, a rejected request
+   * consumes nothing) but answer `overallCode: 'OK'`, with `shadowed: true`. @default false
+   */
   shadow?: boolean;
+  /**
+   * envoy ratelimit's global `QUOTA_MODE`: every descriptor is in quota mode — the request is OVER_LIMIT
+   * only when all of them are. @default false
+   */
+  quota?: boolean;
 }
 
 /** One limit of a rule, for a dashboard. */

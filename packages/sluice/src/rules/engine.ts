@@ -1,4 +1,5 @@
 import { systemClock } from '../core/clock.js';
+import type { Decision } from '../core/decision.js';
 import { SluiceError } from '../core/errors.js';
 import { createMemoryStore } from '../stores/memory/memory-store.js';
 import type { MaybePromise } from '../stores/store.js';
@@ -17,6 +18,7 @@ import { limitedStatus, noLimitStatus, unlimitedStatus } from './status.js';
 import type { RuleSet } from './types.js';
 
 type Limited = Extract<DescriptorPlan, { kind: 'limited' }>;
+type Entry = { plan: Limited; index: number };
 
 /**
  * Creates the engine that answers envoy ratelimit's question — may these descriptors of this domain
@@ -42,48 +44,125 @@ export function createRulesEngine(options: RulesEngineOptions): RulesEngine {
   const store = options.store ?? createMemoryStore();
   const clock = options.clock ?? systemClock;
   const globalShadow = options.shadow === true;
+  const globalQuota = options.quota === true;
   const failover = createFailover(store, options.fail, options.insuranceShare);
   const overrides = new OverrideCache();
+
+  /**
+   * The overall code: OVER_LIMIT when an enforced descriptor is over, or (`rejected`) the quota descriptors
+   * all are. envoy's global shadow mode then answers OK, leaving the statuses as they are.
+   */
+  function respond(statuses: DescriptorStatus[], rejected: boolean): RateLimitResponse {
+    const over = rejected || statuses.some((s) => s.code === 'OVER_LIMIT' && !s.quota);
+    if (over && globalShadow) return { overallCode: 'OK', statuses, shadowed: true };
+    return { overallCode: over ? 'OVER_LIMIT' : 'OK', statuses };
+  }
 
   function decide(request: RateLimitRequest): MaybePromise<RateLimitResponse> {
     const costs = validateRequest(request);
     const plans = planRequest(ruleSet, request, costs, overrides);
     const nowMs = clock.now();
-    const enforced: { plan: Limited; index: number }[] = [];
-    const shadowed: { plan: Limited; index: number }[] = [];
+    const { domain } = request;
+    const enforced: Entry[] = [];
+    const quota: Entry[] = [];
+    const shadowed: Entry[] = [];
+    // envoy ratelimit's quota mode: a descriptor with no limit still counts as a quota descriptor that passed.
+    let quotaPassing = 0;
     for (const [index, plan] of plans.entries()) {
+      if (plan.kind === 'none' && globalQuota) quotaPassing++;
       if (plan.kind !== 'limited') continue;
-      (plan.shadow || globalShadow ? shadowed : enforced).push({ plan, index });
+      if (plan.shadow) shadowed.push({ plan, index });
+      else if (globalQuota || plan.node?.quotaMode) quota.push({ plan, index });
+      else enforced.push({ plan, index });
     }
     const statuses: DescriptorStatus[] = plans.map((plan) =>
       plan.kind === 'unlimited' ? unlimitedStatus(plan.node.id) : noLimitStatus(),
     );
-    if (enforced.length === 0 && shadowed.length === 0) return respond(statuses);
+    if (enforced.length === 0 && quota.length === 0 && shadowed.length === 0) return respond(statuses, false);
 
-    const enforcedItems = enforced.flatMap(({ plan }) => itemsOf(plan));
-    return chain(failover.check(enforcedItems, nowMs, true), (decisions) => {
-      let offset = 0;
-      let passed = true;
-      for (const { plan, index } of enforced) {
-        const own = decisions.slice(offset, offset + plan.limits.length);
-        offset += plan.limits.length;
-        const status = limitedStatus(plan, own, nowMs, false);
-        if (status.code === 'OVER_LIMIT') passed = false;
-        statuses[index] = status;
-      }
-      if (shadowed.length === 0) return respond(statuses);
+    const afterEnforced = (passed: boolean): MaybePromise<RateLimitResponse> => {
+      if (shadowed.length === 0) return respond(statuses, !passed);
       // Shadow rules count the request only if it passed, like any limit; each is judged on its own.
       const checks = shadowed.map(({ plan, index }) =>
         chain(failover.check(itemsOf(plan), nowMs, passed), (own) => {
-          statuses[index] = limitedStatus(plan, own, nowMs, true);
+          statuses[index] = limitedStatus(plan, own, nowMs, true, domain);
         }),
       );
       return checks.some((c) => c instanceof Promise)
-        ? Promise.all(checks).then(() => respond(statuses))
-        : respond(statuses);
-    });
+        ? Promise.all(checks).then(() => respond(statuses, !passed))
+        : respond(statuses, !passed);
+    };
+    const settle = (entries: readonly Entry[], decisions: readonly Decision[]): boolean => {
+      let offset = 0;
+      let passed = true;
+      for (const { plan, index } of entries) {
+        const own = decisions.slice(offset, offset + plan.limits.length);
+        offset += plan.limits.length;
+        const status = limitedStatus(plan, own, nowMs, false, domain);
+        if (status.code === 'OVER_LIMIT') passed = false;
+        statuses[index] = status;
+      }
+      return passed;
+    };
+    if (quota.length === 0) {
+      return chain(
+        failover.check(
+          enforced.flatMap(({ plan }) => itemsOf(plan)),
+          nowMs,
+          true,
+        ),
+        (decisions) => afterEnforced(settle(enforced, decisions)),
+      );
+    }
+    return chain(decideWithQuota(enforced, quota, quotaPassing, nowMs, settle, domain, statuses), afterEnforced);
   }
 
+  /**
+   * Quota descriptors (envoy ratelimit's `quota_mode`) are looked at first: the request fails on them only
+   * when every one is over. Then the enforced descriptors and the quota descriptors that fit are checked
+   * together, all or nothing, so a rejected request still consumes nothing.
+   */
+  function decideWithQuota(
+    enforced: readonly Entry[],
+    quota: readonly Entry[],
+    quotaPassing: number,
+    nowMs: number,
+    settle: (entries: readonly Entry[], decisions: readonly Decision[]) => boolean,
+    domain: string,
+    statuses: DescriptorStatus[],
+  ): MaybePromise<boolean> {
+    return chain(
+      failover.check(
+        quota.flatMap(({ plan }) => itemsOf(plan)),
+        nowMs,
+        false,
+      ),
+      (looked) => {
+        let offset = 0;
+        const fitting: Entry[] = [];
+        for (const entry of quota) {
+          const own = looked.slice(offset, offset + entry.plan.limits.length);
+          offset += entry.plan.limits.length;
+          if (own.every((d) => d.allowed)) fitting.push(entry);
+          else statuses[entry.index] = { ...limitedStatus(entry.plan, own, nowMs, false, domain), quota: true };
+        }
+        const allOver = fitting.length === 0 && quotaPassing === 0;
+        const together = [...enforced, ...fitting];
+        return chain(
+          failover.check(
+            together.flatMap(({ plan }) => itemsOf(plan)),
+            nowMs,
+            !allOver,
+          ),
+          (decisions) => {
+            const passed = settle(together, decisions);
+            for (const { index } of quota) (statuses[index] as DescriptorStatus).quota = true;
+            return passed && !allOver;
+          },
+        );
+      },
+    );
+  }
   return {
     shouldRateLimit(request) {
       try {
@@ -126,11 +205,6 @@ export function createRulesEngine(options: RulesEngineOptions): RulesEngine {
 
 function itemsOf(plan: Limited): FailItem[] {
   return plan.limits.map((limit) => ({ key: plan.key, policy: limit.policy, cost: plan.cost, fail: plan.fail }));
-}
-
-function respond(statuses: DescriptorStatus[]): RateLimitResponse {
-  const over = statuses.some((s) => s.code === 'OVER_LIMIT');
-  return { overallCode: over ? 'OVER_LIMIT' : 'OK', statuses };
 }
 
 /** `then` that stays synchronous for synchronous values: the memory store answers without promises. */

@@ -43,6 +43,7 @@ export type {
 } from './http/types.js';
 export type { LoadRulesOptions } from './load-rules.js';
 export { loadRules } from './load-rules.js';
+export type { MetricLevel } from './metric-key.js';
 export { parseRules } from './parse-rules.js';
 export type {
   DescriptorLevel,
@@ -51,6 +52,7 @@ export type {
   DomainRules,
   FailMode,
   LoadResult,
+  ParseOptions,
   RuleIssue,
   RuleLimit,
   RuleSet,

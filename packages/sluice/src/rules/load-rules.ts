@@ -3,7 +3,7 @@ import { extname, join } from 'node:path';
 import { IssueList, MAX_RULE_FILE_BYTES } from './budget.js';
 import { RULE_ISSUE_CODES as C } from './codes.js';
 import { parseRules } from './parse-rules.js';
-import type { LoadResult, RuleIssue, RuleSource } from './types.js';
+import type { LoadResult, ParseOptions, RuleIssue, RuleSource } from './types.js';
 
 const RULE_EXTENSIONS = new Set(['.yaml', '.yml', '.json']);
 
@@ -28,14 +28,17 @@ export async function loadRules(
   options: LoadRulesOptions = {},
 ): Promise<LoadResult> {
   const { sources, issues } = await readSources(paths);
-  return withReadIssues(issues, await (options.parse ?? parseRules)(sources), sources);
+  const parse =
+    options.parse ?? ((list: RuleSource[]) => parseRules(list, { mergeDomains: options.mergeDomains === true }));
+  return withReadIssues(issues, await parse(sources), sources);
 }
 
 /** Options of `loadRules`. */
-export interface LoadRulesOptions {
+export interface LoadRulesOptions extends ParseOptions {
   /**
    * Parses the files' text. @default parseRules, on this thread; the service passes one that parses in
-   * a worker thread, so a large file does not stall the requests it answers meanwhile.
+   * a worker thread, so a large file does not stall the requests it answers meanwhile. A custom `parse`
+   * applies `mergeDomains` itself.
    */
   parse?: (sources: RuleSource[]) => LoadResult | Promise<LoadResult>;
 }

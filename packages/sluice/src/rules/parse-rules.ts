@@ -1,11 +1,12 @@
 import { LineCounter, parseDocument } from 'yaml';
 import { IssueList, MAX_REPORTED_ISSUES, MAX_RULE_NODES, RuleBudgetExceeded } from './budget.js';
 import { RULE_ISSUE_CODES as C } from './codes.js';
+import { mergeDomain } from './merge-domains.js';
 import { parseDescriptors } from './parse/parse-descriptors.js';
 import { parseFail } from './parse/parse-fail.js';
 import { parseHttp } from './parse/parse-http.js';
 import { Reader } from './parse/reader.js';
-import type { DomainRules, LoadResult, RuleSource } from './types.js';
+import type { DomainRules, LoadResult, ParseOptions, RuleSource } from './types.js';
 
 const TOP_LEVEL_FIELDS = ['domain', 'descriptors', 'http', 'fail'] as const;
 
@@ -21,7 +22,7 @@ const TOP_LEVEL_FIELDS = ['domain', 'descriptors', 'http', 'fail'] as const;
  * const result = parseRules([{ file: 'api.yaml', text: 'domain: api\ndescriptors:\n  - key: user\n    rate_limit: { unit: minute, requests_per_unit: 20 }\n' }]);
  * if (!result.ok) for (const i of result.issues) console.error(`${i.file}:${i.line}:${i.column} ${i.code} ${i.message}`);
  */
-export function parseRules(sources: readonly RuleSource[]): LoadResult {
+export function parseRules(sources: readonly RuleSource[], options: ParseOptions = {}): LoadResult {
   const issues = new IssueList();
   const domains = new Map<string, DomainRules>();
   const files = sources.map((s) => s.file);
@@ -34,10 +35,14 @@ export function parseRules(sources: readonly RuleSource[]): LoadResult {
     if (parsed === undefined) continue;
     const { rules, at } = parsed;
     const first = domains.get(rules.domain);
+    if (first && options.mergeDomains === true) {
+      domains.set(rules.domain, mergeDomain(first, rules, issues));
+      continue;
+    }
     if (first) {
       issues.add({
         code: C.duplicateDomain,
-        message: `domain: '${rules.domain}' is already defined in ${first.file}; each domain lives in one file`,
+        message: `domain: '${rules.domain}' is already defined in ${first.file}; each domain lives in one file (or merge them: mergeDomains, MERGE_DOMAIN_CONFIG=true)`,
         file: source.file,
         ...at,
       });

@@ -19,6 +19,8 @@ export type DescriptorPlan =
       readonly cost: number;
       readonly shadow: boolean;
       readonly fail: FailMode | undefined;
+      /** The request descriptor's entries (for stats keys). */
+      readonly entries: readonly { key: string; value: string }[];
     };
 
 const NONE: DescriptorPlan = { kind: 'none' };
@@ -43,7 +45,15 @@ export function planRequest(
     const override = overrideOf(d, i);
     if (override) {
       const limit = overrides.get(request.domain, override.requestsPerUnit, override.unit);
-      return { kind: 'limited', limits: [limit], key: entriesKey(d.entries), cost, shadow: false, fail: rules.fail };
+      return {
+        kind: 'limited',
+        limits: [limit],
+        key: entriesKey(d.entries),
+        cost,
+        shadow: false,
+        fail: rules.fail,
+        entries: d.entries,
+      };
     }
     const match = matchDescriptor(rules, d.entries);
     if (match === undefined) return NONE;
@@ -51,7 +61,16 @@ export function planRequest(
     for (const name of node.replaces) replacing.add(name);
     if (node.unlimited) return { kind: 'unlimited', node };
     if (node.limits.length === 0) return NONE;
-    return { kind: 'limited', node, limits: node.limits, key: match.key, cost, shadow: node.shadow, fail: node.fail };
+    return {
+      kind: 'limited',
+      node,
+      limits: node.limits,
+      key: match.key,
+      cost,
+      shadow: node.shadow,
+      fail: node.fail,
+      entries: d.entries,
+    };
   });
   if (replacing.size === 0) return plans;
   return plans.map((plan) => {

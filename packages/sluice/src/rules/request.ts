@@ -32,9 +32,7 @@ function validateDescriptor(d: RequestDescriptor, i: number): void {
   if (d === null || typeof d !== 'object' || !Array.isArray(d.entries)) {
     throw invalid(`descriptors[${i}].entries: expected a list of { key, value }`);
   }
-  if (d.entries.length === 0) {
-    throw new SluiceError(E.emptyEntries, `rate limit descriptor entries must not be empty (descriptors[${i}])`);
-  }
+  // A descriptor with no entries matches no rule: it is answered OK with no limit, as envoy ratelimit does.
   for (const [j, e] of d.entries.entries()) {
     if (e === null || typeof e !== 'object' || typeof e.key !== 'string' || typeof e.value !== 'string') {
       throw invalid(`descriptors[${i}].entries[${j}]: expected { key: string, value: string }`);

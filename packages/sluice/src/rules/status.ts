@@ -1,6 +1,7 @@
 import type { Decision } from '../core/decision.js';
 import { combineDecisions } from '../limiter/combine.js';
 import type { DescriptorStatus } from './engine-types.js';
+import { metricKey } from './metric-key.js';
 import type { DescriptorPlan } from './plan.js';
 import type { RuleLimit } from './types.js';
 import { asUnitRate } from './units.js';
@@ -29,6 +30,7 @@ export function limitedStatus(
   decisions: readonly Decision[],
   nowMs: number,
   shadow: boolean,
+  domain: string,
 ): DescriptorStatus {
   const combined = combineDecisions(decisions);
   const index = Math.max(0, decisions.indexOf(combined));
@@ -51,7 +53,10 @@ export function limitedStatus(
   };
   if (limit.name !== undefined) status.ruleName = limit.name;
   if (plan.node) status.ruleId = plan.node.id;
-  if (plan.node?.detailedMetric) status.detailedMetric = true;
+  const node = plan.node;
+  if (node?.detailedMetric) status.detailedMetric = true;
+  if (node?.dynamicMetric) status.metricKey = metricKey(domain, node.metricLevels, plan.entries, node.detailedMetric);
+  if (node?.metadata !== undefined) status.metadata = node.metadata;
   if (shadow && !combined.allowed) status.shadow = true;
   return status;
 }

@@ -1,6 +1,7 @@
 import type { AlgorithmName, ResolvedPolicy } from '../core/policy.js';
 import type { PathFolding } from './http/normalize-path.js';
 import type { HttpRateLimit } from './http/types.js';
+import type { MetricLevel } from './metric-key.js';
 
 /**
  * A unit of envoy ratelimit's `rate_limit.unit`, spelled as the Envoy proto enum names it (the gRPC
@@ -69,6 +70,16 @@ export interface DescriptorNode {
   readonly unlimitedName?: string;
   readonly shadow: boolean;
   readonly detailedMetric: boolean;
+  /** `value_to_metric`: the runtime value goes into this level's metric key (envoy ratelimit). */
+  readonly valueToMetric: boolean;
+  /** `quota_mode`: over its limit, this rule fails the request only when every quota rule of it does. */
+  readonly quotaMode: boolean;
+  /** `metadata`: returned in the response's dynamic metadata when the descriptor passes (envoy ratelimit). */
+  readonly metadata?: Readonly<Record<string, unknown>>;
+  /** How each level from the root to this node builds the envoy stats key (see `metricKey`). */
+  readonly metricLevels: readonly MetricLevel[];
+  /** True when the stats key depends on the request's values (`detailed_metric` or `value_to_metric` on the path). */
+  readonly dynamicMetric: boolean;
   /** Values matching this wildcard share one counter. */
   readonly shareThreshold: boolean;
   /** Failure policy, inherited from the nearest ancestor or the domain when not given here. */
@@ -119,6 +130,15 @@ export interface RuleSet {
 export type LoadResult =
   | { ok: true; ruleSet: RuleSet; files: string[] }
   | { ok: false; issues: RuleIssue[]; files: string[] };
+
+/** Options of `parseRules`, `loadRules` and `watchRules`. */
+export interface ParseOptions {
+  /**
+   * Files declaring the same domain are merged (their top-level descriptors must not repeat), as envoy
+   * ratelimit's `MERGE_DOMAIN_CONFIG=true` does. @default false: a domain lives in one file
+   */
+  mergeDomains?: boolean;
+}
 
 /** One source given to `parseRules`: a file name (for messages) and its text. */
 export interface RuleSource {

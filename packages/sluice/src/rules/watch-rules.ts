@@ -5,7 +5,7 @@ import { RULE_ISSUE_CODES } from './codes.js';
 import type { RulesEngine } from './engine-types.js';
 import { type LoadRulesOptions, readSources, withReadIssues } from './load-rules.js';
 import { parseRules } from './parse-rules.js';
-import type { LoadResult, RuleSet } from './types.js';
+import type { LoadResult, RuleSet, RuleSource } from './types.js';
 
 /** Options of `watchRules`. */
 export interface WatchRulesOptions {
@@ -18,8 +18,10 @@ export interface WatchRulesOptions {
   debounceMs?: number;
   /** When given, every valid reload is applied to it with `setRuleSet`, keeping its counters. */
   engine?: RulesEngine;
-  /** Parses the files' text, as `loadRules`'s option does. @default parseRules */
+  /** Parses the files' text, as `loadRules`'s option does. @default parseRules (with `mergeDomains`) */
   parse?: LoadRulesOptions['parse'];
+  /** Merge files of one domain (see `ParseOptions`), when `parse` is the default. @default false */
+  mergeDomains?: boolean;
 }
 
 /** A running watch. */
@@ -110,7 +112,8 @@ export function watchRules(paths: string | readonly string[], options: WatchRule
     timer.unref();
   }
 
-  const parse = options.parse ?? parseRules;
+  const parse =
+    options.parse ?? ((sources: RuleSource[]) => parseRules(sources, { mergeDomains: options.mergeDomains === true }));
 
   async function load(): Promise<{ result: LoadResult; changed: boolean }> {
     try {

@@ -381,7 +381,6 @@ descriptors:
         REQUEST_ERROR_CODES.emptyDescriptors,
         /^rate limit descriptor list must not be empty$/,
       ],
-      [{ domain: 'd', descriptors: [{ entries: [] }] }, REQUEST_ERROR_CODES.emptyEntries, /entries must not be empty/],
       [
         { domain: 'd', descriptors: [{ entries: [{ key: '', value: 'v' }] }] },
         REQUEST_ERROR_CODES.emptyKey,

@@ -240,7 +240,7 @@ descriptors:
     );
   });
 
-  it('the engine-wide shadow option puts every rule in shadow mode', async () => {
+  it('the engine-wide shadow option answers OK overall and keeps the statuses (envoy SHADOW_MODE)', async () => {
     const h = harness(
       rules('domain: api\ndescriptors:\n  - { key: k, rate_limit: { unit: minute, requests_per_unit: 0 } }\n'),
       {
@@ -248,7 +248,7 @@ descriptors:
       },
     );
     const res = await h.ask('api', [['k', 'v']]);
-    assert.deepEqual([res.overallCode, res.statuses[0]?.shadow], ['OK', true]);
+    assert.deepEqual([res.overallCode, res.statuses[0]?.code, res.shadowed], ['OK', 'OVER_LIMIT', true]);
   });
 
   it('describeRules lists limits, unlimited and allow-listed rules for a dashboard', () => {

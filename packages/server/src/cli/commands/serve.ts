@@ -2,6 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { isSluiceError, parseDuration } from 'sluice';
 import type { FailMode } from 'sluice/rules';
+import { envoyServiceOptions, isEnvoyStart } from '../../envoy/settings.js';
 import type { LogLevel, ServiceOptions } from '../../index.js';
 import { EXAMPLE_CONFIG, LOG_LEVELS, startService } from '../../index.js';
 import type { Command } from '../command.js';
@@ -44,6 +45,10 @@ ${MULTI_REGION_HELP}
   --shutdown-grace D     how long in-flight requests may take at shutdown (default 10s)
   --log-level LEVEL      ${LOG_LEVELS.join(' | ')} (default info)              [env LOG_LEVEL]
   --ports-file FILE      write {"http":N,"grpc":N,"proxy":N} to FILE once listening (handy with port 0)
+  --envoy-compat         start as envoyproxy/ratelimit does: its environment variables (RUNTIME_ROOT,
+                         REDIS_URL, LIMIT_RESPONSE_HEADERS_ENABLED, GRPC_SERVER_USE_TLS, ...) configure
+                         the service and its behaviour; on by itself when RUNTIME_ROOT or CONFIG_TYPE is
+                         set. Flags still win. See docs/envoy.md.
   -h, --help             show this help
 
 ${LIMIT_FLAGS_HELP}
@@ -89,8 +94,8 @@ function wholeNumber(text: string, flag: string, min: number, max: number): numb
 /** Turns flags and environment into service options; flags win over the environment. */
 export function serveOptions(
   argv: readonly string[],
-  env: NodeJS.ProcessEnv,
-): { options: ServiceOptions; portsFile?: string } {
+  processEnv: NodeJS.ProcessEnv,
+): { options: ServiceOptions; warnings: string[]; portsFile?: string } {
   const { values } = parseArgs({
     args: [...argv],
     strict: true,
@@ -120,9 +125,15 @@ export function serveOptions(
       'log-level': { type: 'string' },
       'ports-file': { type: 'string' },
       ...MULTI_REGION_FLAGS,
+      'envoy-compat': { type: 'boolean' },
     },
   });
-  const options: ServiceOptions = {};
+  const envoy = values['envoy-compat'] === true || isEnvoyStart(processEnv);
+  const base = envoy ? envoyServiceOptions(processEnv) : undefined;
+  const options: ServiceOptions = base?.options ?? {};
+  // In envoy mode the environment speaks envoy's language (REDIS_URL is host:port, LOG_LEVEL is WARN...):
+  // sluice's own readings of those names are skipped, and only flags override.
+  const env: NodeJS.ProcessEnv = envoy ? { SLUICE_ADMIN_TOKEN: processEnv.SLUICE_ADMIN_TOKEN } : processEnv;
   const config = values.config ?? (env.SLUICE_CONFIG ? env.SLUICE_CONFIG.split(',').filter(Boolean) : undefined);
   if (config !== undefined && config.length > 0) options.config = config;
   const redisUrl = values.redis ?? env.REDIS_URL;
@@ -215,7 +226,10 @@ export function serveOptions(
   const token = env.SLUICE_ADMIN_TOKEN;
   if (token !== undefined && token !== '') options.adminToken = token;
   applyLimitFlags(values, options);
-  return values['ports-file'] === undefined ? { options } : { options, portsFile: values['ports-file'] };
+  const warnings = base?.warnings ?? [];
+  return values['ports-file'] === undefined
+    ? { options, warnings }
+    : { options, warnings, portsFile: values['ports-file'] };
 }
 
 /** `sluice serve`. */
@@ -240,7 +254,7 @@ export const serveCommand: Command = {
       throw error;
     }
     const { options, portsFile } = parsed;
-    if (options.config === undefined) {
+    if (options.config === undefined && options.xds === undefined) {
       io.err(`sluice: no --config given; serving the built-in example rules:\n\n${EXAMPLE_CONFIG}`);
     }
     let service: Awaited<ReturnType<typeof startService>>;
@@ -250,6 +264,7 @@ export const serveCommand: Command = {
       io.err(`sluice serve: ${error instanceof Error ? error.message : String(error)}`);
       return isSluiceError(error) ? 1 : 1;
     }
+    for (const warning of parsed.warnings) service.logger.warn({ envoy: true }, warning);
     if (portsFile !== undefined) {
       const ports = {
         http: service.httpPort,

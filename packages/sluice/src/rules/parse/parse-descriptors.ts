@@ -1,4 +1,5 @@
 import { RULE_ISSUE_CODES as C } from '../codes.js';
+import type { MetricLevel } from '../metric-key.js';
 import type { DescriptorLevel, DescriptorNode, DescriptorPathEntry, FailMode, RuleLimit } from '../types.js';
 import { compileWildcard, isWildcard } from '../wildcard.js';
 import { parseFail } from './parse-fail.js';
@@ -14,6 +15,9 @@ const DESCRIPTOR_FIELDS = [
   'shadow_mode',
   'detailed_metric',
   'share_threshold',
+  'value_to_metric',
+  'quota_mode',
+  'metadata',
   'fail',
 ] as const;
 
@@ -37,6 +41,8 @@ export const EMPTY_LEVEL: DescriptorLevel = { exact: new Map(), wildcards: [], b
 interface LevelContext {
   domain: string;
   parentPath: readonly DescriptorPathEntry[];
+  /** The metric levels of the parent path (envoy stats keys). */
+  parentMetric?: readonly MetricLevel[];
   fail: FailMode | undefined;
 }
 
@@ -70,6 +76,10 @@ export function parseDescriptors(
     const value = r.string(f.get('value'), p('value')) || undefined;
     const shadow = r.boolean(f.get('shadow_mode'), p('shadow_mode')) ?? false;
     const detailedMetric = r.boolean(f.get('detailed_metric'), p('detailed_metric')) ?? false;
+    const valueToMetric = r.boolean(f.get('value_to_metric'), p('value_to_metric')) ?? false;
+    const quotaMode = r.boolean(f.get('quota_mode'), p('quota_mode')) ?? false;
+    const metadataField = f.get('metadata');
+    const metadata = metadataField === undefined ? undefined : r.mapValue(metadataField, p('metadata'));
     const shareField = f.get('share_threshold');
     const shareThreshold = r.boolean(shareField, p('share_threshold')) ?? false;
     if (shareThreshold && !isWildcard(value)) {
@@ -84,6 +94,16 @@ export function parseDescriptors(
     const entry: DescriptorPathEntry = value === undefined ? { key: key ?? '' } : { key: key ?? '', value };
     const nodePath = [...ctx.parentPath, entry];
     const id = pathId(ctx.domain, nodePath);
+    const metricLevels: MetricLevel[] = [
+      ...(ctx.parentMetric ?? []),
+      {
+        key: key ?? '',
+        ...(value === undefined ? {} : { value }),
+        wildcard: isWildcard(value),
+        valueToMetric,
+        shareThreshold,
+      },
+    ];
 
     const single = f.get('rate_limit');
     const several = f.get('rate_limits');
@@ -126,6 +146,7 @@ export function parseDescriptors(
     const children = parseDescriptors(r, f.get('descriptors'), p('descriptors'), {
       domain: ctx.domain,
       parentPath: nodePath,
+      parentMetric: metricLevels,
       fail,
     });
     if (key === undefined || key === '') continue;
@@ -151,6 +172,11 @@ export function parseDescriptors(
       ...(unlimitedName === undefined ? {} : { unlimitedName }),
       shadow,
       detailedMetric,
+      valueToMetric,
+      quotaMode,
+      ...(metadata === undefined ? {} : { metadata }),
+      metricLevels,
+      dynamicMetric: detailedMetric || metricLevels.some((l) => l.valueToMetric),
       shareThreshold,
       ...(fail === undefined ? {} : { fail }),
       children,

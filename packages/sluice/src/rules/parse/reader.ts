@@ -166,6 +166,17 @@ export class Reader {
     return undefined;
   }
 
+  /** A map field as plain data (`metadata:`), keys as strings; undefined (after reporting) for a non-map. */
+  mapValue(field: Field, path: string): Record<string, unknown> | undefined {
+    const v = field.value;
+    if (v === undefined) return {};
+    if (!isMap(v)) {
+      this.report(RULE_ISSUE_CODES.wrongType, `${path}: expected a map, got ${describe(v)}`, field.at);
+      return undefined;
+    }
+    return v.toJSON(this.doc) as Record<string, unknown>;
+  }
+
   /** A scalar's raw value (string or number), for fields that take either (`period: 5m` or `period: 300000`). */
   scalar(field: Field | undefined, path: string): string | number | undefined {
     if (field === undefined) return undefined;

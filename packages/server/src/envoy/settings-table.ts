@@ -1,0 +1,164 @@
+/**
+ * Every environment variable envoyproxy/ratelimit reads (its `src/settings/settings.go`), and what sluice
+ * does with it when started the envoy way. docs/envoy.md shows this table, and a test keeps the two in
+ * step, so the page never promises what the code does not do.
+ */
+
+/** What sluice does with one envoy setting. */
+export type EnvoySettingStatus = 'honoured' | 'not applicable' | 'not yet';
+
+/** One envoy ratelimit setting. */
+export interface EnvoySetting {
+  readonly name: string;
+  readonly status: EnvoySettingStatus;
+  /** How it maps onto sluice, or why it does not apply. */
+  readonly note: string;
+}
+
+const h = (name: string, note: string): EnvoySetting => ({ name, status: 'honoured', note });
+const na = (name: string, note: string): EnvoySetting => ({ name, status: 'not applicable', note });
+const ny = (name: string, note: string): EnvoySetting => ({ name, status: 'not yet', note });
+
+const STATSD = 'sluice exports Prometheus metrics on GET /metrics; it sends no statsd';
+const MEMCACHE = 'sluice has no Memcached backend (BACKEND_TYPE=memcache is refused at start)';
+const PER_SECOND = 'a second Redis for per-second limits is not supported; all limits use REDIS_URL';
+const XDS = 'with CONFIG_TYPE=GRPC_XDS_SOTW';
+/** The xDS settings' status, one switch for all of them. */
+const xds = h;
+const TRACING = 'no OpenTelemetry tracing yet';
+
+/** envoy ratelimit's settings, in the order of its settings.go. */
+export const ENVOY_SETTINGS: readonly EnvoySetting[] = [
+  h('HOST', 'interface of the HTTP API (/json, /healthcheck, /metrics)'),
+  h('PORT', 'HTTP API port (default 8080)'),
+  na('DEBUG_HOST', 'there is no Go pprof debug server; the loaded rules are at GET /api/rules, stats at /metrics'),
+  na('DEBUG_PORT', 'as DEBUG_HOST'),
+  ny('GRPC_UDS', 'gRPC listens on TCP only'),
+  h('GRPC_HOST', 'interface of the gRPC server'),
+  h('GRPC_PORT', 'gRPC port (default 8081)'),
+  h('GRPC_MAX_CONNECTION_AGE', 'grpc-js server (the default): connections get GOAWAY after this age (default 24h)'),
+  h('GRPC_MAX_CONNECTION_AGE_GRACE', 'grpc-js server: time after GOAWAY before the connection is cut (default 1h)'),
+  h('GRPC_SERVER_USE_TLS', 'gRPC over TLS'),
+  h('GRPC_SERVER_TLS_CERT', 'server certificate chain file; reloaded when it changes'),
+  h('GRPC_SERVER_TLS_KEY', 'server private key file; reloaded when it changes'),
+  h('GRPC_CLIENT_TLS_CACERT', 'mutual TLS: client certificates must chain to this CA; reloaded when it changes'),
+  h('GRPC_CLIENT_TLS_SAN', 'mutual TLS: a client certificate must carry this DNS name'),
+  h('LOG_LEVEL', 'trace, debug, info, warn, error, fatal (any case; panic = fatal)'),
+  na('LOG_FORMAT', 'logs are always JSON lines (LOG_FORMAT=json); text is not offered'),
+  h('CONFIG_TYPE', 'FILE (default), or GRPC_XDS_SOTW: RateLimitConfig resources over ADS, state of the world'),
+  xds(
+    'FORCE_START_WITHOUT_INITIAL_CONFIG',
+    `${XDS}; serve before the first config arrives (every domain unknown = OK)`,
+  ),
+  xds('CONFIG_GRPC_XDS_NODE_ID', `${XDS}; the node id sent to the management server (default "default")`),
+  xds('CONFIG_GRPC_XDS_NODE_METADATA', `${XDS}; node metadata, "k1=v1,k2=v2"`),
+  xds('CONFIG_GRPC_XDS_SERVER_URL', `${XDS}; host:port of the management server (default localhost:18000)`),
+  xds('CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL', `${XDS}; wait before reconnecting (default 3s)`),
+  xds('CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS', `${XDS}; metadata sent with the stream, "k1:v1,k2:v2"`),
+  xds('CONFIG_GRPC_XDS_SERVER_USE_TLS', `${XDS}; TLS to the management server`),
+  xds('CONFIG_GRPC_XDS_CLIENT_TLS_CERT', `${XDS}; client certificate for mutual TLS`),
+  xds('CONFIG_GRPC_XDS_CLIENT_TLS_KEY', `${XDS}; client key for mutual TLS`),
+  xds('CONFIG_GRPC_XDS_SERVER_TLS_CACERT', `${XDS}; CA of the management server's certificate`),
+  xds('CONFIG_GRPC_XDS_SERVER_TLS_SAN', `${XDS}; name to verify in the server's certificate`),
+  ny('XDS_CLIENT_BACKOFF_INITIAL_INTERVAL', 'reconnects wait CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL'),
+  ny('XDS_CLIENT_BACKOFF_MAX_INTERVAL', 'as XDS_CLIENT_BACKOFF_INITIAL_INTERVAL'),
+  ny('XDS_CLIENT_BACKOFF_RANDOM_FACTOR', 'as XDS_CLIENT_BACKOFF_INITIAL_INTERVAL'),
+  ny('XDS_CLIENT_BACKOFF_JITTER', 'as XDS_CLIENT_BACKOFF_INITIAL_INTERVAL'),
+  xds('XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES', `${XDS}; largest DiscoveryResponse accepted (default 4 MiB)`),
+  na('USE_DOG_STATSD', STATSD),
+  na('USE_DOG_STATSD_MOGRIFIERS', STATSD),
+  na('USE_STATSD', STATSD),
+  na('STATSD_HOST', STATSD),
+  na('STATSD_PORT', STATSD),
+  ny('EXTRA_TAGS', 'no constant labels on the Prometheus series yet'),
+  na('STATS_FLUSH_INTERVAL', 'Prometheus is scraped; nothing is flushed'),
+  ny('DISABLE_STATS', 'metrics are always collected'),
+  h('USE_PROMETHEUS', 'also serve the metrics on PROMETHEUS_ADDR (they are always on GET /metrics of the HTTP port)'),
+  h('PROMETHEUS_ADDR', 'address of that metrics listener (default :9090)'),
+  h('PROMETHEUS_PATH', 'path of that metrics listener (default /metrics)'),
+  na('PROMETHEUS_MAPPER_YAML', "sluice's metrics are Prometheus-native (sluice_*); there is no statsd name to map"),
+  na('PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS', 'as PROMETHEUS_MAPPER_YAML'),
+  h('RUNTIME_ROOT', 'rules are read from RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/RUNTIME_APPDIRECTORY'),
+  h('RUNTIME_SUBDIRECTORY', 'see RUNTIME_ROOT'),
+  h('RUNTIME_APPDIRECTORY', 'see RUNTIME_ROOT (default config)'),
+  na('RUNTIME_IGNOREDOTFILES', 'dot files are always skipped (a ConfigMap mount keeps old copies in ..data folders)'),
+  h(
+    'RUNTIME_WATCH_ROOT',
+    'both ways reload: the rules directory is watched, and so is a swap of the RUNTIME_ROOT symlink',
+  ),
+  na('EXPIRATION_JITTER_MAX_SECONDS', 'each Redis key expires with its own window; no jitter is needed'),
+  na(
+    'LOCAL_CACHE_SIZE_IN_BYTES',
+    'the Redis store’s local over-limit cache is always on (bounded in keys); it never changes a decision',
+  ),
+  ny('NEAR_LIMIT_RATIO', 'near_limit is counted at 80% (envoy’s default)'),
+  h('CACHE_KEY_PREFIX', 'prefix of every Redis key (sluice’s default is sluice:)'),
+  h('BACKEND_TYPE', 'redis; memcache is refused'),
+  na(
+    'STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT',
+    'always on: a rejected request consumes nothing, on any store (a deliberate difference)',
+  ),
+  h('LIMIT_RESPONSE_HEADERS_ENABLED', 'without it, no rate-limit headers are added to responses (as envoy)'),
+  h('LIMIT_LIMIT_HEADER', 'name of the limit header (default RateLimit-Limit)'),
+  h('LIMIT_REMAINING_HEADER', 'name of the remaining header (default RateLimit-Remaining)'),
+  h('LIMIT_RESET_HEADER', 'name of the reset header (default RateLimit-Reset)'),
+  h('HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED', 'health (HTTP and gRPC) is NOT_SERVING until a domain is loaded'),
+  h('REDIS_SOCKET_TYPE', 'tcp or unix'),
+  h('REDIS_TYPE', 'single or cluster'),
+  h('REDIS_URL', 'host:port (or a socket path); for cluster, host:port,host:port,...'),
+  na('REDIS_POOL_SIZE', 'one pipelined connection per node serves every request'),
+  h('REDIS_AUTH', 'password, or user:password'),
+  h('REDIS_TLS', 'TLS to Redis'),
+  ny('REDIS_TLS_CLIENT_CERT', 'Redis TLS uses the system CAs and no client certificate'),
+  ny('REDIS_TLS_CLIENT_KEY', 'as REDIS_TLS_CLIENT_CERT'),
+  ny('REDIS_TLS_CACERT', 'as REDIS_TLS_CLIENT_CERT'),
+  ny('REDIS_TLS_SKIP_HOSTNAME_VERIFICATION', 'as REDIS_TLS_CLIENT_CERT'),
+  na('REDIS_PIPELINE_WINDOW', 'commands of one tick are pipelined automatically'),
+  na('REDIS_PIPELINE_LIMIT', 'deprecated upstream too'),
+  na('REDIS_CLUSTER_PIPELINE_PARALLELISM', 'the cluster client sends to every node in parallel'),
+  ny('REDIS_PERSECOND', PER_SECOND),
+  ny('REDIS_PERSECOND_SOCKET_TYPE', PER_SECOND),
+  ny('REDIS_PERSECOND_TYPE', PER_SECOND),
+  ny('REDIS_PERSECOND_URL', PER_SECOND),
+  ny('REDIS_PERSECOND_POOL_SIZE', PER_SECOND),
+  ny('REDIS_PERSECOND_AUTH', PER_SECOND),
+  ny('REDIS_PERSECOND_TLS', PER_SECOND),
+  ny('REDIS_SENTINEL_AUTH', 'REDIS_TYPE=sentinel is not supported yet'),
+  ny('REDIS_PERSECOND_SENTINEL_AUTH', PER_SECOND),
+  ny('REDIS_PERSECOND_PIPELINE_WINDOW', PER_SECOND),
+  ny('REDIS_PERSECOND_PIPELINE_LIMIT', PER_SECOND),
+  ny('REDIS_PERSECOND_CLUSTER_PIPELINE_PARALLELISM', PER_SECOND),
+  na(
+    'REDIS_HEALTH_CHECK_ACTIVE_CONNECTION',
+    'health always follows Redis under fail-closed (the default), and never under fail-open',
+  ),
+  h('REDIS_TIMEOUT', 'longest wait for Redis per decision (sluice’s default is 50ms, not 10s)'),
+  ny('REDIS_PERSECOND_TIMEOUT', PER_SECOND),
+  na('REDIS_POOL_ON_EMPTY_BEHAVIOR', 'there is no pool (see REDIS_POOL_SIZE)'),
+  na('REDIS_PERSECOND_POOL_ON_EMPTY_BEHAVIOR', 'as REDIS_POOL_ON_EMPTY_BEHAVIOR'),
+  na('REDIS_STARTUP_INITIAL_INTERVAL', 'sluice starts without waiting for Redis and reconnects for ever'),
+  na('REDIS_STARTUP_MAX_INTERVAL', 'as REDIS_STARTUP_INITIAL_INTERVAL'),
+  na('REDIS_STARTUP_MAX_ELAPSED_TIME', 'as REDIS_STARTUP_INITIAL_INTERVAL'),
+  na('MEMCACHE_HOST_PORT', MEMCACHE),
+  na('MEMCACHE_MAX_IDLE_CONNS', MEMCACHE),
+  na('MEMCACHE_SRV', MEMCACHE),
+  na('MEMCACHE_SRV_REFRESH', MEMCACHE),
+  na('MEMCACHE_TLS', MEMCACHE),
+  na('MEMCACHE_TLS_CLIENT_CERT', MEMCACHE),
+  na('MEMCACHE_TLS_CLIENT_KEY', MEMCACHE),
+  na('MEMCACHE_TLS_CACERT', MEMCACHE),
+  na('MEMCACHE_TLS_SKIP_HOSTNAME_VERIFICATION', MEMCACHE),
+  h('SHADOW_MODE', 'global shadow: statuses stay OVER_LIMIT, only overall_code turns OK (as envoy)'),
+  h('QUOTA_MODE', 'every descriptor in quota mode: OVER_LIMIT only when all of them are over'),
+  h(
+    'RESPONSE_DYNAMIC_METADATA',
+    'dynamic_metadata with the domain, descriptors, hits and the metadata of passed rules',
+  ),
+  h('MERGE_DOMAIN_CONFIG', 'files of one domain are merged instead of refused'),
+  ny('TRACING_ENABLED', TRACING),
+  ny('TRACING_SERVICE_NAME', TRACING),
+  ny('TRACING_SERVICE_NAMESPACE', TRACING),
+  ny('TRACING_SERVICE_INSTANCE_ID', TRACING),
+  ny('TRACING_EXPORTER_PROTOCOL', TRACING),
+  ny('TRACING_SAMPLING_RATE', TRACING),
+];
