@@ -15,6 +15,11 @@ const usage = (argv: string[], pattern: RegExp) =>
 describe('sluice serve flags', () => {
   it('--memory-max-keys sizes the memory store; --insurance-share goes to the engine', () => {
     assert.deepEqual(serveOptions(['--memory-max-keys', '50000'], {}).options.memory, { maxKeys: 50_000 });
+    assert.deepEqual(serveOptions(['--memory-max-keys', '10', '--memory-max-bytes', '256mb'], {}).options.memory, {
+      maxKeys: 10,
+      maxBytes: 256 * 1024 * 1024,
+    });
+    assert.deepEqual(serveOptions(['--memory-max-bytes', '2097152'], {}).options.memory, { maxBytes: 2 * 1024 * 1024 });
     const { options } = serveOptions(['--fail', 'insurance', '--insurance-share', '0.25'], {});
     assert.equal(options.insuranceShare, 0.25);
     assert.equal(options.fail, 'insurance');
@@ -25,6 +30,9 @@ describe('sluice serve flags', () => {
       usage([`--memory-max-keys=${bad}`], /^--memory-max-keys: '.*' is not a whole number from 1 to/);
     }
     usage(['--redis', 'redis://127.0.0.1:6379', '--memory-max-keys', '10'], /with --redis there is none/);
+    for (const bad of ['0', '100', '1tb', '65gb', 'lots', '', '-1mb']) {
+      usage([`--memory-max-bytes=${bad}`], /^--memory-max-bytes: '.*' is not a size from 1mb to 64gb/);
+    }
     for (const bad of ['0', '-0.5', '1.01', 'half', '', 'NaN', 'Infinity']) {
       usage(['--fail', 'insurance', `--insurance-share=${bad}`], /^--insurance-share: '.*' is not a number above 0/);
     }

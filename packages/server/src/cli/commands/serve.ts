@@ -36,6 +36,7 @@ ${MULTI_REGION_HELP}
   --insurance-share F    with --fail insurance: the share (0 < F <= 1) of each limit this process
                          enforces alone while the store is down, e.g. 0.25 for four replicas (default 1)
   --memory-max-keys N    most keys the memory store keeps; the least recently used go first
+  --memory-max-bytes N   most bytes of state the memory store keeps (N, or with kb/mb/gb; default 128mb)
                          (default 1000000; not with --redis)
   --shadow               every rule in shadow mode: count and report, never reject
   --client-clock         /v1/check takes the caller's nowMs (tests driving time via sluice/remote; never in production)
@@ -115,6 +116,7 @@ export function serveOptions(
       fail: { type: 'string' },
       'insurance-share': { type: 'string' },
       'memory-max-keys': { type: 'string' },
+      'memory-max-bytes': { type: 'string' },
       shadow: { type: 'boolean' },
       'client-clock': { type: 'boolean' },
       'trust-proxy': { type: 'string' },
@@ -205,6 +207,15 @@ export function serveOptions(
       );
     }
     options.memory = { maxKeys: wholeNumber(values['memory-max-keys'], '--memory-max-keys', 1, 2 ** 30) };
+  }
+  if (values['memory-max-bytes'] !== undefined) {
+    if (options.redis !== undefined) {
+      throw new UsageError(
+        '--memory-max-bytes: sizes the memory store; with --redis there is none',
+        'ERR_SLUICE_INVALID_OPTION',
+      );
+    }
+    options.memory = { ...options.memory, maxBytes: byteSize(values['memory-max-bytes'], '--memory-max-bytes') };
   }
   if (values.shadow) options.shadow = true;
   if (values['client-clock']) options.clientClock = true;
@@ -300,3 +311,18 @@ export const serveCommand: Command = {
     });
   },
 };
+
+const BYTE_UNITS: Record<string, number> = { '': 1, b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 };
+
+/** `268435456`, `256mb`, `1gb` (binary units) → bytes, at least 1 MiB and at most 64 GiB. */
+function byteSize(text: string, flag: string): number {
+  const match = /^(\d{1,12})\s*(b|kb|mb|gb)?$/i.exec(text.trim());
+  const bytes = match ? Number(match[1]) * (BYTE_UNITS[(match[2] ?? '').toLowerCase()] ?? Number.NaN) : Number.NaN;
+  if (!(bytes >= 1024 ** 2 && bytes <= 64 * 1024 ** 3)) {
+    throw new UsageError(
+      `${flag}: '${text.slice(0, 40)}' is not a size from 1mb to 64gb (a number of bytes, or with kb, mb or gb)`,
+      'ERR_SLUICE_INVALID_OPTION',
+    );
+  }
+  return bytes;
+}
