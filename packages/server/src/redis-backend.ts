@@ -98,6 +98,9 @@ export async function createRedisBackend(options: RedisOptions, logger: Logger):
     ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
   });
   await connect(client, logger, connectTimeoutMs);
+  // The store loads its scripts as the connection becomes ready: wait for that too, so the service
+  // listens with a store that can decide (and /healthcheck says ok, not starting).
+  await store.ready(connectTimeoutMs).catch(() => {});
   return { store, owned: true, ping: () => client.ping(), close: () => quit(client) };
 }
 
