@@ -6,6 +6,7 @@
  */
 import type { Decision } from '../../core/decision.js';
 import { isBucketAlgorithm, type ResolvedPolicy } from '../../core/policy.js';
+import { decodeDecision } from '../redis/decode.js';
 import { ALGORITHM_CODES } from '../redis/lua.js';
 import type { Runner } from '../redis/runner.js';
 import { scriptArgs } from '../redis/script-args.js';
@@ -54,24 +55,6 @@ export function sharePolicy(p: ResolvedPolicy, share: number): ResolvedPolicy {
 function gcd(a: number, b: number): number {
   while (b !== 0) [a, b] = [b, a % b];
   return a;
-}
-
-/** Reads the 6 integers of one decision at `offset` (layout of the Redis store's lua.ts). */
-function decode(r: readonly unknown[], offset: number, limit: number): Decision {
-  const retry = Number(r[offset + 3]);
-  const d: Decision = {
-    allowed: Number(r[offset]) === 1,
-    limit,
-    remaining: Number(r[offset + 1]),
-    resetMs: Number(r[offset + 2]),
-    retryAfterMs: retry === -1 ? Number.POSITIVE_INFINITY : retry,
-  };
-  const reason = Number(r[offset + 4]);
-  if (reason === 1) d.reason = 'cost-exceeds-capacity';
-  else if (reason === 2) d.reason = 'blocked';
-  const delay = Number(r[offset + 5]);
-  if (delay !== -1) d.delayMs = delay;
-  return d;
 }
 
 /** A decision, as the multi-region store's `onDecided` option hears of it. */
@@ -137,7 +120,7 @@ export function createEscrowRegion(
       const r = (await runner.script(ESCROW_CHECK, keys, args)) as unknown[];
       return items.map((item, i) => {
         if (commit) touched(records[i] as string, item.policy);
-        const d = decode(r, i * 8, item.policy.limit);
+        const d = decodeDecision(r, i * 8, item.policy.limit);
         onDecided?.({ ...item, decision: d, atMs: Number(r[i * 8 + 7]), share: Number(r[i * 8 + 6]) });
         return d;
       });

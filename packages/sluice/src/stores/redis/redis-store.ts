@@ -4,6 +4,7 @@ import type { ResolvedPolicy } from '../../core/policy.js';
 import type { Lease, LeaseDecision, Store, StoreItem } from '../store.js';
 import { Batcher, type Job } from './batcher.js';
 import { createTransport, type RedisClientLike } from './client.js';
+import { DECISION_WIDTH, decodeDecision } from './decode.js';
 import { blockKey, keyIdOf, leaseKey, slotOf, stateKey, tagOf, validatePrefix } from './keys.js';
 import { LocalCache } from './local-cache.js';
 import { Runner } from './runner.js';
@@ -106,7 +107,6 @@ export interface RedisStore extends Store {
  * stand still while real time passes. State past its expiry equals a fresh one, so longer is safe.
  */
 const CLIENT_CLOCK_GRACE_MS = '60000';
-const DECISION_WIDTH = 6;
 
 /**
  * Creates a store that keeps counters in Redis: one script run (EVALSHA) per decision, atomic, with
@@ -239,7 +239,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
             reject(refused());
             return;
           }
-          const d = decode(r, offset, policy.limit);
+          const d = decodeDecision(r, offset, policy.limit);
           cache?.learn(skey, policy, cost, nowMs, commit, d);
           resolve(d);
         },
@@ -294,9 +294,9 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
             reject(refused());
             return;
           }
-          const decisions = group.map((g, i) => decode(r, offset + i * DECISION_WIDTH, g.item.policy.limit));
+          const decisions = group.map((g, i) => decodeDecision(r, offset + i * DECISION_WIDTH, g.item.policy.limit));
           const looks = wantLooks
-            ? group.map((g, i) => decode(r, offset + (n + i) * DECISION_WIDTH, g.item.policy.limit))
+            ? group.map((g, i) => decodeDecision(r, offset + (n + i) * DECISION_WIDTH, g.item.policy.limit))
             : decisions;
           resolve({ decisions, looks });
         },
@@ -416,7 +416,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
       const id = `${instance}.${(++leaseSeq).toString(36)}`;
       const args = [nowArg(nowMs), grace, String(limit), String(leaseMs), id];
       const r = (await runner.script(ACQUIRE_SCRIPT, [lkey], args)) as unknown[];
-      const d: LeaseDecision = decode(r, 0, limit);
+      const d: LeaseDecision = decodeDecision(r, 0, limit);
       if (d.allowed) d.lease = { key, id, expiresAt: Number(r[7]) };
       return d;
     },
@@ -454,22 +454,4 @@ function closedError(): SluiceError {
 /** True when Redis left the decision at `offset` undecided: it refused the write it needed (lua.ts). */
 function undecided(r: readonly unknown[], offset: number): boolean {
   return Number(r[offset + 4]) === 3;
-}
-
-/** Reads the 6 integers of one decision (see lua.ts) at `offset`. */
-function decode(r: readonly unknown[], offset: number, limit: number): Decision {
-  const retry = Number(r[offset + 3]);
-  const d: Decision = {
-    allowed: Number(r[offset]) === 1,
-    limit,
-    remaining: Number(r[offset + 1]),
-    resetMs: Number(r[offset + 2]),
-    retryAfterMs: retry === -1 ? Number.POSITIVE_INFINITY : retry,
-  };
-  const reason = Number(r[offset + 4]);
-  if (reason === 1) d.reason = 'cost-exceeds-capacity';
-  else if (reason === 2) d.reason = 'blocked';
-  const delay = Number(r[offset + 5]);
-  if (delay !== -1) d.delayMs = delay;
-  return d;
 }
