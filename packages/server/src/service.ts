@@ -20,8 +20,10 @@ import { createGateway, type GatewayLimits } from './gateway.js';
 import { type GrpcHandle, startGrpcServer } from './grpc/grpc-server.js';
 import { startH2GrpcServer } from './grpc/h2-server.js';
 import { grpcHealthCheck } from './grpc/health-service.js';
+import { createHealthWatch } from './grpc/health-watch.js';
 import type { ReceiveLimits } from './grpc/receive-guard.js';
 import { type GrpcTlsOptions, readTlsMaterial, watchTlsFiles } from './grpc/tls.js';
+import { freeSocketPath } from './grpc/unix-socket.js';
 import { createHealth } from './health.js';
 import { createAdminAuth } from './http/admin-auth.js';
 import { checkAdmin, createAdminRoutes } from './http/admin-routes.js';
@@ -117,10 +119,15 @@ export interface ServiceOptions {
   grpcHost?: string;
   /** gRPC over TLS, mutual TLS with `clientCaFile`; the files are reloaded when they change. @default plaintext */
   grpcTls?: GrpcTlsOptions;
-  /** grpc-js server: GOAWAY connections older than this. @default none */
+  /** gRPC: GOAWAY connections older than this, ±10% (envoy's GRPC_MAX_CONNECTION_AGE). @default none */
   grpcMaxConnectionAgeMs?: number;
-  /** grpc-js server: cut connections this long after their GOAWAY. @default none */
+  /** gRPC: cut connections this long after their age's GOAWAY. @default none: when their calls end */
   grpcMaxConnectionAgeGraceMs?: number;
+  /**
+   * gRPC listens on this unix socket instead of `grpcHost:grpcPort` (envoy's GRPC_UDS). A socket file left
+   * by a dead process is replaced; a live one stops the start.
+   */
+  grpcSocket?: string;
   /** Merge config files of one domain instead of refusing them (envoy's MERGE_DOMAIN_CONFIG). @default false */
   mergeDomains?: boolean;
   /** A directory whose symlink swap means "reload the config" (envoy's RUNTIME_ROOT). */
@@ -150,8 +157,10 @@ export interface ServiceOptions {
 export interface ServiceHandle {
   /** The HTTP API's bound port. */
   readonly httpPort: number;
-  /** The gRPC server's bound port. */
+  /** The gRPC server's bound port (0 with `grpcSocket`). */
   readonly grpcPort: number;
+  /** The gRPC server's unix socket, with `grpcSocket`. */
+  readonly grpcSocket?: string;
   /** The gateway's bound port, in gateway mode. */
   readonly proxyPort?: number;
   readonly engine: RulesEngine;
@@ -398,15 +407,22 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     const httpPort = await listen(api, options.port ?? 8080, host);
     const apiDrain = createDrain(api);
     started.push({ close: () => closeServer(api, graceMs, apiDrain) });
+    const grpcHealth = grpcHealthCheck(async () => (await health()).status === 200);
+    // Watch streams the status; at shutdown they get NOT_SERVING and end, so they never hold the drain.
+    const healthWatch = createHealthWatch({ check: grpcHealth });
+    started.push({ close: async () => healthWatch.close() });
+    if (options.grpcSocket !== undefined) await freeSocketPath(options.grpcSocket);
     const grpcOptions = {
       host: options.grpcHost ?? host,
       port: options.grpcPort ?? 8081,
+      ...(options.grpcSocket === undefined ? {} : { socket: options.grpcSocket }),
       decider,
       metrics,
       logger,
       ...(options.grpcLimits === undefined ? {} : { limits: options.grpcLimits }),
       ...(options.grpcMaxStreams === undefined ? {} : { maxConcurrentStreams: options.grpcMaxStreams }),
-      health: grpcHealthCheck(async () => (await health()).status === 200),
+      health: grpcHealth,
+      healthWatch,
       ...(tlsMaterial === undefined
         ? {}
         : {
@@ -453,6 +469,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     const handle: ServiceHandle = {
       httpPort,
       grpcPort: grpc.port,
+      ...(options.grpcSocket === undefined ? {} : { grpcSocket: options.grpcSocket }),
       ...(proxyPort === undefined ? {} : { proxyPort }),
       engine,
       store,
@@ -481,7 +498,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     logger.info(
       {
         http: httpPort,
-        grpc: grpc.port,
+        grpc: options.grpcSocket ?? grpc.port,
         ...(proxyPort === undefined ? {} : { proxy: proxyPort, upstream: upstream?.origin }),
         host,
         store: store.name,

@@ -102,6 +102,16 @@ describe('envoy ratelimit settings', () => {
     assert.throws(() => envoyServiceOptions({ GRPC_MAX_CONNECTION_AGE: '10 minutes' }), /GRPC_MAX_CONNECTION_AGE/);
   });
 
+  it('GRPC_UDS and the connection age (0 = no limit, as grpc-go)', () => {
+    const { options } = envoyServiceOptions({ GRPC_UDS: '/run/rl.sock', GRPC_MAX_CONNECTION_AGE: '5m' });
+    assert.equal(options.grpcSocket, '/run/rl.sock');
+    assert.equal(options.grpcMaxConnectionAgeMs, 300_000);
+    assert.equal(options.grpcMaxConnectionAgeGraceMs, 3_600_000);
+    const off = envoyServiceOptions({ GRPC_MAX_CONNECTION_AGE: '0', GRPC_MAX_CONNECTION_AGE_GRACE: '0' }).options;
+    assert.equal(off.grpcMaxConnectionAgeMs, undefined);
+    assert.equal(off.grpcMaxConnectionAgeGraceMs, undefined);
+  });
+
   it('Go durations', () => {
     const d = (v: string) => goDuration({ X: v }, 'X', -1);
     assert.equal(d('10s'), 10_000);

@@ -113,6 +113,16 @@ function listenAddress(env: Env, name: string, fallback: string): { host: string
   return { host: host === '' ? '0.0.0.0' : host, port: Number(m[2]) };
 }
 
+/** GRPC_MAX_CONNECTION_AGE(_GRACE), where 0 means "no limit" as in grpc-go's keepalive parameters. */
+function connectionAge(env: Env): Pick<ServiceOptions, 'grpcMaxConnectionAgeMs' | 'grpcMaxConnectionAgeGraceMs'> {
+  const age = goDuration(env, 'GRPC_MAX_CONNECTION_AGE', 24 * 3_600_000);
+  const grace = goDuration(env, 'GRPC_MAX_CONNECTION_AGE_GRACE', 3_600_000);
+  return {
+    ...(age === 0 ? {} : { grpcMaxConnectionAgeMs: age }),
+    ...(grace === 0 ? {} : { grpcMaxConnectionAgeGraceMs: grace }),
+  };
+}
+
 /**
  * The store envoy's Redis settings describe. No REDIS_URL means sluice's embedded memory store (envoy's
  * own default points at a twemproxy socket that rarely exists).
@@ -164,8 +174,7 @@ export function envoyServiceOptions(env: Env): EnvoyStart {
     port: port(env, 'PORT', 8080),
     grpcHost: env.GRPC_HOST || '0.0.0.0',
     grpcPort: port(env, 'GRPC_PORT', 8081),
-    grpcMaxConnectionAgeMs: goDuration(env, 'GRPC_MAX_CONNECTION_AGE', 24 * 3_600_000),
-    grpcMaxConnectionAgeGraceMs: goDuration(env, 'GRPC_MAX_CONNECTION_AGE_GRACE', 3_600_000),
+    ...connectionAge(env),
     shadow: goBool(env, 'SHADOW_MODE', false),
     quotaMode: goBool(env, 'QUOTA_MODE', false),
     mergeDomains: goBool(env, 'MERGE_DOMAIN_CONFIG', false),
@@ -179,6 +188,7 @@ export function envoyServiceOptions(env: Env): EnvoyStart {
         }
       : 'none',
   };
+  if (env.GRPC_UDS) options.grpcSocket = env.GRPC_UDS;
   const level = env.LOG_LEVEL;
   if (level) {
     const mapped = LEVELS[level.toLowerCase()];

@@ -16,6 +16,8 @@ import { requestFromMessage } from '../envoy-codec.js';
 import type { Logger } from '../logger.js';
 import type { ServiceMetrics } from '../metrics.js';
 import { type GrpcHealthCheck, loadHealthService } from './health-service.js';
+import type { HealthWatch } from './health-watch.js';
+import { grpcJsWatchHandler } from './health-watch-streams.js';
 import {
   createReceiveGuard,
   describeFailure,
@@ -28,6 +30,7 @@ import { certificateHasSan, ReloadableServerCredentials, type TlsMaterial } from
 
 /** A listening gRPC server. */
 export interface GrpcHandle {
+  /** The bound TCP port; 0 on a unix socket. */
   readonly port: number;
   /** With TLS: serve new connections with these certificates from now on. */
   updateTls?(material: TlsMaterial): void;
@@ -39,6 +42,8 @@ export interface GrpcHandle {
 export interface GrpcServerOptions {
   host: string;
   port: number;
+  /** Listen on this unix socket instead of host:port (envoy's GRPC_UDS). */
+  socket?: string;
   decider: Decider;
   metrics: ServiceMetrics;
   logger: Logger;
@@ -50,6 +55,8 @@ export interface GrpcServerOptions {
   tls?: { material: TlsMaterial; clientSan?: string };
   /** Answers `grpc.health.v1.Health/Check`. */
   health?: GrpcHealthCheck;
+  /** Serves `grpc.health.v1.Health/Watch` (with `health`). */
+  healthWatch?: HealthWatch;
   /** GOAWAY connections older than this (envoy's GRPC_MAX_CONNECTION_AGE). @default none */
   maxConnectionAgeMs?: number;
   /** Then cut them after this long (GRPC_MAX_CONNECTION_AGE_GRACE). @default none */
@@ -201,6 +208,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcH
           () => callback(null, { status: 'NOT_SERVING' }),
         );
       },
+      ...(options.healthWatch === undefined ? {} : { Watch: grpcJsWatchHandler(options.healthWatch) }),
     });
   }
   const credentials =
@@ -208,8 +216,10 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcH
       ? ServerCredentials.createInsecure()
       : new ReloadableServerCredentials(options.tls.material);
   const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(`${bracket(options.host)}:${options.port}`, credentials, (error, bound) =>
-      error ? reject(error) : resolve(bound),
+    const address =
+      options.socket === undefined ? `${bracket(options.host)}:${options.port}` : `unix:${options.socket}`;
+    server.bindAsync(address, credentials, (error, bound) =>
+      error ? reject(error) : resolve(options.socket === undefined ? bound : 0),
     );
   });
   return {

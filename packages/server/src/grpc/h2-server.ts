@@ -15,6 +15,7 @@ import { isStoreError } from '../decide.js';
 import { requestFromMessage } from '../envoy-codec.js';
 import type { Logger } from '../logger.js';
 import type { ServiceMetrics } from '../metrics.js';
+import { limitConnectionAge } from './connection-age.js';
 import type { GrpcHandle } from './grpc-server.js';
 import {
   decodeHealthRequest,
@@ -22,6 +23,8 @@ import {
   type GrpcHealthCheck,
   HEALTH_CHECK_PATH,
 } from './health-service.js';
+import { HEALTH_WATCH_PATH, type HealthWatch } from './health-watch.js';
+import { serveH2Watch } from './health-watch-streams.js';
 import {
   createReceiveGuard,
   describeFailure,
@@ -53,6 +56,8 @@ const STATUS_NAMES: Record<number, string> = Object.fromEntries(Object.entries(G
 export interface H2GrpcServerOptions {
   host: string;
   port: number;
+  /** Listen on this unix socket instead of host:port (envoy's GRPC_UDS). */
+  socket?: string;
   decider: Decider;
   metrics: ServiceMetrics;
   logger: Logger;
@@ -64,6 +69,12 @@ export interface H2GrpcServerOptions {
   tls?: { material: TlsMaterial; clientSan?: string };
   /** Answers `grpc.health.v1.Health/Check`. */
   health?: GrpcHealthCheck;
+  /** Serves `grpc.health.v1.Health/Watch`. */
+  healthWatch?: HealthWatch;
+  /** GOAWAY connections older than this, ±10% (envoy's GRPC_MAX_CONNECTION_AGE). @default none */
+  maxConnectionAgeMs?: number;
+  /** Then cut them after this long (GRPC_MAX_CONNECTION_AGE_GRACE). @default none: wait for their streams */
+  maxConnectionAgeGraceMs?: number;
 }
 
 /** `grpc-message` is percent-encoded: everything outside printable ASCII, and `%` itself. */
@@ -203,6 +214,9 @@ export async function startH2GrpcServer(options: H2GrpcServerOptions): Promise<G
   server.on('session', (session: Http2Session) => {
     sessions.add(session);
     session.on('close', () => sessions.delete(session));
+    if (options.maxConnectionAgeMs !== undefined) {
+      limitConnectionAge(session, options.maxConnectionAgeMs, options.maxConnectionAgeGraceMs);
+    }
     session.on('error', () => {});
   });
   server.on('stream', (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => {
@@ -223,7 +237,23 @@ export async function startH2GrpcServer(options: H2GrpcServerOptions): Promise<G
       return;
     }
     if (headers[':path'] === HEALTH_CHECK_PATH && options.health !== undefined) {
-      checkHealth(stream, options.health);
+      const health = options.health;
+      readHealthRequest(stream, (service) =>
+        health(service).then(
+          (answer) =>
+            answer === undefined
+              ? fail(stream, GRPC_STATUS.NOT_FOUND, 'unknown service')
+              : reply(stream, encodeHealthResponseFrame(answer)),
+          () => reply(stream, encodeHealthResponseFrame('NOT_SERVING')),
+        ),
+      );
+      return;
+    }
+    if (headers[':path'] === HEALTH_WATCH_PATH && options.healthWatch !== undefined) {
+      const watch = options.healthWatch;
+      readHealthRequest(stream, (service) =>
+        serveH2Watch(stream, service, watch, (message) => fail(stream, GRPC_STATUS.RESOURCE_EXHAUSTED, message)),
+      );
       return;
     }
     if (headers[':path'] !== SHOULD_RATE_LIMIT_PATH) {
@@ -295,42 +325,53 @@ export async function startH2GrpcServer(options: H2GrpcServerOptions): Promise<G
     );
   }
 
-  /** `grpc.health.v1.Health/Check`: a request of a few bytes, uncompressed (health checkers send no more). */
-  function checkHealth(stream: ServerHttp2Stream, health: GrpcHealthCheck): void {
+  /** A `grpc.health.v1.Health` request: a few bytes, uncompressed (health checkers send no more). */
+  function readHealthRequest(stream: ServerHttp2Stream, then: (service: string) => void): void {
     const chunks: Buffer[] = [];
     let size = 0;
+    // Under the same budgets and deadline as RLS requests: a client that never finishes its request holds little, briefly.
+    const reception = guard.open(
+      stream.session,
+      guarded(stream, () => fail(stream, GRPC_STATUS.DEADLINE_EXCEEDED, 'the health request did not arrive in time')),
+    );
+    stream.once('close', () => reception.release());
     stream.on('data', (chunk: Buffer) => {
       size += chunk.length;
-      if (size <= 1024 + 5) chunks.push(chunk);
-    });
-    stream.on('end', () => {
-      const body = Buffer.concat(chunks);
-      if (size > 1024 + 5) return fail(stream, GRPC_STATUS.RESOURCE_EXHAUSTED, 'health check request too large');
-      if (body.length < 5 || body[0] !== 0 || body.readUInt32BE(1) !== body.length - 5) {
-        return fail(stream, GRPC_STATUS.INTERNAL, 'expected one uncompressed message');
+      if (size <= 1024 + 5) {
+        chunks.push(chunk);
+        reception.add(chunk.length);
       }
-      let service: string;
-      try {
-        service = decodeHealthRequest(body.subarray(5));
-      } catch (error) {
-        return fail(stream, GRPC_STATUS.INTERNAL, `could not decode the request: ${(error as Error).message}`);
-      }
-      health(service).then(
-        (answer) =>
-          answer === undefined
-            ? fail(stream, GRPC_STATUS.NOT_FOUND, 'unknown service')
-            : reply(stream, encodeHealthResponseFrame(answer)),
-        () => reply(stream, encodeHealthResponseFrame('NOT_SERVING')),
-      );
     });
+    stream.on(
+      'end',
+      guarded(stream, () => {
+        reception.release();
+        // Answered already (the request was late).
+        if (stream.headersSent) return;
+        const body = Buffer.concat(chunks);
+        if (size > 1024 + 5) return fail(stream, GRPC_STATUS.RESOURCE_EXHAUSTED, 'health check request too large');
+        if (body.length < 5 || body[0] !== 0 || body.readUInt32BE(1) !== body.length - 5) {
+          return fail(stream, GRPC_STATUS.INTERNAL, 'expected one uncompressed message');
+        }
+        let service: string;
+        try {
+          service = decodeHealthRequest(body.subarray(5));
+        } catch (error) {
+          return fail(stream, GRPC_STATUS.INTERNAL, `could not decode the request: ${(error as Error).message}`);
+        }
+        then(service);
+      }),
+    );
   }
 
   const port = await new Promise<number>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(options.port, options.host, () => {
+    const listening = () => {
       server.off('error', reject);
-      resolve((server.address() as AddressInfo).port);
-    });
+      resolve(options.socket === undefined ? (server.address() as AddressInfo).port : 0);
+    };
+    if (options.socket === undefined) server.listen(options.port, options.host, listening);
+    else server.listen(options.socket, listening);
   });
   return {
     port,

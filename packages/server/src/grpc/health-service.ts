@@ -1,5 +1,6 @@
 import type { ServiceDefinition } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
+import type { WatchStatus } from './health-watch.js';
 import { PROTO_DIR } from './proto.js';
 
 /** The standard health method's path on the wire. */
@@ -75,7 +76,10 @@ export function decodeHealthRequest(buf: Buffer): string {
   return service;
 }
 
+/** `HealthCheckResponse.ServingStatus` numbers. */
+const SERVING_STATUS: Readonly<Record<WatchStatus, number>> = { SERVING: 1, NOT_SERVING: 2, SERVICE_UNKNOWN: 3 };
+
 /** A `HealthCheckResponse` as a gRPC length-prefixed frame. */
-export function encodeHealthResponseFrame(status: HealthStatus): Buffer {
-  return Buffer.from([0, 0, 0, 0, 2, 0x08, status === 'SERVING' ? 1 : 2]);
+export function encodeHealthResponseFrame(status: WatchStatus): Buffer {
+  return Buffer.from([0, 0, 0, 0, 2, 0x08, SERVING_STATUS[status]]);
 }

@@ -68,7 +68,11 @@ class ManagementServer {
         this.headers.push(stream.metadata.getMap());
         stream.on('data', (request: Request) => {
           this.requests.push(request);
-          this.waiters = this.waiters.filter((w) => (w.match(request) ? (w.resolve(request), false) : true));
+          this.waiters = this.waiters.filter((w) => {
+            if (!w.match(request)) return true;
+            w.resolve(request);
+            return false;
+          });
           // The first request of a stream asks for the state of the world.
           if (!request.responseNonce && this.snapshot.version !== '') this.push(stream);
         });
