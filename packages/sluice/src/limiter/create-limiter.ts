@@ -70,8 +70,25 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const { limits, store, clock, failure } = resolveLimiterOptions(options);
   const multi = options.limits !== undefined;
   const single = limits[0] as ResolvedLimit;
+  const oneSync = !multi && store.synchronous;
+
+  /**
+   * One limit on a synchronous store (the memory store): the path `checkSync` and `await check()` take
+   * most often, so it does only what that case needs — no promise test, no closure.
+   */
+  function runOne(key: LimiterKey, options: CheckOptions | undefined, commit: boolean): Decision {
+    const cost = options === undefined ? 1 : resolveCost(options.cost);
+    const k = typeof key === 'string' ? key : singleKey(key, single.name);
+    const nowMs = clock.now();
+    try {
+      return store.check(k, single.policy, cost, nowMs, commit) as Decision;
+    } catch (error) {
+      return failSingle(error, k, cost, nowMs, commit);
+    }
+  }
 
   function run(key: LimiterKey, options: CheckOptions | undefined, commit: boolean): MaybePromise<LimiterDecision> {
+    if (oneSync) return runOne(key, options, commit);
     const cost = resolveCost(options?.cost);
     const nowMs = clock.now();
     if (!multi) {
@@ -120,7 +137,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     check: store.synchronous
       ? // On a synchronous store an async function is the cheapest promise: one allocation, and a throw
         // (misuse) becomes the rejection.
-        async (key, options) => run(key, options, true)
+        async (key, options) => (oneSync ? runOne(key, options, true) : run(key, options, true))
       : (key, options) => {
           try {
             const result = run(key, options, true);
@@ -130,6 +147,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
           }
         },
     checkSync(key, options) {
+      if (oneSync) return runOne(key, options, true);
       if (!store.synchronous) {
         throw new SluiceError(
           'ERR_SLUICE_STORE_NOT_SYNC',

@@ -106,12 +106,17 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
   const contexts = new Map<string, PolicyContext>();
   const contextByTable = new Map<Map<string, number>, PolicyContext>();
   let contextBytes = 0;
+  // The policy last looked up and its context (undefined: none yet). A limiter passes the same policy
+  // object on every check, so this spares the hot path the lookup by id.
+  let lastPolicy: ResolvedPolicy | undefined;
+  let lastContext: PolicyContext | undefined;
   const slab = new LruSlab(maxKeys, (table) => {
     const context = contextByTable.get(table);
     if (context === undefined) return;
     contextByTable.delete(table);
     contexts.delete(context.policy.id);
     contextBytes -= policyBytes(context.policy.id);
+    if (lastContext === context) lastPolicy = undefined;
   });
   const blocks = new BlockList(maxKeys);
   const leases = new LeaseTable(maxKeys);
@@ -131,20 +136,29 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
   // Node and Bun return a Timeout with unref(); Cloudflare Workers, Deno and browsers return a number.
   (timer as { unref?: () => void } | undefined)?.unref?.();
 
+  /** The policy's context, if it has one. */
+  function existingContext(policy: ResolvedPolicy): PolicyContext | undefined {
+    if (policy === lastPolicy) return lastContext;
+    lastPolicy = policy;
+    lastContext = contexts.get(policy.id);
+    return lastContext;
+  }
+
   function contextOf(policy: ResolvedPolicy): PolicyContext {
-    let context = contexts.get(policy.id);
+    let context = existingContext(policy);
     if (context === undefined) {
       context = { table: new Map(), policy, algorithm: NUMERIC_ALGORITHMS[policy.algorithm as NumericName] };
       contexts.set(policy.id, context);
       contextByTable.set(context.table, context);
       contextBytes += policyBytes(policy.id);
+      lastContext = context;
     }
     return context;
   }
 
   /** The live slot of `key` under `policy`, or -1. An expired slot is zeroed on the way (lazy expiry). */
   function find(policy: ResolvedPolicy, key: string, nowMs: number): number {
-    const slot = contexts.get(policy.id)?.table.get(key);
+    const slot = existingContext(policy)?.table.get(key);
     if (slot === undefined) return -1;
     if ((slab.expiresAt[slot] as number) <= nowMs) slab.clear(slot);
     return slot;
@@ -192,15 +206,20 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
   }
 
   function decideNumeric(key: string, p: ResolvedPolicy, cost: number, nowMs: number, commit: boolean): Decision {
-    const slot = find(p, key, nowMs);
-    const algorithm = NUMERIC_ALGORITHMS[p.algorithm as NumericName];
-    if (slot !== -1) {
-      const decision = algorithm.check(slab.state, slot * SLOT_WIDTH, nowMs, p, cost, commit);
-      if (decision.allowed && commit && cost > 0)
-        slab.expiresAt[slot] = algorithm.expiresAt(slab.state, slot * SLOT_WIDTH, p);
+    // find(), written out: this is the hot path of every memory-store check.
+    const context = existingContext(p);
+    const slot = context?.table.get(key);
+    if (slot !== undefined) {
+      const { algorithm } = context as PolicyContext;
+      const state = slab.state;
+      const offset = slot * SLOT_WIDTH;
+      if ((slab.expiresAt[slot] as number) <= nowMs) slab.clear(slot);
+      const decision = algorithm.check(state, offset, nowMs, p, cost, commit);
+      if (decision.allowed && commit && cost > 0) slab.expiresAt[slot] = algorithm.expiresAt(state, offset, p);
       slab.touch(slot, decision.remaining === 0);
       return decision;
     }
+    const algorithm = NUMERIC_ALGORITHMS[p.algorithm as NumericName];
     // A key with no state: decide on zeros and store only what an admitted request wrote, so rejected
     // requests and peeks never grow the store.
     scratch.fill(0);
@@ -280,7 +299,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     refund,
 
     reset(key, p) {
-      const slot = contexts.get(p.id)?.table.get(key);
+      const slot = existingContext(p)?.table.get(key);
       if (slot !== undefined) slab.free(slot);
       blocks.unblock(p.id, key);
     },
