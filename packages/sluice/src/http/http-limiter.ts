@@ -191,7 +191,7 @@ export function createHttpLimiter<Req>(
       rejection: undefined,
       decision,
       info,
-      ...(counting === undefined ? {} : { afterResponse: counting(req, set.limiter, key, cost?.cost ?? 1) }),
+      afterResponse: counting === undefined ? undefined : counting(req, set.limiter, key, cost?.cost ?? 1),
     };
     if (!shape) return outcome;
     const delayMs = largestDelay(decision);
@@ -298,7 +298,17 @@ export function createHttpLimiter<Req>(
       headers = rejectionHeaders(rejection);
     }
     const { body, contentType } = render(rejection, req);
-    return { pass: false, status: rejection.status, headers, body, contentType, rejection, decision, info };
+    return {
+      pass: false,
+      headers,
+      status: rejection.status,
+      body,
+      contentType,
+      rejection,
+      decision,
+      info,
+      afterResponse: undefined,
+    };
   }
 
   async function viaRules(
@@ -341,6 +351,7 @@ export function createHttpLimiter<Req>(
       rejection: undefined,
       decision,
       info: result,
+      afterResponse: undefined,
     };
   }
 

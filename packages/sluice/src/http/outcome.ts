@@ -24,9 +24,10 @@ export interface HttpOutcome {
   readonly info: RateLimitInfo | undefined;
   /**
    * Counting by response (`skipSuccessfulRequests`, `responseCost`, …): the adapter calls it once the
-   * response is sent, with its status (0 when the client went away first).
+   * response is sent, with its status (0 when the client went away first). Always present, undefined
+   * when there is nothing to do, so every outcome has one shape (the adapters read them per request).
    */
-  readonly afterResponse?: AfterResponse;
+  readonly afterResponse: AfterResponse | undefined;
 }
 
 /** The outcome of a request no limit applies to (skipped, allow-listed, keyless) or in shadow mode. */
@@ -39,4 +40,5 @@ export const PASS: HttpOutcome = Object.freeze({
   rejection: undefined,
   decision: undefined,
   info: undefined,
+  afterResponse: undefined,
 });
