@@ -146,6 +146,66 @@ for (const platform of ['express', 'fastify'] as const) {
   });
 }
 
+// Behind a proxy: the platform's own trust setting keys each client apart (as the Express and Fastify
+// adapters do), and sluice's own trustProxy wins over it.
+@Module({
+  imports: [RateLimitModule.forRoot({ limit: 1, period: '1m' })],
+  controllers: [AppController],
+  providers: [{ provide: APP_GUARD, useClass: RateLimitGuard }],
+})
+class ProxiedModule {}
+
+@Module({
+  imports: [RateLimitModule.forRoot({ limit: 1, period: '1m', trustProxy: false })],
+  controllers: [AppController],
+  providers: [{ provide: APP_GUARD, useClass: RateLimitGuard }],
+})
+class UntrustingModule {}
+
+for (const platform of ['express', 'fastify'] as const) {
+  describe(`sluice/nest behind a proxy on the ${platform} platform`, { timeout: 60_000 }, () => {
+    async function start(module: object): Promise<{ app: INestApplication; base: string }> {
+      let app: INestApplication;
+      if (platform === 'express') {
+        app = await NestFactory.create(module, { logger: false });
+        (app.getHttpAdapter().getInstance() as { set(name: string, value: unknown): void }).set(
+          'trust proxy',
+          'loopback',
+        );
+      } else {
+        app = await NestFactory.create(module, new FastifyAdapter({ trustProxy: '127.0.0.1' }), { logger: false });
+      }
+      return { app, base: await listen(app) };
+    }
+    const from = (base: string, client: string) =>
+      fetch(`${base}/limited`, { headers: { 'x-forwarded-for': client } }).then(async (r) => {
+        await r.arrayBuffer();
+        return r.status;
+      });
+
+    it("the platform's trust setting tells the clients behind the proxy apart", async () => {
+      const { app, base } = await start(ProxiedModule);
+      try {
+        assert.equal(await from(base, '203.0.113.1'), 200);
+        assert.equal(await from(base, '203.0.113.2'), 200, 'another client: its own limit');
+        assert.equal(await from(base, '203.0.113.1'), 429, 'the first client again: over its limit');
+      } finally {
+        await app.close();
+      }
+    });
+
+    it("sluice's own trustProxy wins over the platform's", async () => {
+      const { app, base } = await start(UntrustingModule);
+      try {
+        assert.equal(await from(base, '203.0.113.1'), 200);
+        assert.equal(await from(base, '203.0.113.2'), 429, 'both are the proxy');
+      } finally {
+        await app.close();
+      }
+    });
+  });
+}
+
 describe('RateLimitModule.forRootAsync', { timeout: 60_000 }, () => {
   it('builds the options from injected providers', async () => {
     const LIMIT = Symbol('limit');

@@ -49,6 +49,18 @@ function headersOf(t: NestTarget): Record<string, string | string[] | undefined>
   return raw(t).headers ?? EMPTY;
 }
 
+/** What the platform's request says about the proxies it trusts: Express's `app` or Fastify's `ips`. */
+interface PlatformRequestLike {
+  app?: { settings?: Record<string, unknown> };
+  ip?: string;
+  ips?: unknown;
+}
+
+/** Express's `trust proxy` setting when the request is Express's (false by default), else undefined. */
+function expressTrust(t: NestTarget): unknown {
+  return (t.request as PlatformRequestLike | undefined)?.app?.settings?.['trust proxy'];
+}
+
 /** How the framework-neutral core reads a NestTarget. */
 export const nestAccess: RequestAccess<NestTarget> = {
   peer(t) {
@@ -69,6 +81,22 @@ export const nestAccess: RequestAccess<NestTarget> = {
     return req?.originalUrl ?? raw(t).url ?? '/';
   },
   headers: headersOf,
+  // The platform's own proxy trust, unless sluice's `trustProxy` is given — as the Express and Fastify
+  // adapters do: `req.ip` is the client as the platform resolved it. WebSocket messages have none.
+  framework: {
+    setting: "the platform's trust proxy (Express app.set('trust proxy', …), Fastify { trustProxy })",
+    example: "app.set('trust proxy', 'loopback, 10.0.0.0/8')",
+    clientIp(t) {
+      if (t.type === 'ws') return undefined;
+      const req = t.request as PlatformRequestLike | undefined;
+      if (req === undefined || req === null) return undefined;
+      const express = expressTrust(t);
+      if (req.app !== undefined) return express === undefined || express === false ? undefined : req.ip;
+      // Fastify builds its requests with an `ips` accessor only when `trustProxy` is set.
+      return 'ips' in req ? req.ip : undefined;
+    },
+    permissive: (t) => t.type !== 'ws' && expressTrust(t) === true,
+  },
 };
 
 /** The GraphQL context object (the third resolver argument) as Apollo and Mercurius build it. */
