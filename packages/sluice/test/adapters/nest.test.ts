@@ -164,7 +164,7 @@ class UntrustingModule {}
 
 for (const platform of ['express', 'fastify'] as const) {
   describe(`sluice/nest behind a proxy on the ${platform} platform`, { timeout: 60_000 }, () => {
-    async function start(module: object): Promise<{ app: INestApplication; base: string }> {
+    async function start(module: typeof ProxiedModule): Promise<{ app: INestApplication; base: string }> {
       let app: INestApplication;
       if (platform === 'express') {
         app = await NestFactory.create(module, { logger: false });
