@@ -70,7 +70,13 @@ export class Batcher {
   /** Sends every queued job now. */
   flush(): void {
     this.scheduled = false;
-    for (const queue of this.queues.values()) this.send(queue.jobs);
-    this.queues.clear();
+    // Entry by entry, not `queues.clear()`: clear() gives the Map a new table and leaves the old one
+    // pointing at it, so once an old table has been promoted to V8's old generation, each new table —
+    // and every job, closure and promise it reaches — survives the young-generation GCs behind it. Under
+    // load that chain had a third of all a check allocated promoted, and GC was most of a check's CPU.
+    for (const [key, queue] of this.queues) {
+      this.queues.delete(key);
+      this.send(queue.jobs);
+    }
   }
 }
