@@ -2,6 +2,7 @@
  * What "the global limit was kept" means for each algorithm, checked on the instants of every
  * admission across every region (sorted), and the eventual-mode bound of bound.ts on the same data.
  */
+import assert from 'node:assert/strict';
 
 /** Admissions per aligned window of `periodMs`. */
 export function perWindow(ts: readonly number[], periodMs: number): Map<number, number> {
@@ -125,4 +126,30 @@ export function slidingWindowBoundBreaches(
     if (estimate > bound) breaches.push({ t: a.t, estimate, bound });
   });
   return breaches;
+}
+
+/**
+ * Asserts the global limit of `algorithm` on the sorted admission instants `ts`, by that algorithm's
+ * own definition of it (burst = limit for the buckets).
+ */
+export function assertLimitKept(
+  ts: readonly number[],
+  algorithm: string,
+  limit: number,
+  periodMs: number,
+  label = '',
+): void {
+  if (algorithm === 'fixed-window') {
+    for (const [w, n] of perWindow(ts, periodMs))
+      assert.ok(n <= limit, `${label} window ${w} admitted ${n} > ${limit}`);
+  } else if (algorithm === 'sliding-log') {
+    const max = maxInAnyPeriod(ts, periodMs);
+    assert.ok(max <= limit, `${label} ${max} admissions in one period`);
+  } else if (algorithm === 'sliding-window') {
+    const max = maxSlidingEstimate(ts, periodMs);
+    assert.ok(max <= limit, `${label} estimate reached ${max}`);
+  } else {
+    const excess = bucketExcess(ts, limit, limit, periodMs);
+    assert.ok(excess <= 0, `${label} ${excess} over burst + rate × time`);
+  }
 }

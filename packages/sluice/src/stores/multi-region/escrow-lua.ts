@@ -7,24 +7,36 @@
  * Databases for Enforcing Numeric Invariants", SRDS 2015): its initial part, plus units other
  * regions gave it, minus units it gave away. In its lease record (a hash):
  *   inc            its incarnation (a new one whenever the record is created)
- *   g:<j>, gi:<j>  units given to region j, and the incarnation of j they were given to
+ *   g:<j>, gi:<j>  units given to region j (a running total: the transfer record), and the
+ *   gt:<j>         incarnation of j and the instant of the last transfer
  *   r:<j>, ri:<j>  units received from j (the largest total j reported), and j's incarnation
+ *   rt:<j>, r0:<j> the instant of j's latest transfer, and what was received before it: a transfer
+ *                  counts here only for decisions stamped from rt + the clocks' disagreement on
  *   ra:<j>         when j was last known to hold its record (a sync either way); units from j count
  *                  only within PROOF ms of it, so a peer that lost its record (expired while cut off)
  *                  cannot leave them counted twice
+ *   ak:<j>         the stamp of the latest request for units from j that was served (a replayed
+ *                  request gives nothing twice)
  *   e, s           the current epoch and its share; pe, ps, pu the previous epoch, still binding
- *   hw             the latest time stamp a decision here carried (requests are stamped by callers)
- *   q:<w>          units asked in window w (the demand the rebalancer reads)
+ *   hw             the latest time stamp a decision (or a transfer) here carried
+ *   dr, dt         demand: units asked, decayed exponentially (time constant TAU), as of dt
  *   os:<j>, od:<j> region j's share and demand, as last reported
  * Only the region itself writes g:*, and it merges r:* by max, so sync messages may be duplicated,
- * reordered or replayed.
+ * reordered or replayed; units a region gave and the other has not credited yet (the reply was lost
+ * in a partition) belong to nobody until the next sync carries the running total again.
  *
- * When the share changes, the region starts a new *epoch* (a fresh state key), because the
- * algorithm's state was built under the old share:
- *  - window algorithms (fixed window, sliding window, sliding log): the previous epoch, whose state
- *    holds every admission, stays binding with the smaller of the two shares for one horizon (until
- *    the window ends; the next one too for the sliding window; one period for the log). A shrink
- *    binds at once, a growth only once the admissions made under the old shares have aged out;
+ * Units move on request (the borrower's sync push carries how many it wants; the lender's Redis
+ * gives what it can spare, in the same script, and answers with its running total) — see MERGE.
+ * A lender gives only units it can spare: what its own demand does not need and, for the window
+ * algorithms, what is still unused in its current window (so the borrower may use them at once).
+ *
+ * When the share changes:
+ *  - window algorithms (fixed window, sliding window, sliding log): a growth applies in place (the
+ *    state goes on, under the larger share), since the lender gave only units unused in its window
+ *    and the borrower counts them only for later stamps. A shrink starts a new *epoch* (a fresh
+ *    state key) and the previous epoch, whose state holds every admission, stays binding with the
+ *    smaller share for one horizon (until the window ends; the next one too for the sliding window;
+ *    one period for the log);
  *  - bucket algorithms (token and leaky bucket, GCRA): the new epoch starts empty. A region's
  *    admissions over any interval are then at most its bucket at the start plus its refill since,
  *    and summed over regions that is within burst + rate × time.
@@ -39,11 +51,19 @@ function script(name: string, source: string): Script {
   return { name, source, sha: createHash('sha1').update(source).digest('hex') };
 }
 
+/**
+ * How much more than its demand a region keeps, and asks for: demand is an estimate (the units asked
+ * over the last TAU, as a rate per period), and a region a little short rejects requests.
+ */
+export const DEMAND_HEADROOM = 1.25;
+
 /** ARGV common to every escrow script: now, grace, this region, the peers (count, then names). */
 const PRELUDE = `
 local sub, find, sformat, floor, ceil, max, min = string.sub, string.find, string.format, math.floor, math.ceil, math.max, math.min
 local call, tonumber, KEYS, ARGV = redis.call, tonumber, KEYS, ARGV
 local NOW, GRACE, ME = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
+local STAMP = NOW
+local SKEW = 0
 local SERVER = false
 local PEERS = {}
 local npeers = tonumber(ARGV[4])
@@ -71,13 +91,16 @@ local function ensure(rkey, rec, init, inc)
   setf(rkey, rec, 'e', '1')
   setf(rkey, rec, 's', fmt(init))
 end
+-- Units received from region j that count for a decision stamped NOW.
+local function received(rec, j, proof)
+  if not rec['r:' .. j] or NOW >= num(rec['ra:' .. j]) + proof then return 0 end
+  if NOW >= num(rec['rt:' .. j]) + SKEW then return num(rec['r:' .. j]) end
+  return num(rec['r0:' .. j])
+end
 -- The share this region holds now (see the top of escrow-lua.ts).
 local function share_of(rec, init, proof)
   local s = init
-  for _, j in ipairs(PEERS) do
-    s = s - num(rec['g:' .. j])
-    if rec['r:' .. j] and NOW < num(rec['ra:' .. j]) + proof then s = s + num(rec['r:' .. j]) end
-  end
+  for _, j in ipairs(PEERS) do s = s - num(rec['g:' .. j]) + received(rec, j, proof) end
   return max(0, s)
 end
 -- Learns that region j holds its record under incarnation inc (a sync either way proves it).
@@ -85,6 +108,7 @@ local function observe(rkey, rec, j, inc, at)
   if rec['ri:' .. j] ~= inc then
     -- First contact, or j's record was created anew: whatever the old one gave is void.
     setf(rkey, rec, 'r:' .. j, '0')
+    setf(rkey, rec, 'r0:' .. j, '0')
     setf(rkey, rec, 'ri:' .. j, inc)
   end
   if rec['gi:' .. j] ~= inc then
@@ -94,6 +118,22 @@ local function observe(rkey, rec, j, inc, at)
     setf(rkey, rec, 'gi:' .. j, inc)
   end
   if at > num(rec['ra:' .. j]) then setf(rkey, rec, 'ra:' .. j, fmt(at)) end
+end
+-- Credits the running total of units region j reports having given this incarnation, by max: a
+-- duplicate or a replay changes nothing. A transfer counts from its instant (plus the clocks'
+-- disagreement) on; until then, what was received before it does.
+local function credit(rkey, rec, j, units, to, at)
+  if to ~= rec.inc or units <= num(rec['r:' .. j]) then return end
+  -- The previous total counts for every later decision once this region decided past its instant.
+  if num(rec.hw) >= num(rec['rt:' .. j]) + SKEW then setf(rkey, rec, 'r0:' .. j, rec['r:' .. j] or '0') end
+  setf(rkey, rec, 'r:' .. j, fmt(units))
+  if at > num(rec['rt:' .. j]) then setf(rkey, rec, 'rt:' .. j, fmt(at)) end
+end
+-- Units asked per period, from the decayed sum (a steady rate q per ms makes it q * TAU).
+local function demand_of(rec, tau, period)
+  local d = num(rec.dr)
+  if d <= 0 then return 0 end
+  return d * math.exp(-max(0, NOW - num(rec.dt)) / tau) * period / tau
 end
 `;
 
@@ -112,16 +152,14 @@ end`,
   )
   .join('\n');
 
-// ARGV after the prelude: all-or-nothing (1/0), commit (1/0), new incarnation, the clocks' largest
-// disagreement (ms), then per item 13 fields: algorithm code, limit, period, burst, capacity, scale, T, capT, blockMs, cost, this
-// region's initial share, record TTL, PROOF (ms). KEYS per item: the lease record, the block key.
-// Returns per item the 6 decision integers (see the Redis store's lua.ts), the share, and the instant
-// it was decided at.
-const CHECK_SCRIPT = `${PRELUDE}
+/**
+ * Shares and epochs, for the scripts that decide (CHECK) and the one that gives units (MERGE). An
+ * item is a table: rkey, bkey, alg, bucket, limit, period, burst, capacity, scale, T, capT, block,
+ * cost, init (this region's initial share), ttl, proof, tau.
+ */
+const EPOCHS = `
 local CHECK = {}
 ${CHECKS}
-local ALL, COMMIT, NEWINC, SKEW = ARGV[A] == '1', ARGV[A + 1] == '1', ARGV[A + 2], tonumber(ARGV[A + 3])
-local STAMP = NOW
 -- The policy of a share: the limit scaled, the burst scaled down, ticks rounded so that the rate is
 -- never above the share's (ceil where the Redis store rounds to nearest).
 local function ticks(limit, period)
@@ -149,29 +187,31 @@ local function horizon(it, at)
   if it.alg == 2 then return (floor(at / P) + 2) * P end
   return at + P
 end
--- Where a change is anchored in time: now, or — when units arrived — the instant they were given
--- plus the clocks' disagreement, whichever is later. The giver's admissions under its old share
--- were all stamped before it gave, but requests here may carry earlier stamps than that (they were
--- stamped before they queued), so a growth must count from the gift, not from this request.
+-- Where a new epoch is anchored in time: not before the latest stamp this region decided at
+-- (admissions made before this change may carry later stamps than this request, and the new epoch
+-- does not hold them), nor before a transfer received counts.
 local function anchor_of(rec)
-  -- Nor from before the latest stamp this region has decided at: admissions made before this
-  -- change may carry later stamps than this request, and the new epoch does not hold them.
   local at = max(NOW, num(rec.hw))
   for _, j in ipairs(PEERS) do at = max(at, num(rec['rt:' .. j]) + SKEW) end
   return at
 end
 local function epoch_key(it, rec, e) return it.rkey .. '^' .. rec.inc .. '.' .. e end
 -- The epochs binding now, as {key, policy}: the current one, and the previous one while it binds.
-local function epochs(it)
+local function epochs(it, newinc)
   local rec = record(it.rkey)
   -- Time never goes back for a record: callers stamp requests, and a request stamped before one
   -- this region already decided (another application server, a queue) is decided as of that later
   -- instant. The algorithms' single state per key would otherwise read an earlier window as fresh.
   NOW = max(STAMP, num(rec.hw))
-  ensure(it.rkey, rec, it.init, NEWINC)
+  ensure(it.rkey, rec, it.init, newinc)
   local share = share_of(rec, it.init, it.proof)
   local e, s = num(rec.e), num(rec.s)
-  if share ~= s then
+  if share > s and not it.bucket then
+    -- A growth, in place: the units came unused in the giver's window and count only from their
+    -- transfer on (see credit), so the state built so far goes on under the larger share.
+    setf(it.rkey, rec, 's', fmt(share))
+    if num(rec.pu) > NOW then setf(it.rkey, rec, 'ps', fmt(num(rec.ps) + share - s)) end
+  elseif share ~= s then
     e = e + 1
     setf(it.rkey, rec, 'e', fmt(e))
     setf(it.rkey, rec, 's', fmt(share))
@@ -202,21 +242,9 @@ local function epochs(it)
   end
   return list, share, rec
 end
-local items, k = {}, 1
-local i = A + 4
-while i <= #ARGV do
-  local alg = tonumber(ARGV[i])
-  items[#items + 1] = { rkey = KEYS[k], bkey = KEYS[k + 1], alg = alg, bucket = alg >= 4,
-    limit = tonumber(ARGV[i + 1]), period = tonumber(ARGV[i + 2]), burst = tonumber(ARGV[i + 3]),
-    capacity = tonumber(ARGV[i + 4]), scale = tonumber(ARGV[i + 5]), T = tonumber(ARGV[i + 6]),
-    capT = tonumber(ARGV[i + 7]), block = tonumber(ARGV[i + 8]), cost = tonumber(ARGV[i + 9]),
-    init = tonumber(ARGV[i + 10]), ttl = tonumber(ARGV[i + 11]), proof = tonumber(ARGV[i + 12]) }
-  k = k + 2
-  i = i + 13
-end
 -- Decides one item under every binding epoch: allowed only if every epoch allows, and then taken
 -- from each. The tightest answer is the one returned.
-local function decide(it, list, commit)
+local function decide(it, list, cost, commit)
   if it.block > 0 then
     local b = call('GET', it.bkey)
     if b and tonumber(b) > NOW then
@@ -224,46 +252,76 @@ local function decide(it, list, commit)
       return {0, 0, wait, wait, 2, -1}
     end
   end
-  local ds, ok = {}, true
-  for n, ep in ipairs(list) do
-    ds[n] = CHECK[it.alg](ep[1], ep[2], it.cost, false)
-    if ds[n][1] ~= 1 then ok = false end
-  end
-  if ok and commit and it.cost > 0 then
-    for n, ep in ipairs(list) do ds[n] = CHECK[it.alg](ep[1], ep[2], it.cost, true) end
-  end
   local d
-  for _, x in ipairs(ds) do
-    if d == nil or (d[1] == 1 and x[1] == 0) then
-      d = x
-    elseif x[1] == d[1] then
-      d[2], d[3], d[4] = min(d[2], x[2]), max(d[3], x[3]), max(d[4], x[4])
-      if x[6] > d[6] then d[6] = x[6] end
+  if #list == 1 then
+    -- One epoch (the usual case): test and take in one step.
+    d = CHECK[it.alg](list[1][1], list[1][2], cost, commit)
+  else
+    local ds, ok = {}, true
+    for n, ep in ipairs(list) do
+      ds[n] = CHECK[it.alg](ep[1], ep[2], cost, false)
+      if ds[n][1] ~= 1 then ok = false end
+    end
+    if ok and commit and cost > 0 then
+      for n, ep in ipairs(list) do ds[n] = CHECK[it.alg](ep[1], ep[2], cost, true) end
+    end
+    for _, x in ipairs(ds) do
+      if d == nil or (d[1] == 1 and x[1] == 0) then
+        d = x
+      elseif x[1] == d[1] then
+        d[2], d[3], d[4] = min(d[2], x[2]), max(d[3], x[3]), max(d[4], x[4])
+        if x[6] > d[6] then d[6] = x[6] end
+      end
     end
   end
   -- Over this region's share but not over the limit: not 'cost-exceeds-capacity' (the share may grow).
-  if d[5] == 1 and it.cost <= it.capacity then d[5], d[4] = 0, it.period end
+  if d[5] == 1 and cost <= it.capacity then d[5], d[4] = 0, it.period end
   return d
+end
+-- Reads an item's 14 policy fields from ARGV at i: algorithm code, limit, period, burst, capacity,
+-- scale, T, capT, blockMs, this region's initial share, record TTL, PROOF (ms), TAU (ms), cost.
+local function item(i, rkey, bkey)
+  local alg = tonumber(ARGV[i])
+  return { rkey = rkey, bkey = bkey, alg = alg, bucket = alg >= 4,
+    limit = tonumber(ARGV[i + 1]), period = tonumber(ARGV[i + 2]), burst = tonumber(ARGV[i + 3]),
+    capacity = tonumber(ARGV[i + 4]), scale = tonumber(ARGV[i + 5]), T = tonumber(ARGV[i + 6]),
+    capT = tonumber(ARGV[i + 7]), block = tonumber(ARGV[i + 8]), init = tonumber(ARGV[i + 9]),
+    ttl = tonumber(ARGV[i + 10]), proof = tonumber(ARGV[i + 11]), tau = tonumber(ARGV[i + 12]),
+    cost = tonumber(ARGV[i + 13]) }
+end
+`;
+
+/** Policy fields per item, as `item()` reads them (the cost last). */
+export const ITEM_FIELDS = 14;
+
+// ARGV after the prelude: all-or-nothing (1/0), commit (1/0), new incarnation, the clocks' largest
+// disagreement (ms), then per item the ITEM_FIELDS of item(). KEYS per item: the lease record, the
+// block key. Returns per item the 6 decision integers (see the Redis store's lua.ts), the share,
+// and the instant it was decided at.
+const CHECK_SCRIPT = `${PRELUDE}
+${EPOCHS}
+local ALL, COMMIT, NEWINC = ARGV[A] == '1', ARGV[A + 1] == '1', ARGV[A + 2]
+SKEW = tonumber(ARGV[A + 3])
+local items, k = {}, 1
+for i = A + 4, #ARGV, ${14} do
+  items[#items + 1] = item(i, KEYS[k], KEYS[k + 1])
+  k = k + 2
 end
 local function block(it)
   if it.block > 0 then call('SET', it.bkey, fmt(NOW + it.block), 'PX', fmt(it.block + GRACE)) end
 end
-local function demand(it)
-  local w = floor(NOW / it.period)
-  call('HINCRBY', it.rkey, 'q:' .. fmt(w), it.cost)
-  call('HDEL', it.rkey, 'q:' .. fmt(w - 2))
-end
 local lists, shares, looks, fits, ats = {}, {}, {}, true, {}
 for n, it in ipairs(items) do
   local rec
-  lists[n], shares[n], rec = epochs(it)
+  lists[n], shares[n], rec = epochs(it, NEWINC)
   ats[n] = NOW
   if COMMIT then
-    demand(it)
-    if NOW > num(rec.hw) then call('HSET', it.rkey, 'hw', fmt(NOW)) end
+    -- Demand (asked, allowed or not) and the latest stamp, in one write.
+    local d = demand_of(rec, it.tau, it.period) * it.tau / it.period + it.cost
+    call('HSET', it.rkey, 'dr', fmt(d), 'dt', fmt(NOW), 'hw', fmt(max(NOW, num(rec.hw))))
   end
   call('PEXPIRE', it.rkey, fmt(it.ttl))
-  looks[n] = decide(it, lists[n], COMMIT and not ALL)
+  looks[n] = decide(it, lists[n], it.cost, COMMIT and not ALL)
   if looks[n][1] ~= 1 then
     fits = false
     if COMMIT and not ALL and looks[n][5] ~= 2 then block(it) end
@@ -274,7 +332,7 @@ if ALL and COMMIT then
     -- The caller merges items of the same (key, policy), so each one still fits when its turn comes.
     for n, it in ipairs(items) do
       NOW = ats[n]
-      looks[n] = decide(it, lists[n], true)
+      looks[n] = decide(it, lists[n], it.cost, true)
     end
   else
     for n, it in ipairs(items) do
@@ -293,9 +351,8 @@ return out
 `;
 
 // KEYS: lease records. ARGV after the prelude: nothing. Returns per record: inc (or '' when gone),
-// share, demand (units asked this window and the last), its TTL, then per peer: units given, the
-// incarnation of that peer they were given to, its reported share and demand, and when this region
-// last gave it units.
+// share, the decayed demand sum and its instant, its TTL, then per peer: units given, the
+// incarnation of that peer they were given to, and the instant of the last transfer.
 const READ_SCRIPT = `${PRELUDE}
 local out = {}
 for _, rkey in ipairs(KEYS) do
@@ -305,15 +362,12 @@ for _, rkey in ipairs(KEYS) do
   else
     out[#out + 1] = rec.inc
     out[#out + 1] = num(rec.s)
-    local d = 0
-    for f, v in pairs(rec) do if sub(f, 1, 2) == 'q:' then d = d + tonumber(v) end end
-    out[#out + 1] = d
+    out[#out + 1] = rec.dr or '0'
+    out[#out + 1] = rec.dt or '0'
     out[#out + 1] = call('PTTL', rkey)
     for _, j in ipairs(PEERS) do
       out[#out + 1] = num(rec['g:' .. j])
       out[#out + 1] = rec['gi:' .. j] or ''
-      out[#out + 1] = num(rec['os:' .. j])
-      out[#out + 1] = num(rec['od:' .. j])
       out[#out + 1] = num(rec['gt:' .. j])
     end
   end
@@ -321,56 +375,68 @@ end
 return out
 `;
 
-// At the receiving region. ARGV after the prelude (ME = the sender here): the receiver's new
-// incarnation, then per record 8 fields: the receiver's initial share, TTL, the sender's incarnation,
-// units given to the receiver, the receiver incarnation they were given to, the sender's share and
-// demand, and when the sender gave (NOW is the sender's clock). Returns per record the receiver's incarnation.
+/** Fields per record of MERGE, after the item's policy fields. */
+export const MERGE_FIELDS = 9;
+
+// One region's record, as another region sends it. Runs in the receiver's Redis (ME = the sender):
+// by the sender's sync push, and — with what the receiver answered — back in the sender's own Redis
+// (ME = the receiver, nothing asked), which credits the units it gave.
+// ARGV after the prelude: the receiver's new incarnation, the clocks' disagreement, then per record
+// the ITEM_FIELDS of item() (the receiver's initial share; the cost is unused), then MERGE_FIELDS:
+// the sender's incarnation, the units it gave the receiver (running total), the receiver
+// incarnation they were given to, the instant of its last transfer, the sender's share and demand,
+// the units it asks for, the stamp of that request, the sender's clock now.
+// Per record: records the sender (it holds its record), credits what it gave, and gives it what it
+// asks for as far as the receiver can spare. Returns per record the receiver's incarnation, the
+// units it gave the sender (running total), the sender incarnation they were given to, the instant
+// of that transfer, and the receiver's share and demand.
 const MERGE_SCRIPT = `${PRELUDE}
+${EPOCHS}
 local NEWINC = ARGV[A]
+SKEW = tonumber(ARGV[A + 1])
 local out, k = {}, 1
-for i = A + 1, #ARGV, 8 do
-  local rkey = KEYS[k]
+for i = A + 2, #ARGV, ${14 + 9} do
+  local it = item(i, KEYS[k], '')
+  it.block = 0
   k = k + 1
+  local m = i + ${14}
+  local from, finc, units, to, at = ME, ARGV[m], tonumber(ARGV[m + 1]), ARGV[m + 2], tonumber(ARGV[m + 3])
+  local want, asked = tonumber(ARGV[m + 6]), tonumber(ARGV[m + 7])
+  STAMP = tonumber(ARGV[m + 8])
+  NOW = STAMP
+  local rkey = it.rkey
   local rec = record(rkey)
-  ensure(rkey, rec, tonumber(ARGV[i]), NEWINC)
-  local from = ME
-  observe(rkey, rec, from, ARGV[i + 2], NOW)
-  if ARGV[i + 4] == rec.inc and tonumber(ARGV[i + 3]) > num(rec['r:' .. from]) then
-    setf(rkey, rec, 'r:' .. from, ARGV[i + 3])
-    if tonumber(ARGV[i + 7]) > num(rec['rt:' .. from]) then setf(rkey, rec, 'rt:' .. from, ARGV[i + 7]) end
+  ensure(rkey, rec, it.init, NEWINC)
+  observe(rkey, rec, from, finc, NOW)
+  credit(rkey, rec, from, units, to, at)
+  setf(rkey, rec, 'os:' .. from, ARGV[m + 4])
+  setf(rkey, rec, 'od:' .. from, ARGV[m + 5])
+  local list, share
+  list, share, rec = epochs(it, NEWINC)
+  if want > 0 and asked > num(rec['ak:' .. from]) then
+    setf(rkey, rec, 'ak:' .. from, fmt(asked))
+    -- What this region can spare: beyond its own demand, and (window algorithms) still unused in
+    -- its window — the state of every binding epoch, looked at with cost 0.
+    local spare = share - min(share, ceil(demand_of(rec, it.tau, it.period) * ${DEMAND_HEADROOM}))
+    if not it.bucket then spare = min(spare, decide(it, list, 0, false)[2]) end
+    local give = floor(min(want, spare))
+    if give > 0 then
+      setf(rkey, rec, 'g:' .. from, fmt(num(rec['g:' .. from]) + give))
+      setf(rkey, rec, 'gt:' .. from, fmt(NOW))
+      -- Later decisions here are stamped from the transfer on, so the shrink binds them all.
+      if NOW > num(rec.hw) then setf(rkey, rec, 'hw', fmt(NOW)) end
+      share = share - give
+    end
   end
-  setf(rkey, rec, 'os:' .. from, ARGV[i + 5])
-  setf(rkey, rec, 'od:' .. from, ARGV[i + 6])
-  call('PEXPIRE', rkey, ARGV[i + 1])
+  call('PEXPIRE', rkey, fmt(it.ttl))
   out[#out + 1] = rec.inc
+  out[#out + 1] = num(rec['g:' .. from])
+  out[#out + 1] = rec['gi:' .. from] or ''
+  out[#out + 1] = num(rec['gt:' .. from])
+  out[#out + 1] = share
+  out[#out + 1] = demand_of(rec, it.tau, it.period)
 end
 return out
-`;
-
-// Back at the sender once a push landed. ARGV after the prelude: the peer, then per record the
-// peer's incarnation it answered with. The push refreshed the peer's record: it still holds it.
-const ACK_SCRIPT = `${PRELUDE}
-local peer = ARGV[A]
-for n, rkey in ipairs(KEYS) do
-  local rec = record(rkey)
-  if rec.inc then observe(rkey, rec, peer, ARGV[A + n], NOW) end
-end
-return 1
-`;
-
-// Gives units of this region's share to a peer. ARGV after the prelude: the peer, units, this
-// region's initial share, PROOF. Only out of the share held now, and only to a peer whose
-// incarnation is known. Returns the units given. The next decision starts the smaller epoch.
-const GIVE_SCRIPT = `${PRELUDE}
-local rkey, peer, units, init, proof = KEYS[1], ARGV[A], tonumber(ARGV[A + 1]), tonumber(ARGV[A + 2]), tonumber(ARGV[A + 3])
-local rec = record(rkey)
-if not rec.inc or not rec['gi:' .. peer] then return 0 end
-local share = share_of(rec, init, proof)
-units = min(units, share)
-if units <= 0 then return 0 end
-setf(rkey, rec, 'g:' .. peer, fmt(num(rec['g:' .. peer]) + units))
-setf(rkey, rec, 'gt:' .. peer, fmt(NOW))
-return units
 `;
 
 // KEYS: a lease record, the block key. Returns inc, e, s, pe, ps, pu ('' when there is no record):
@@ -395,7 +461,5 @@ return 1
 export const ESCROW_CHECK = script('mr:escrow:check', CHECK_SCRIPT);
 export const ESCROW_READ = script('mr:escrow:read', READ_SCRIPT);
 export const ESCROW_MERGE = script('mr:escrow:merge', MERGE_SCRIPT);
-export const ESCROW_ACK = script('mr:escrow:ack', ACK_SCRIPT);
-export const ESCROW_GIVE = script('mr:escrow:give', GIVE_SCRIPT);
 export const ESCROW_EPOCHS = script('mr:escrow:epochs', EPOCHS_SCRIPT);
 export const ESCROW_RESET = script('mr:escrow:reset', RESET_SCRIPT);

@@ -1,15 +1,20 @@
 /**
- * The escrow side of the sync loop: sends each lease record's incarnation, the units given to each
- * peer, the share and the demand; records the peers' answers (which prove they still hold their
- * records); and gives units to regions that need them (rebalance.ts).
+ * The escrow side of the sync loop. Each push sends a lease record to a peer: its incarnation, the
+ * units given to that peer (a running total), the share, the demand and — when this region needs
+ * more than its share — how many units it asks for. The peer's Redis merges it and gives what it can
+ * spare, in one script (escrow-lua.ts, MERGE), and answers with its own running total of units given
+ * here; this region then credits that total in its own Redis (the same merge, by max). A reply lost
+ * in a partition leaves the units with nobody — the peer gave them, this region has not counted
+ * them — until the next push brings the total again: the limit is never exceeded, and a replayed
+ * request gives nothing twice (each ask carries a stamp the peer remembers).
  */
 import type { Clock } from '../../core/clock.js';
 import type { ResolvedPolicy } from '../../core/policy.js';
 import type { Runner } from '../redis/runner.js';
-import { escrowHead, initialShare, leaseTtlMs, newIncarnation } from './escrow.js';
-import { ESCROW_ACK, ESCROW_GIVE, ESCROW_MERGE, ESCROW_READ } from './escrow-lua.js';
+import { demandTauMs, escrowHead, initialShare, newIncarnation, pushItemFields } from './escrow.js';
+import { ESCROW_MERGE, ESCROW_READ } from './escrow-lua.js';
 import { groupBySlot } from './eventual-sync.js';
-import { planGifts } from './rebalance.js';
+import { demandPerPeriod, unitsToAsk } from './rebalance.js';
 import type { PeerLink, Replicator } from './sync-loop.js';
 
 /** A lease record as this region sends it. */
@@ -17,8 +22,11 @@ export interface RecordPart {
   readonly policy: ResolvedPolicy;
   readonly inc: string;
   readonly share: number;
+  /** Units asked per period here (estimate). */
   readonly demand: number;
-  /** Per peer: units given, and the incarnation of that peer they were given to. */
+  /** Units to ask each peer for (0: none). */
+  readonly want: number;
+  /** Per peer: units given (running total), the incarnation of that peer, the last transfer's instant. */
   readonly given: ReadonlyMap<string, { units: number; to: string; at: number }>;
 }
 
@@ -32,50 +40,32 @@ export interface RecordReplicatorOptions {
   readonly clock: Clock;
   /** The policy of each record a decision used (bounded by the caller). */
   readonly policyOf: (recordKey: string) => ResolvedPolicy | undefined;
-  /** Marks a record changed (after a gift). */
-  readonly touch: (recordKey: string) => void;
-  /** Least time between two rebalances of one record, in ms. */
-  readonly rebalanceEveryMs: number;
+  readonly syncIntervalMs: number;
+  readonly maxClockSkewMs: number;
+  /** Hears of every transfer this region was credited (units, from which region). */
+  readonly onCredit?: (recordKey: string, from: string, total: number) => void;
 }
 
-/** Sends lease records to the other regions and rebalances them (escrow mode). */
+/** Per record, what MERGE answers: inc, units given, to, at, share, demand. */
+const ANSWER = 6;
+
+/** Sends lease records to the other regions, asks them for units, credits what they gave (escrow mode). */
 export function createRecordReplicator(o: RecordReplicatorOptions): Replicator<RecordPart> {
   const peers = o.regions.filter((r) => r !== o.region).sort();
-  /** When each record was last rebalanced (bounded: cleared when it grows past 100 000). */
-  const lastGift = new Map<string, number>();
-
-  async function rebalance(rkey: string, part: RecordPart, peerInfo: Map<string, { share: number; demand: number }>) {
-    const now = o.clock.now();
-    if ((lastGift.get(rkey) ?? Number.NEGATIVE_INFINITY) + o.rebalanceEveryMs > now) return;
-    const gifts = planGifts({
-      limit: part.policy.limit,
-      share: part.share,
-      demand: part.demand,
-      peers: peers.map((region) => ({
-        region,
-        share: peerInfo.get(region)?.share ?? 0,
-        demand: peerInfo.get(region)?.demand ?? 0,
-        reachable: part.given.get(region)?.to !== undefined && part.given.get(region)?.to !== '',
-      })),
-    });
-    if (gifts.length === 0) return;
-    if (lastGift.size > 100_000) lastGift.clear();
-    lastGift.set(rkey, now);
-    const init = initialShare(part.policy.limit, o.regions, o.region);
-    const proof = Math.floor(leaseTtlMs(part.policy) / 2);
-    for (const g of gifts) {
-      const head = escrowHead(now, o.graceMs, o.region, peers);
-      await o.local.script(ESCROW_GIVE, [rkey], [...head, g.to, String(g.units), String(init), String(proof)]);
-    }
-    o.touch(rkey);
-  }
+  /** Ask stamps are per process: strictly increasing, so two asks in one millisecond stay distinct. */
+  let lastAsk = 0;
+  const askStamp = () => {
+    lastAsk = Math.max(lastAsk + 1, o.clock.now());
+    return lastAsk;
+  };
 
   return {
     async read(keys) {
       const out = new Map<string, RecordPart | undefined>();
       const known = keys.filter((k) => o.policyOf(k) !== undefined);
       for (const k of keys) if (o.policyOf(k) === undefined) out.set(k, undefined);
-      const head = escrowHead(o.clock.now(), o.graceMs, o.region, peers);
+      const now = o.clock.now();
+      const head = escrowHead(now, o.graceMs, o.region, peers);
       await Promise.all(
         groupBySlot(known, o.localCluster).map(async (group) => {
           const r = (await o.local.script(ESCROW_READ, group, head)) as unknown[];
@@ -86,20 +76,20 @@ export function createRecordReplicator(o: RecordReplicatorOptions): Replicator<R
               out.set(k, undefined);
               continue;
             }
+            const policy = o.policyOf(k) as ResolvedPolicy;
             const share = Number(r[at++]);
-            const demand = Number(r[at++]);
+            const dr = Number(r[at++]);
+            const dt = Number(r[at++]);
             at++; // TTL
             const given = new Map<string, { units: number; to: string; at: number }>();
-            const peerInfo = new Map<string, { share: number; demand: number }>();
             for (const p of peers) {
-              given.set(p, { units: Number(r[at]), to: String(r[at + 1]), at: Number(r[at + 4]) });
-              peerInfo.set(p, { share: Number(r[at + 2]), demand: Number(r[at + 3]) });
-              at += 5;
+              given.set(p, { units: Number(r[at]), to: String(r[at + 1]), at: Number(r[at + 2]) });
+              at += 3;
             }
-            const part: RecordPart = { policy: o.policyOf(k) as ResolvedPolicy, inc, share, demand, given };
-            out.set(k, part);
-            // Rebalancing is a local write; its gifts go out with the next tick.
-            await rebalance(k, part, peerInfo).catch(() => undefined);
+            const tau = demandTauMs(policy, o.syncIntervalMs);
+            const demand = demandPerPeriod(dr, dt, now, tau, policy.periodMs);
+            const want = unitsToAsk({ limit: policy.limit, share, demand });
+            out.set(k, { policy, inc, share, demand, want, given });
           }
         }),
       );
@@ -109,21 +99,41 @@ export function createRecordReplicator(o: RecordReplicatorOptions): Replicator<R
     async push(peer: PeerLink, items) {
       await Promise.all(
         groupBySlot([...items.keys()], peer.cluster).map(async (group) => {
-          const args = escrowHead(o.clock.now(), o.graceMs, o.region, []);
-          args.push(newIncarnation());
+          const now = o.clock.now();
+          const asked = askStamp();
+          // PEERS of the script are the regions other than the record's owner (here: the peer).
+          const args = escrowHead(now, o.graceMs, o.region, otherThan(peer.region));
+          args.push(newIncarnation(), String(o.maxClockSkewMs));
           for (const k of group) {
             const part = items.get(k) as RecordPart;
+            const p = part.policy;
             const gift = part.given.get(peer.region) ?? { units: 0, to: '', at: 0 };
-            args.push(String(initialShare(part.policy.limit, o.regions, peer.region)));
-            args.push(String(leaseTtlMs(part.policy)), part.inc, String(gift.units), gift.to);
-            args.push(String(part.share), String(part.demand), String(gift.at));
+            pushItemFields(args, p, initialShare(p.limit, o.regions, peer.region), o.syncIntervalMs, 0, 0);
+            args.push(part.inc, String(gift.units), gift.to, String(gift.at), String(part.share));
+            args.push(String(part.demand), String(part.want), String(asked), String(now));
           }
-          const incs = (await peer.runner.script(ESCROW_MERGE, group, args)) as string[];
-          // The peer holds these records now (the merge refreshed them): units it gave us count on.
-          const ack = escrowHead(o.clock.now(), o.graceMs, o.region, []);
-          await o.local.script(ESCROW_ACK, group, [...ack, peer.region, ...incs]);
+          const answer = (await peer.runner.script(ESCROW_MERGE, group, args)) as unknown[];
+          // Credit here what the peer gave (its running total), and learn that it holds its records.
+          const back = o.clock.now();
+          const local = escrowHead(back, o.graceMs, peer.region, peers);
+          local.push(newIncarnation(), String(o.maxClockSkewMs));
+          group.forEach((k, i) => {
+            const part = items.get(k) as RecordPart;
+            const p = part.policy;
+            const a = i * ANSWER;
+            pushItemFields(local, p, initialShare(p.limit, o.regions, o.region), o.syncIntervalMs, 0, 0);
+            local.push(String(answer[a]), String(answer[a + 1]), String(answer[a + 2]), String(answer[a + 3]));
+            local.push(String(answer[a + 4]), String(answer[a + 5]), '0', '0', String(back));
+            o.onCredit?.(k, peer.region, Number(answer[a + 1]));
+          });
+          await o.local.script(ESCROW_MERGE, group, local);
         }),
       );
     },
   };
+
+  /** The regions other than `peer`. */
+  function otherThan(peer: string): string[] {
+    return o.regions.filter((r) => r !== peer).sort();
+  }
 }

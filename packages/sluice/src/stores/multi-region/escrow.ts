@@ -2,7 +2,7 @@
  * `'escrow'` mode: every region decides within its own share of the global limit (escrow-lua.ts), so
  * the regions together never admit more than the limit, whatever the algorithm and whatever the
  * network does. The price is under-admission: a region that needs more waits for another region to
- * give it units (rebalance.ts), one sync later.
+ * ask another region for units (rebalance.ts, escrow-sync.ts): one sync and one round trip later.
  */
 import type { Decision } from '../../core/decision.js';
 import { isBucketAlgorithm, type ResolvedPolicy } from '../../core/policy.js';
@@ -77,6 +77,31 @@ export interface EscrowRegion {
   reset(key: string, policy: ResolvedPolicy): Promise<void>;
 }
 
+/**
+ * The time constant of the demand estimate, in ms: a few syncs (demand must move shares about as
+ * fast as the sync can), at most a quarter of the period (a load that moved away stops counting
+ * within the window).
+ */
+export function demandTauMs(p: ResolvedPolicy, syncIntervalMs: number): number {
+  return Math.max(20, Math.min(Math.floor(p.periodMs / 4), 2 * syncIntervalMs));
+}
+
+/** Appends the ITEM_FIELDS of one item (escrow-lua.ts, \`item()\`) to `args`. */
+export function pushItemFields(
+  args: string[],
+  p: ResolvedPolicy,
+  init: number,
+  syncIntervalMs: number,
+  blockMs: number,
+  cost: number,
+): void {
+  const ttl = leaseTtlMs(p);
+  args.push(String(ALGORITHM_CODES[p.algorithm]), String(p.limit), String(p.periodMs), String(p.burst));
+  args.push(String(p.capacity), String(p.scale), String(p.intervalTicks), String(p.capacityTicks));
+  args.push(String(blockMs), String(init), String(ttl), String(Math.floor(ttl / 2)));
+  args.push(String(demandTauMs(p, syncIntervalMs)), String(cost));
+}
+
 /** Arguments every escrow script starts with. */
 export function escrowHead(nowMs: number, graceMs: number, region: string, peers: readonly string[]): string[] {
   return [String(nowMs), String(graceMs), region, String(peers.length), ...peers];
@@ -96,6 +121,7 @@ export function createEscrowRegion(
   regions: readonly string[],
   graceMs: number,
   clockSkewMs: number,
+  syncIntervalMs: number,
   touched: (recordKey: string, policy: ResolvedPolicy) => void,
   onDecided: ((event: DecidedEvent) => void) | undefined,
 ): EscrowRegion {
@@ -111,11 +137,7 @@ export function createEscrowRegion(
         const rkey = leaseRecordKey(tag, p.id);
         records.push(rkey);
         keys.push(rkey, regionBlockKey(tag, p.id));
-        const ttl = leaseTtlMs(p);
-        args.push(String(ALGORITHM_CODES[p.algorithm]), String(p.limit), String(p.periodMs), String(p.burst));
-        args.push(String(p.capacity), String(p.scale), String(p.intervalTicks), String(p.capacityTicks));
-        args.push(String(p.blockMs), String(cost), String(initialShare(p.limit, regions, region)));
-        args.push(String(ttl), String(Math.floor(ttl / 2)));
+        pushItemFields(args, p, initialShare(p.limit, regions, region), syncIntervalMs, p.blockMs, cost);
       }
       const r = (await runner.script(ESCROW_CHECK, keys, args)) as unknown[];
       return items.map((item, i) => {

@@ -126,8 +126,8 @@ export function createMultiRegionStore(options: MultiRegionStoreOptions): MultiR
         graceMs: o.graceMs,
         clock: o.clock,
         policyOf: (k) => policies.get(k),
-        touch: (k) => touch(k),
-        rebalanceEveryMs: Math.max(2 * o.syncIntervalMs, 100),
+        syncIntervalMs: o.syncIntervalMs,
+        maxClockSkewMs: o.maxClockSkewMs,
       }),
     });
     loop = records;
@@ -138,6 +138,7 @@ export function createMultiRegionStore(options: MultiRegionStoreOptions): MultiR
       o.regionNames,
       o.graceMs,
       o.maxClockSkewMs,
+      o.syncIntervalMs,
       touch,
       o.onDecided,
     );

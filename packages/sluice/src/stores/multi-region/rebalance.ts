@@ -1,50 +1,37 @@
 /**
- * Where escrow units should go: a pure plan, run by each region for the records it uses, deciding
- * only what *this* region gives away (a region can only give from its own share, so plans made from
- * stale views are still safe — at worst they move units late or back and forth).
+ * Where escrow units go: a region that needs more than its share *asks* for them, on its sync push
+ * (never on a decision's path), and each region it asks gives, atomically in its own Redis, what it
+ * can spare (escrow-lua.ts, MERGE). Asking is the borrower's plan, sparing the lender's; neither
+ * needs the other's view to be fresh: a lender only ever gives out of its own share, so a plan made
+ * from stale numbers moves units late, never too many.
  *
- * The target of every region is the limit split in proportion to demand (units asked over the last
- * window or two). A region holding more than its target by at least `minMove` gives the surplus to
- * the regions furthest below theirs. Idle regions keep nothing back, so a load that moves from one
- * region to another pulls the limit along, one sync later.
+ * Demand is an estimate of the units asked per period (allowed or not): a sum decayed with a time
+ * constant of a few syncs, so a load that moves away stops holding its share within the window.
  */
+import { DEMAND_HEADROOM } from './escrow-lua.js';
 
-/** What a region knows of one record. */
-export interface RebalanceView {
+/** What a region knows of one record, for asking. */
+export interface AskView {
   readonly limit: number;
-  /** This region's share and demand. */
+  /** This region's share. */
   readonly share: number;
+  /** Units asked per period here (estimate). */
   readonly demand: number;
-  /** The other regions, as they last reported; `reachable` = their incarnation is known here. */
-  readonly peers: readonly { region: string; share: number; demand: number; reachable: boolean }[];
 }
 
-/** A transfer this region should make. */
-export interface Gift {
-  readonly to: string;
-  readonly units: number;
+/** The units this region asks each peer for: what its demand (with headroom) exceeds its share by. */
+export function unitsToAsk(view: AskView): number {
+  const { limit, share, demand } = view;
+  if (share >= limit || demand <= 0) return 0;
+  const need = Math.ceil(demand * DEMAND_HEADROOM) - share;
+  return need > 0 ? Math.min(need, limit - share) : 0;
 }
 
-/** The transfers this region should make now (empty when the split is close enough). */
-export function planGifts(view: RebalanceView): Gift[] {
-  const { limit, share, demand, peers } = view;
-  const total = demand + peers.reduce((s, p) => s + p.demand, 0);
-  if (total <= 0 || limit <= 0) return [];
-  const minMove = Math.max(1, Math.ceil(limit / 20));
-  const myTarget = Math.ceil((limit * demand) / total);
-  let surplus = share - myTarget;
-  if (surplus < minMove) return [];
-  const needs = peers
-    .filter((p) => p.reachable)
-    .map((p) => ({ region: p.region, need: Math.floor((limit * p.demand) / total) - p.share }))
-    .filter((p) => p.need > 0)
-    .sort((a, b) => b.need - a.need || (a.region < b.region ? -1 : 1));
-  const gifts: Gift[] = [];
-  for (const { region, need } of needs) {
-    const units = Math.min(need, surplus);
-    if (units <= 0) break;
-    gifts.push({ to: region, units });
-    surplus -= units;
-  }
-  return gifts;
+/**
+ * The decayed demand sum `dr` (as of `dtMs`) as units per period at `nowMs`: a steady rate of q
+ * units per ms makes the sum q·τ, so the rate is sum/τ.
+ */
+export function demandPerPeriod(dr: number, dtMs: number, nowMs: number, tauMs: number, periodMs: number): number {
+  if (!(dr > 0)) return 0;
+  return (dr * Math.exp(-Math.max(0, nowMs - dtMs) / tauMs) * periodMs) / tauMs;
 }
