@@ -46,6 +46,12 @@ export interface RecordReplicatorOptions {
   readonly onCredit?: (recordKey: string, from: string, total: number) => void;
 }
 
+/**
+ * Most records in one sync script: each call runs alone in its Redis, so a long one would hold up
+ * the decisions queued behind it.
+ */
+const SYNC_GROUP = 64;
+
 /** Per record, what MERGE answers: inc, units given, to, at, share, demand. */
 const ANSWER = 6;
 
@@ -67,7 +73,7 @@ export function createRecordReplicator(o: RecordReplicatorOptions): Replicator<R
       const now = o.clock.now();
       const head = escrowHead(now, o.graceMs, o.region, peers);
       await Promise.all(
-        groupBySlot(known, o.localCluster).map(async (group) => {
+        groupBySlot(known, o.localCluster, SYNC_GROUP).map(async (group) => {
           const r = (await o.local.script(ESCROW_READ, group, head)) as unknown[];
           let at = 0;
           for (const k of group) {
@@ -98,7 +104,7 @@ export function createRecordReplicator(o: RecordReplicatorOptions): Replicator<R
 
     async push(peer: PeerLink, items) {
       await Promise.all(
-        groupBySlot([...items.keys()], peer.cluster).map(async (group) => {
+        groupBySlot([...items.keys()], peer.cluster, SYNC_GROUP).map(async (group) => {
           const now = o.clock.now();
           const asked = askStamp();
           // PEERS of the script are the regions other than the record's owner (here: the peer).

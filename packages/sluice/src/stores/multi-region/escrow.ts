@@ -12,7 +12,7 @@ import type { Runner } from '../redis/runner.js';
 import { scriptArgs } from '../redis/script-args.js';
 import { REFUND_SCRIPT } from '../redis/scripts.js';
 import type { StoreItem } from '../store.js';
-import { ESCROW_CHECK, ESCROW_EPOCHS, ESCROW_RESET } from './escrow-lua.js';
+import { ESCROW_CHECK, ESCROW_CHECK_BY_CODE, ESCROW_EPOCHS, ESCROW_RESET } from './escrow-lua.js';
 import { leaseRecordKey, regionBlockKey, tagOf } from './keys.js';
 
 /** This region's initial share of `limit`: an even split, the remainder to the first regions by name. */
@@ -139,7 +139,13 @@ export function createEscrowRegion(
         keys.push(rkey, regionBlockKey(tag, p.id));
         pushItemFields(args, p, initialShare(p.limit, regions, region), syncIntervalMs, p.blockMs, cost);
       }
-      const r = (await runner.script(ESCROW_CHECK, keys, args)) as unknown[];
+      const code = String(ALGORITHM_CODES[(items[0] as StoreItem).policy.algorithm]);
+      const one = items.every((i) => String(ALGORITHM_CODES[i.policy.algorithm]) === code);
+      const r = (await runner.script(
+        one ? (ESCROW_CHECK_BY_CODE[code] ?? ESCROW_CHECK) : ESCROW_CHECK,
+        keys,
+        args,
+      )) as unknown[];
       return items.map((item, i) => {
         if (commit) touched(records[i] as string, item.policy);
         const d = decodeDecision(r, i * 8, item.policy.limit);

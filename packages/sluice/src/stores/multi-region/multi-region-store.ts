@@ -5,6 +5,7 @@ import { slotOf } from '../redis/keys.js';
 import { createRedisStore } from '../redis/redis-store.js';
 import { Runner } from '../redis/runner.js';
 import type { Lease, LeaseDecision, Store, StoreItem } from '../store.js';
+import { CheckBatcher } from './batch.js';
 import { escrowBound, eventualBound, type OverAdmissionBound } from './bound.js';
 import { createEscrowRegion } from './escrow.js';
 import { createRecordReplicator, type RecordPart } from './escrow-sync.js';
@@ -152,6 +153,11 @@ export function createMultiRegionStore(options: MultiRegionStoreOptions): MultiR
     localCache: false,
     ...(onError === undefined ? {} : { onError }),
   });
+  // Checks arriving together share a script call (per Cluster slot): one round trip, not one each.
+  const singles = new CheckBatcher(
+    (items, nowMs, commit) => region.check(items, nowMs, commit, false),
+    o.local.cluster ? (key) => String(slotOf(tagOf(o.prefix, key))) : () => '',
+  );
   if (o.autoSync) loop.start();
   let closed = false;
 
@@ -216,8 +222,7 @@ export function createMultiRegionStore(options: MultiRegionStoreOptions): MultiR
 
     async check(key, policy, cost, nowMs, commit) {
       if (closed) throw closedError();
-      const [d] = await region.check([{ key, policy, cost }], nowMs, commit, false);
-      return d as Decision;
+      return singles.check({ key, policy, cost }, nowMs, commit);
     },
     checkMany,
 
