@@ -103,8 +103,9 @@ export function createRecordReplicator(o: RecordReplicatorOptions): Replicator<R
     },
 
     async push(peer: PeerLink, items) {
+      // One slot per group when either side is a cluster: the answer is merged back here too.
       await Promise.all(
-        groupBySlot([...items.keys()], peer.cluster, SYNC_GROUP).map(async (group) => {
+        groupBySlot([...items.keys()], peer.cluster || o.localCluster, SYNC_GROUP).map(async (group) => {
           const now = o.clock.now();
           const asked = askStamp();
           // PEERS of the script are the regions other than the record's owner (here: the peer).

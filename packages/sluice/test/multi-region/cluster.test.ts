@@ -1,0 +1,99 @@
+/**
+ * The multi-region store on Redis Cluster: this region's Redis is a three-master cluster, the other
+ * region's a single server. `checkMany` over keys in different hash slots checks each slot at once
+ * and, when one rejects, refunds the ones that passed — all or nothing, as the Redis store does on a
+ * Cluster — and the sync loop writes to a cluster peer slot by slot.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { Cluster, Redis } from 'ioredis';
+import {
+  type RedisClusterHandle,
+  type RedisServerHandle,
+  startRedis,
+  startRedisCluster,
+} from '../../../../test/helpers/redis-server.js';
+import { resolvePolicy } from '../../src/core/policy.js';
+import { createMultiRegionStore } from '../../src/stores/multi-region/index.js';
+import { slotOf, tagOf } from '../../src/stores/redis/keys.js';
+
+describe('multi-region on Redis Cluster', { timeout: 60_000 }, () => {
+  let cluster: RedisClusterHandle;
+  let single: RedisServerHandle;
+  let eu: Cluster;
+  let us: Redis;
+  let euFromUs: Cluster;
+  before(async () => {
+    cluster = await startRedisCluster(3);
+    single = await startRedis();
+    eu = new Cluster(cluster.startupNodes);
+    euFromUs = new Cluster(cluster.startupNodes);
+    us = new Redis(single.port, '127.0.0.1');
+    // Every node answers (slots known) before the first check.
+    await Promise.all([eu, euFromUs].map((c) => new Promise((resolve) => c.once('ready', resolve))));
+    await Promise.all([eu, euFromUs].map((c) => Promise.all(c.nodes('master').map((n) => n.ping()))));
+  });
+  after(async () => {
+    eu?.disconnect();
+    euFromUs?.disconnect();
+    us?.disconnect();
+    await cluster?.stop();
+    await single?.stop();
+  });
+
+  for (const mode of ['eventual', 'escrow'] as const) {
+    it(`${mode}: checkMany across slots is all or nothing, and the sync reaches a cluster peer`, async () => {
+      const prefix = `c:${mode}:`;
+      const keys = ['alpha', 'bravo', 'charlie'];
+      assert.equal(new Set(keys.map((k) => slotOf(tagOf(prefix, k)))).size, 3, 'three slots');
+      const store = createMultiRegionStore({ region: 'eu', regions: { eu, us }, mode, prefix, autoSync: false });
+      const peer = createMultiRegionStore({
+        region: 'us',
+        regions: { eu: euFromUs, us },
+        mode,
+        prefix,
+        autoSync: false,
+      });
+      // This region's share (escrow: half of the limit) or view (eventual: all of it): 2, 2 and 1.
+      const scale = mode === 'escrow' ? 2 : 1;
+      const policies = [2, 2, 1].map((n) =>
+        resolvePolicy({ algorithm: 'fixed-window', limit: n * scale, period: 60_000 }),
+      );
+      const items = keys.map((key, i) => ({ key, policy: policies[i] as (typeof policies)[number], cost: 1 }));
+      const now = 1_800_000_000_000;
+      try {
+        const first = await store.checkMany(items, now, true);
+        assert.deepEqual(
+          first.map((d) => d.allowed),
+          [true, true, true],
+        );
+        // charlie is spent: the next batch is rejected as a whole, and alpha and bravo get their unit back.
+        const second = await store.checkMany(items, now, true);
+        assert.deepEqual(
+          second.map((d) => d.allowed),
+          [true, true, false],
+        );
+        for (const [i, key] of ['alpha', 'bravo'].entries()) {
+          const look = await store.check(key, policies[i] as (typeof policies)[number], 0, now, false);
+          assert.equal(look.remaining, 1, `${key} was refunded`);
+        }
+        // The sync writes into the other region's Redis and reads back from a cluster, slot by slot.
+        await store.sync();
+        await peer.check('alpha', policies[0] as (typeof policies)[number], 1, now, true);
+        await peer.sync();
+        for (const s of [store, peer]) {
+          for (const status of s.syncStatus()) assert.equal(status.failures, 0, `${s.region} → ${status.region}`);
+          assert.ok(s.syncStatus().every((x) => x.pushes > 0));
+        }
+        if (mode === 'eventual') {
+          // us counted its own unit and eu's: alpha is spent in both views.
+          const inUs = await peer.check('alpha', policies[0] as (typeof policies)[number], 0, now, false);
+          assert.equal(inUs.remaining, 0);
+        }
+      } finally {
+        await store.close();
+        await peer.close();
+      }
+    });
+  }
+});
