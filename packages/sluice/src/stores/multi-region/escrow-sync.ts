@@ -13,7 +13,7 @@ import type { ResolvedPolicy } from '../../core/policy.js';
 import type { Runner } from '../redis/runner.js';
 import { demandTauMs, escrowHead, initialShare, newIncarnation, pushItemFields } from './escrow.js';
 import { ESCROW_MERGE, ESCROW_READ } from './escrow-lua.js';
-import { groupBySlot } from './eventual-sync.js';
+import { eachGroup, groupBySlot } from './eventual-sync.js';
 import { demandPerPeriod, unitsToAsk } from './rebalance.js';
 import type { PeerLink, Replicator } from './sync-loop.js';
 
@@ -72,70 +72,66 @@ export function createRecordReplicator(o: RecordReplicatorOptions): Replicator<R
       for (const k of keys) if (o.policyOf(k) === undefined) out.set(k, undefined);
       const now = o.clock.now();
       const head = escrowHead(now, o.graceMs, o.region, peers);
-      await Promise.all(
-        groupBySlot(known, o.localCluster, SYNC_GROUP).map(async (group) => {
-          const r = (await o.local.script(ESCROW_READ, group, head)) as unknown[];
-          let at = 0;
-          for (const k of group) {
-            const inc = String(r[at++]);
-            if (inc === '') {
-              out.set(k, undefined);
-              continue;
-            }
-            const policy = o.policyOf(k) as ResolvedPolicy;
-            const share = Number(r[at++]);
-            const dr = Number(r[at++]);
-            const dt = Number(r[at++]);
-            at++; // TTL
-            const given = new Map<string, { units: number; to: string; at: number }>();
-            for (const p of peers) {
-              given.set(p, { units: Number(r[at]), to: String(r[at + 1]), at: Number(r[at + 2]) });
-              at += 3;
-            }
-            const tau = demandTauMs(policy, o.syncIntervalMs);
-            const demand = demandPerPeriod(dr, dt, now, tau, policy.periodMs);
-            const want = unitsToAsk({ limit: policy.limit, share, demand });
-            out.set(k, { policy, inc, share, demand, want, given });
+      await eachGroup(groupBySlot(known, o.localCluster, SYNC_GROUP), async (group) => {
+        const r = (await o.local.script(ESCROW_READ, group, head)) as unknown[];
+        let at = 0;
+        for (const k of group) {
+          const inc = String(r[at++]);
+          if (inc === '') {
+            out.set(k, undefined);
+            continue;
           }
-        }),
-      );
+          const policy = o.policyOf(k) as ResolvedPolicy;
+          const share = Number(r[at++]);
+          const dr = Number(r[at++]);
+          const dt = Number(r[at++]);
+          at++; // TTL
+          const given = new Map<string, { units: number; to: string; at: number }>();
+          for (const p of peers) {
+            given.set(p, { units: Number(r[at]), to: String(r[at + 1]), at: Number(r[at + 2]) });
+            at += 3;
+          }
+          const tau = demandTauMs(policy, o.syncIntervalMs);
+          const demand = demandPerPeriod(dr, dt, now, tau, policy.periodMs);
+          const want = unitsToAsk({ limit: policy.limit, share, demand });
+          out.set(k, { policy, inc, share, demand, want, given });
+        }
+      });
       return out;
     },
 
     async push(peer: PeerLink, items) {
       // One slot per group when either side is a cluster: the answer is merged back here too.
-      await Promise.all(
-        groupBySlot([...items.keys()], peer.cluster || o.localCluster, SYNC_GROUP).map(async (group) => {
-          const now = o.clock.now();
-          const asked = askStamp();
-          // PEERS of the script are the regions other than the record's owner (here: the peer).
-          const args = escrowHead(now, o.graceMs, o.region, otherThan(peer.region));
-          args.push(newIncarnation(), String(o.maxClockSkewMs));
-          for (const k of group) {
-            const part = items.get(k) as RecordPart;
-            const p = part.policy;
-            const gift = part.given.get(peer.region) ?? { units: 0, to: '', at: 0 };
-            pushItemFields(args, p, initialShare(p.limit, o.regions, peer.region), o.syncIntervalMs, 0, 0);
-            args.push(part.inc, String(gift.units), gift.to, String(gift.at), String(part.share));
-            args.push(String(part.demand), String(part.want), String(asked), String(now));
-          }
-          const answer = (await peer.runner.script(ESCROW_MERGE, group, args)) as unknown[];
-          // Credit here what the peer gave (its running total), and learn that it holds its records.
-          const back = o.clock.now();
-          const local = escrowHead(back, o.graceMs, peer.region, peers);
-          local.push(newIncarnation(), String(o.maxClockSkewMs));
-          group.forEach((k, i) => {
-            const part = items.get(k) as RecordPart;
-            const p = part.policy;
-            const a = i * ANSWER;
-            pushItemFields(local, p, initialShare(p.limit, o.regions, o.region), o.syncIntervalMs, 0, 0);
-            local.push(String(answer[a]), String(answer[a + 1]), String(answer[a + 2]), String(answer[a + 3]));
-            local.push(String(answer[a + 4]), String(answer[a + 5]), '0', '0', String(back));
-            o.onCredit?.(k, peer.region, Number(answer[a + 1]));
-          });
-          await o.local.script(ESCROW_MERGE, group, local);
-        }),
-      );
+      await eachGroup(groupBySlot([...items.keys()], peer.cluster || o.localCluster, SYNC_GROUP), async (group) => {
+        const now = o.clock.now();
+        const asked = askStamp();
+        // PEERS of the script are the regions other than the record's owner (here: the peer).
+        const args = escrowHead(now, o.graceMs, o.region, otherThan(peer.region));
+        args.push(newIncarnation(), String(o.maxClockSkewMs));
+        for (const k of group) {
+          const part = items.get(k) as RecordPart;
+          const p = part.policy;
+          const gift = part.given.get(peer.region) ?? { units: 0, to: '', at: 0 };
+          pushItemFields(args, p, initialShare(p.limit, o.regions, peer.region), o.syncIntervalMs, 0, 0);
+          args.push(part.inc, String(gift.units), gift.to, String(gift.at), String(part.share));
+          args.push(String(part.demand), String(part.want), String(asked), String(now));
+        }
+        const answer = (await peer.runner.script(ESCROW_MERGE, group, args)) as unknown[];
+        // Credit here what the peer gave (its running total), and learn that it holds its records.
+        const back = o.clock.now();
+        const local = escrowHead(back, o.graceMs, peer.region, peers);
+        local.push(newIncarnation(), String(o.maxClockSkewMs));
+        group.forEach((k, i) => {
+          const part = items.get(k) as RecordPart;
+          const p = part.policy;
+          const a = i * ANSWER;
+          pushItemFields(local, p, initialShare(p.limit, o.regions, o.region), o.syncIntervalMs, 0, 0);
+          local.push(String(answer[a]), String(answer[a + 1]), String(answer[a + 2]), String(answer[a + 3]));
+          local.push(String(answer[a + 4]), String(answer[a + 5]), '0', '0', String(back));
+          o.onCredit?.(k, peer.region, Number(answer[a + 1]));
+        });
+        await o.local.script(ESCROW_MERGE, group, local);
+      });
     },
   };
 

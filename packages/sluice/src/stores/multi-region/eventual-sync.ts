@@ -32,38 +32,48 @@ export function groupBySlot(keys: readonly string[], cluster: boolean, max = 500
   return groups;
 }
 
+/**
+ * Runs `each` on every group, starting one per turn of the event loop: building a sync script's
+ * arguments for many keys takes CPU, and decisions waiting on this process get their turn in between.
+ * Resolves when every one has finished.
+ */
+export async function eachGroup<T>(groups: readonly T[], each: (group: T) => Promise<unknown>): Promise<void> {
+  const running: Promise<unknown>[] = [];
+  for (const [i, group] of groups.entries()) {
+    if (i > 0) await new Promise((resolve) => setImmediate(resolve));
+    running.push(each(group));
+  }
+  await Promise.all(running);
+}
+
 /** Sends this region's own counter fields to the others (eventual mode). */
 export function createCounterReplicator(local: Runner, localCluster: boolean, region: string): Replicator<CounterPart> {
   return {
     async read(keys) {
       const out = new Map<string, CounterPart | undefined>();
-      await Promise.all(
-        groupBySlot(keys, localCluster).map(async (group) => {
-          const r = (await local.script(EVENTUAL_READ_OWN, group, [region])) as unknown[];
-          group.forEach((k, i) => {
-            const plus = Number(r[i * 3]);
-            const minus = Number(r[i * 3 + 1]);
-            const ttlMs = Number(r[i * 3 + 2]);
-            out.set(k, ttlMs > 0 && plus + minus > 0 ? { plus, minus, ttlMs } : undefined);
-          });
-        }),
-      );
+      await eachGroup(groupBySlot(keys, localCluster), async (group) => {
+        const r = (await local.script(EVENTUAL_READ_OWN, group, [region])) as unknown[];
+        group.forEach((k, i) => {
+          const plus = Number(r[i * 3]);
+          const minus = Number(r[i * 3 + 1]);
+          const ttlMs = Number(r[i * 3 + 2]);
+          out.set(k, ttlMs > 0 && plus + minus > 0 ? { plus, minus, ttlMs } : undefined);
+        });
+      });
       return out;
     },
 
     async push(peer: PeerLink, items) {
-      await Promise.all(
-        groupBySlot([...items.keys()], peer.cluster).map((group) => {
-          const keys: string[] = [];
-          const args = [region];
-          for (const k of group) {
-            const part = items.get(k) as CounterPart;
-            keys.push(k, markerOfCounterKey(k));
-            args.push(String(part.plus), String(part.minus), String(part.ttlMs), String(windowOfCounterKey(k)));
-          }
-          return peer.runner.script(EVENTUAL_MERGE, keys, args);
-        }),
-      );
+      await eachGroup(groupBySlot([...items.keys()], peer.cluster), (group) => {
+        const keys: string[] = [];
+        const args = [region];
+        for (const k of group) {
+          const part = items.get(k) as CounterPart;
+          keys.push(k, markerOfCounterKey(k));
+          args.push(String(part.plus), String(part.minus), String(part.ttlMs), String(windowOfCounterKey(k)));
+        }
+        return peer.runner.script(EVENTUAL_MERGE, keys, args);
+      });
     },
   };
 }
