@@ -15,6 +15,16 @@ export type { AlgorithmRun, ExactComparison, SimulationOptions, SimulationResult
 export { simulate } from './engine.js';
 export { renderHtmlReport } from './html-report.js';
 export { createSeededRandom } from './random.js';
+export type {
+  RawRedis,
+  RegionMode,
+  RegionModeRun,
+  RegionSimulationOptions,
+  RegionSimulationResult,
+  Split,
+} from './regions.js';
+export { REGION_MODES, regionOf, SPLITS, simulateRegions } from './regions.js';
+export { formatRegionsTable, regionsTableCells, renderRegionsHtml, renderRegionsSvg } from './regions-report.js';
 export type { RunSeries } from './series.js';
 export { seriesOf } from './series.js';
 export { renderRunSvg, renderSimulationSvg } from './svg-chart.js';

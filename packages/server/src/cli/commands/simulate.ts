@@ -4,14 +4,22 @@ import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { ALGORITHMS, type AlgorithmName, isAlgorithmName, isSluiceError, parseDuration, SluiceError } from 'sluice';
 import {
+  formatRegionsTable,
   formatTable,
   generateTrace,
   isTraceName,
   parseCsvTrace,
+  REGION_MODES,
+  type RegionMode,
   renderHtmlReport,
+  renderRegionsHtml,
+  renderRegionsSvg,
   renderRunSvg,
   renderSimulationSvg,
+  SPLITS,
+  type Split,
   simulate,
+  simulateRegions,
   summarize,
   TRACE_NAMES,
   type Trace,
@@ -41,6 +49,19 @@ options:
   --json                 print the table as JSON instead of text
   -h, --help             show this help
 
+several regions (the accuracy report of sluice/multi-region):
+  --regions N|LIST       split the trace across N regions (2-8), or the regions named (eu,us,ap), and
+                         run it through the multi-region store in each mode, with simulated time
+  --split S              even | skewed (90 % in the first region) | moving (all of it in one region,
+                         moving to the next every --move-every periods) (default: even)
+  --move-every N         periods the moving load stays in a region (default: 3)
+  --latency D            one-way latency between regions (default: 50ms)
+  --sync-interval D      the store's syncIntervalMs (default: 1s)
+  --modes LIST           eventual, escrow, write-to-all (the baseline: every request written to every
+                         region, answered by the first reply, as @upstash/ratelimit) (default: all three)
+  --redis URL            a Redis whose databases 0..N-1 the regions use, flushed first (default: REDIS_URL)
+  With --regions, --algorithms names one algorithm (default: fixed-window).
+
 traces:
   steady    evenly spaced requests at 1.5 × the limit
   bursty    light random traffic with a burst of 2 × limit in every fourth period
@@ -60,6 +81,8 @@ examples:
   sluice simulate --trace poisson --algorithms sliding-window --duration 10000s
   sluice simulate --trace bursty --algorithms token-bucket,leaky-bucket --burst 5 --out report.html
   sluice simulate --trace requests.csv --limit 100 --period 1m --out chart.svg
+  sluice simulate --regions eu,us,ap --split moving --trace steady --load 2 --limit 100 --period 10s \
+    --duration 2m --redis redis://127.0.0.1:6379 --out regions.svg
 
 exit status: 0 done, 1 the trace file could not be read, 2 bad options`;
 
@@ -77,6 +100,18 @@ interface SimulateArgs {
   seed: number;
   out?: string;
   json: boolean;
+  regions?: RegionArgs;
+}
+
+/** The --regions options, parsed. */
+interface RegionArgs {
+  names: string[];
+  split: Split;
+  movePeriods: number;
+  latencyMs: number;
+  syncIntervalMs: number;
+  modes: RegionMode[];
+  redis: string;
 }
 
 /** `sluice simulate`: runs a trace through the algorithms and reports a table and charts. */
@@ -103,6 +138,7 @@ export const simulateCommand: Command = {
       io.err(`sluice simulate: ${messageOf(error)}\n${SEE_HELP}`);
       return 2;
     }
+    if (args.regions !== undefined) return runRegions(args, args.regions, trace, io);
     const started = performance.now();
     let shown = started;
     const result = simulate({
@@ -155,6 +191,13 @@ export function parseSimulateArgs(argv: readonly string[]): SimulateArgs {
       seed: { type: 'string', default: '1' },
       out: { type: 'string' },
       json: { type: 'boolean', default: false },
+      regions: { type: 'string' },
+      split: { type: 'string', default: 'even' },
+      'move-every': { type: 'string', default: '3' },
+      latency: { type: 'string', default: '50ms' },
+      'sync-interval': { type: 'string', default: '1s' },
+      modes: { type: 'string', default: REGION_MODES.join(',') },
+      redis: { type: 'string' },
     },
   });
   if (positionals.length > 0) throw usage('', `unexpected argument '${positionals[0]}'`);
@@ -183,7 +226,108 @@ export function parseSimulateArgs(argv: readonly string[]): SimulateArgs {
     if (!/\.(html?|svg)$/i.test(values.out)) throw usage('--out', `'${values.out}' must end in .html or .svg`);
     args.out = values.out;
   }
+  if (values.regions !== undefined) {
+    args.regions = parseRegionArgs(values);
+    if (values.algorithms.trim() === 'all') args.algorithms = ['fixed-window'];
+    if (args.algorithms.length !== 1) throw usage('--algorithms', 'with --regions, name one algorithm');
+  }
   return args;
+}
+
+function parseRegionArgs(values: Record<string, string | boolean | undefined>): RegionArgs {
+  const raw = String(values.regions).trim();
+  const names = /^\d+$/.test(raw)
+    ? Array.from({ length: Number(raw) }, (_, i) => `region-${i + 1}`)
+    : raw
+        .split(',')
+        .map((s) => s.trim())
+        .filter((s) => s !== '');
+  if (names.length < 2 || names.length > 8) throw usage('--regions', `2 to 8 regions, got ${names.length}`);
+  if (new Set(names).size !== names.length) throw usage('--regions', 'region names must differ');
+  for (const name of names) {
+    if (!/^[A-Za-z0-9_.-]{1,64}$/.test(name)) throw usage('--regions', `'${name}': use letters, digits, '_', '.', '-'`);
+  }
+  const split = String(values.split);
+  if (!(SPLITS as readonly string[]).includes(split))
+    throw usage('--split', `'${split}' is not one of ${SPLITS.join(', ')}`);
+  const modes = String(values.modes)
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+  for (const m of modes) {
+    if (!(REGION_MODES as readonly string[]).includes(m)) {
+      throw usage('--modes', `'${m}' is not one of ${REGION_MODES.join(', ')}`);
+    }
+  }
+  if (modes.length === 0) throw usage('--modes', 'name at least one mode');
+  const latencyMs = parseDuration(String(values.latency), '--latency');
+  const syncIntervalMs = parseDuration(String(values['sync-interval']), '--sync-interval');
+  if (syncIntervalMs < 10) throw usage('--sync-interval', 'must be at least 10ms');
+  const redis = (values.redis as string | undefined) ?? process.env.REDIS_URL;
+  if (redis === undefined || redis === '') {
+    throw usage('--redis', 'the regions run the real multi-region store: give a Redis URL (or set REDIS_URL)');
+  }
+  return {
+    names,
+    split: split as Split,
+    movePeriods: wholeNumber(String(values['move-every']), '--move-every', 1),
+    latencyMs,
+    syncIntervalMs,
+    modes: [...new Set(modes)] as RegionMode[],
+    redis,
+  };
+}
+
+/** `--regions`: the trace through the multi-region store in each mode; the accuracy table and chart. */
+async function runRegions(
+  args: SimulateArgs,
+  r: RegionArgs,
+  trace: Trace,
+  io: Parameters<Command['run']>[1],
+): Promise<number> {
+  const { Redis } = await import('ioredis');
+  const clients = r.names.map(
+    (_, db) => new Redis(r.redis, { db, lazyConnect: false, maxRetriesPerRequest: 1, enableOfflineQueue: true }),
+  );
+  try {
+    let shown = performance.now();
+    const result = await simulateRegions({
+      trace,
+      policy: {
+        algorithm: args.algorithms[0] as AlgorithmName,
+        limit: args.limit,
+        period: args.periodMs,
+        ...(args.burst === undefined ? {} : { burst: args.burst }),
+      },
+      regions: r.names,
+      split: r.split,
+      movePeriods: r.movePeriods,
+      latencyMs: r.latencyMs,
+      syncIntervalMs: r.syncIntervalMs,
+      modes: r.modes,
+      redis: (i) => clients[i] as (typeof clients)[number],
+      onProgress(done, total) {
+        const now = performance.now();
+        if (now - shown >= 1000) {
+          shown = now;
+          io.err(`simulating: ${Math.floor((done / total) * 100)}% of ${total} decisions`);
+        }
+      },
+    });
+    io.out(args.json ? JSON.stringify(result.runs, null, 2) : formatRegionsTable(result));
+    if (args.out !== undefined) {
+      const text = /\.html?$/i.test(args.out) ? renderRegionsHtml(result) : renderRegionsSvg(result);
+      await mkdir(dirname(args.out), { recursive: true });
+      await writeFile(args.out, text);
+      io.err(`wrote ${args.out}`);
+    }
+    return 0;
+  } catch (error) {
+    io.err(`sluice simulate: ${messageOf(error)}`);
+    return 1;
+  } finally {
+    for (const c of clients) c.disconnect();
+  }
 }
 
 function parseAlgorithms(value: string): AlgorithmName[] {
