@@ -37,9 +37,10 @@
  *    state key) and the previous epoch, whose state holds every admission, stays binding with the
  *    smaller share for one horizon (until the window ends; the next one too for the sliding window;
  *    one period for the log);
- *  - bucket algorithms (token and leaky bucket, GCRA): the new epoch starts empty. A region's
- *    admissions over any interval are then at most its bucket at the start plus its refill since,
- *    and summed over regions that is within burst + rate × time.
+ *  - bucket algorithms (token and leaky bucket, GCRA): the new epoch starts empty after a shrink,
+ *    and after a growth holding what the old one held (never more). A region's admissions over any
+ *    interval are then at most its bucket at the start plus its refill since, and summed over
+ *    regions that is within burst + rate × time (a transfer moves rate and room, never tokens).
  * A region gives units away only out of its own share, before telling anyone, so the receiver's
  * growth always comes after the giver's shrink.
  */
@@ -224,12 +225,18 @@ local function epochs(it, newinc)
     local at = anchor_of(rec)
     if it.bucket then
       -- Start empty, as of the anchor: take the whole new bucket at that instant (requests stamped
-      -- earlier drain nothing from it).
+      -- earlier drain nothing from it). A growth keeps the units the bucket holds now, never more:
+      -- units received bring rate and room, not a burst.
       local p = scaled(it, share)
-      if p.capacity > 0 then
+      local take = p.capacity
+      if share > s and s > 0 then
+        local held = CHECK[it.alg](epoch_key(it, rec, e - 1), scaled(it, s), 0, false)[2]
+        take = max(0, p.capacity - held)
+      end
+      if take > 0 then
         local now = NOW
         NOW = at
-        CHECK[it.alg](epoch_key(it, rec, e), p, p.capacity, true)
+        CHECK[it.alg](epoch_key(it, rec, e), p, take, true)
         NOW = now
       end
     elseif num(rec.pu) > NOW then
