@@ -30,7 +30,7 @@ export function regionsTableCells(r: RegionSimulationResult): string[][] {
           String(run.admitted),
           String(run.maxPerWindow),
           String(run.maxOver),
-          String(round(run.meanOver, 1)),
+          run.meanOver === null ? '— (bucket: over burst + rate × time)' : String(round(run.meanOver, 1)),
           `${round(100 * run.useOfLimit, 1)} %`,
           boundOf(run, r.limit),
           run.maxLagMs === undefined ? `${formatDuration(r.latencyMs)} (one way)` : `${formatDuration(run.maxLagMs)}`,

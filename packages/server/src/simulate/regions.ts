@@ -12,7 +12,7 @@
  * takes as long as its commands — and the numbers are those of the code that runs in production.
  */
 
-import { type PolicyOptions, resolvePolicy, SluiceError } from 'sluice';
+import { isBucketAlgorithm, type PolicyOptions, resolvePolicy, SluiceError } from 'sluice';
 import { createMultiRegionStore, type MultiRegionStore } from 'sluice/multi-region';
 import type { RedisClientLike } from 'sluice/redis';
 import type { Trace } from './trace.js';
@@ -59,11 +59,16 @@ export interface RegionModeRun {
   /** Units offered per window. */
   readonly offeredPerWindow: readonly number[];
   readonly admitted: number;
-  /** The most any window admitted, and by how much it went over the limit (0 when never). */
+  /** The most any window admitted. */
   readonly maxPerWindow: number;
+  /**
+   * How far over the limit it went, by the algorithm's own measure: per window for the window
+   * algorithms; for the buckets, the most admitted in any interval beyond burst + rate × its length
+   * (a bucket may admit its burst and its refill in one window). 0 when never.
+   */
   readonly maxOver: number;
-  /** Mean over-admission per window, units. */
-  readonly meanOver: number;
+  /** Mean over-admission per window, units (window algorithms; for the buckets, null). */
+  readonly meanOver: number | null;
   /**
    * Windows where at least the limit was offered: what was admitted, as a share of the limit (1 =
    * the limit admitted every such window; less is under-admission).
@@ -101,6 +106,22 @@ export function regionOf(
   // 90 % in the first region, the rest spread over the others.
   if (split === 'skewed') return index % 10 === 9 ? 1 + (Math.floor(index / 10) % (n - 1)) : 0;
   return Math.floor(atMs / (movePeriods * periodMs)) % n;
+}
+
+/**
+ * How far sorted admission instants exceed a bucket's envelope: the largest
+ * (admissions in [a, b]) − burst − (b − a)·limit/period over every pair of admissions.
+ */
+export function bucketExcess(ts: readonly number[], burst: number, limit: number, periodMs: number): number {
+  // (j − i + 1) − (t_j − t_i)·r = (j − t_j·r) − (i − t_i·r) + 1: keep the smallest i − t_i·r seen.
+  const r = limit / periodMs;
+  let lowest = Number.POSITIVE_INFINITY;
+  let worst = Number.NEGATIVE_INFINITY;
+  ts.forEach((t, j) => {
+    lowest = Math.min(lowest, j - t * r);
+    worst = Math.max(worst, j - t * r - lowest + 1 - burst);
+  });
+  return ts.length === 0 ? 0 : worst;
 }
 
 /** Events in virtual time: a min-heap would do; traces are sorted and syncs regular, so a sorted insert is enough. */
@@ -205,7 +226,9 @@ export async function simulateRegions(options: RegionSimulationOptions): Promise
   const runs: RegionModeRun[] = [];
   for (const mode of options.modes) {
     const perWindow = new Array<number>(windows).fill(0);
+    const instants: number[] = [];
     const admit = (atMs: number, cost: number) => {
+      for (let u = 0; u < cost; u++) instants.push(atMs);
       // Escrow may decide a request as of a later instant (time never goes back for a key): that
       // can be past the trace's last window.
       const w = Math.floor(atMs / policy.periodMs) - first;
@@ -224,7 +247,20 @@ export async function simulateRegions(options: RegionSimulationOptions): Promise
       });
     }
     done = runs.length * events.length + events.length;
-    runs.push(summarizeMode(mode, perWindow, offeredPerWindow, policy.limit, extra));
+    const bucketOver = isBucketAlgorithm(policy.algorithm)
+      ? Math.max(
+          0,
+          Math.ceil(
+            bucketExcess(
+              instants.sort((a, b) => a - b),
+              policy.burst,
+              policy.limit,
+              policy.periodMs,
+            ),
+          ),
+        )
+      : undefined;
+    runs.push(summarizeMode(mode, perWindow, offeredPerWindow, policy.limit, extra, bucketOver));
   }
   return {
     trace: options.trace,
@@ -245,6 +281,7 @@ function summarizeMode(
   offeredPerWindow: number[],
   limit: number,
   extra: Pick<RegionModeRun, 'statedBound' | 'maxLagMs' | 'skipped'>,
+  bucketOver: number | undefined,
 ): RegionModeRun {
   const over = perWindow.map((a) => Math.max(0, a - limit));
   const full = perWindow.filter((_, w) => (offeredPerWindow[w] as number) >= limit);
@@ -255,8 +292,8 @@ function summarizeMode(
     offeredPerWindow,
     admitted: perWindow.reduce((a, b) => a + b, 0),
     maxPerWindow: Math.max(0, ...perWindow),
-    maxOver: Math.max(0, ...over),
-    meanOver: over.reduce((a, b) => a + b, 0) / Math.max(1, over.length),
+    maxOver: bucketOver ?? Math.max(0, ...over),
+    meanOver: bucketOver === undefined ? over.reduce((a, b) => a + b, 0) / Math.max(1, over.length) : null,
     useOfLimit: full.length === 0 ? 1 : full.reduce((a, b) => a + Math.min(b, limit), 0) / (full.length * limit),
   };
 }

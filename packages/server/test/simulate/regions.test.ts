@@ -5,6 +5,9 @@
  * refuses what it cannot run with a message that says why.
  */
 import assert from 'node:assert/strict';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { type RedisServerHandle, startRedis } from '../../../../test/helpers/redis-server.js';
@@ -95,6 +98,33 @@ describe('sluice simulate --regions', { timeout: 120_000 }, () => {
       const { code, err } = await runSimulate(...argv);
       assert.equal(code, 2, argv.join(' '));
       assert.match(err, pattern);
+    }
+  });
+
+  it('the charts in docs/img/regions are what the commands in docs/multi-region.md draw now', async () => {
+    const root = resolve(import.meta.dirname, '../../../..');
+    const page = await readFile(join(root, 'docs', 'multi-region.md'), 'utf8');
+    const common = /^R="(.*)"$/m.exec(page)?.[1];
+    assert.ok(common !== undefined, 'the page sets R');
+    const commands = [...page.matchAll(/^sluice simulate \$R (.*)$/gm)].map((m) => m[1] as string);
+    assert.ok(commands.length >= 4);
+    const dir = await mkdtemp(join(tmpdir(), 'sluice-regions-'));
+    try {
+      for (const command of commands) {
+        const argv = `${common} ${command}`.split(/\s+/);
+        const out = argv[argv.indexOf('--out') + 1] as string;
+        argv[argv.indexOf('--redis') + 1] = `redis://127.0.0.1:${server.port}`;
+        argv[argv.indexOf('--out') + 1] = join(dir, 'chart.svg');
+        const { code, err } = await runSimulate(...argv);
+        assert.equal(code, 0, err);
+        assert.equal(
+          await readFile(join(dir, 'chart.svg'), 'utf8'),
+          await readFile(join(root, out), 'utf8'),
+          `${out} is stale: regenerate it with the commands in docs/multi-region.md`,
+        );
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });
