@@ -21,6 +21,11 @@ export interface StartRedisOptions {
   args?: readonly string[];
   /** How long to wait for PING to answer. @default 5000 */
   readyTimeoutMs?: number;
+  /**
+   * A config file, given first on the command line (redis-server reads it before the flags). A Sentinel
+   * needs one it can rewrite.
+   */
+  configFile?: string;
 }
 
 /** A running test Redis. */
@@ -51,14 +56,22 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/** Sends one inline command and resolves with the first reply line, or rejects on error/timeout. */
-function rawCommand(port: number, command: string, timeoutMs = 500): Promise<string> {
+/**
+ * Sends inline commands on one new connection and resolves with everything read once `done` says it is
+ * complete; rejects on a socket error or after `timeoutMs`.
+ */
+export function rawReplies(
+  port: number,
+  commands: readonly string[],
+  done: (text: string) => boolean,
+  timeoutMs = 500,
+): Promise<string> {
   return new Promise((resolve, reject) => {
     const sock = new Socket();
     let buf = '';
     const timer = setTimeout(() => {
       sock.destroy();
-      reject(new Error('timeout'));
+      reject(new Error(`timeout: ${buf}`));
     }, timeoutMs);
     sock.on('error', (err) => {
       clearTimeout(timer);
@@ -67,14 +80,20 @@ function rawCommand(port: number, command: string, timeoutMs = 500): Promise<str
     });
     sock.on('data', (chunk) => {
       buf += chunk.toString();
-      if (buf.includes('\r\n')) {
+      if (done(buf)) {
         clearTimeout(timer);
         sock.destroy();
-        resolve(buf.slice(0, buf.indexOf('\r\n')));
+        resolve(buf);
       }
     });
-    sock.connect(port, '127.0.0.1', () => sock.write(`${command}\r\n`));
+    sock.connect(port, '127.0.0.1', () => sock.write(commands.map((c) => `${c}\r\n`).join('')));
   });
+}
+
+/** Sends one inline command and resolves with the first reply line, or rejects on error/timeout. */
+async function rawCommand(port: number, command: string, timeoutMs = 500): Promise<string> {
+  const reply = await rawReplies(port, [command], (t) => t.includes('\r\n'), timeoutMs);
+  return reply.slice(0, reply.indexOf('\r\n'));
 }
 
 /** Children still running, killed when the test process exits so no redis-server outlives its test. */
@@ -117,7 +136,7 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<Redis
   for (let attempt = 0; attempt < (options.port === undefined ? 5 : 1); attempt++) {
     const port = options.port ?? (await freePort());
     try {
-      return await spawnRedis(port, options.args ?? [], readyTimeoutMs);
+      return await spawnRedis(port, options.args ?? [], readyTimeoutMs, options.configFile);
     } catch (err) {
       lastError = err;
     }
@@ -125,11 +144,17 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<Redis
   throw lastError;
 }
 
-async function spawnRedis(port: number, args: readonly string[], readyTimeoutMs: number): Promise<RedisServerHandle> {
+async function spawnRedis(
+  port: number,
+  args: readonly string[],
+  readyTimeoutMs: number,
+  configFile: string | undefined,
+): Promise<RedisServerHandle> {
   const dir = mkdtempSync(join(tmpdir(), 'sluice-redis-'));
   const child = spawn(
     REDIS_SERVER,
     [
+      ...(configFile === undefined ? [] : [configFile]),
       '--port',
       String(port),
       '--bind',
@@ -167,7 +192,9 @@ async function spawnRedis(port: number, args: readonly string[], readyTimeoutMs:
     await waitFor(
       async () => {
         if (exited) throw new Error(`redis-server exited: ${stderr}`);
-        return (await rawCommand(port, 'PING')) === '+PONG';
+        // A server with a password answers NOAUTH: it is up all the same.
+        const reply = await rawCommand(port, 'PING');
+        return reply === '+PONG' || reply.startsWith('-NOAUTH');
       },
       readyTimeoutMs,
       `redis-server on port ${port}`,
@@ -221,7 +248,9 @@ export interface RedisClusterHandle {
  * const cluster = await startRedisCluster();
  * const client = new Redis.Cluster(cluster.startupNodes);
  */
-export async function startRedisCluster(masters = 3): Promise<RedisClusterHandle> {
+export async function startRedisCluster(masters = 3, options: { password?: string } = {}): Promise<RedisClusterHandle> {
+  const auth =
+    options.password === undefined ? [] : ['--requirepass', options.password, '--masterauth', options.password];
   const nodes: RedisServerHandle[] = [];
   try {
     for (let i = 0; i < masters; i++) {
@@ -234,6 +263,7 @@ export async function startRedisCluster(masters = 3): Promise<RedisClusterHandle
           join(dir, 'nodes.conf'),
           '--cluster-node-timeout',
           '2000',
+          ...auth,
         ],
       });
       const stop = node.stop;
@@ -244,14 +274,19 @@ export async function startRedisCluster(masters = 3): Promise<RedisClusterHandle
       nodes.push(node);
     }
     const addrs = nodes.map((n) => `127.0.0.1:${n.port}`);
-    const res = spawnSync(REDIS_CLI, ['--cluster', 'create', ...addrs, '--cluster-replicas', '0', '--cluster-yes'], {
-      encoding: 'utf8',
-      timeout: 20000,
-    });
+    const cliAuth = options.password === undefined ? [] : ['-a', options.password, '--no-auth-warning'];
+    const res = spawnSync(
+      REDIS_CLI,
+      [...cliAuth, '--cluster', 'create', ...addrs, '--cluster-replicas', '0', '--cluster-yes'],
+      {
+        encoding: 'utf8',
+        timeout: 20000,
+      },
+    );
     if (res.status !== 0) throw new Error(`redis-cli --cluster create failed: ${res.stdout} ${res.stderr}`);
     for (const n of nodes) {
       await waitFor(
-        async () => (await clusterInfo(n.port)).includes('cluster_state:ok'),
+        async () => (await clusterInfo(n.port, options.password)).includes('cluster_state:ok'),
         10000,
         `cluster state ok on ${n.port}`,
       );
@@ -271,7 +306,7 @@ export async function startRedisCluster(masters = 3): Promise<RedisClusterHandle
 }
 
 /** CLUSTER INFO's bulk reply body (read fully, unlike {@link rawCommand}). */
-function clusterInfo(port: number): Promise<string> {
+function clusterInfo(port: number, password?: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const sock = new Socket();
     let buf = '';
@@ -294,6 +329,7 @@ function clusterInfo(port: number): Promise<string> {
         }
       }
     });
-    sock.connect(port, '127.0.0.1', () => sock.write('CLUSTER INFO\r\n'));
+    const auth = password === undefined ? '' : `AUTH ${password}\r\n`;
+    sock.connect(port, '127.0.0.1', () => sock.write(`${auth}CLUSTER INFO\r\n`));
   });
 }

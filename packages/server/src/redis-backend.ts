@@ -1,21 +1,54 @@
+import { readFileSync } from 'node:fs';
+import { rootCertificates } from 'node:tls';
 import type { Store } from 'sluice';
 import { SluiceError } from 'sluice';
 import { createRedisStore } from 'sluice/redis';
 import type { Logger } from './logger.js';
 
-/** How to reach Redis: one server by URL, or a Cluster by its seed nodes. */
+/** Redis behind Sentinels: the master is asked of them, and asked again after a failover. */
+export interface RedisSentinelOptions {
+  /** The name the Sentinels monitor the master under. */
+  name: string;
+  /** The Sentinels, `host:port` each. */
+  sentinels: readonly string[];
+  /** Password of the Sentinels themselves (envoy's REDIS_SENTINEL_AUTH), when they have one. */
+  password?: string;
+  username?: string;
+}
+
+/** TLS to Redis with files (envoy's REDIS_TLS_CLIENT_CERT, REDIS_TLS_CLIENT_KEY, REDIS_TLS_CACERT, ...). */
+export interface RedisTlsOptions {
+  /** PEM file of CAs trusted besides the system's. */
+  caFile?: string;
+  /** Client certificate (PEM) and its key, for a Redis that checks clients (`tls-auth-clients yes`). */
+  certFile?: string;
+  keyFile?: string;
+  /**
+   * Check the server's certificate chain but not the name in it (envoy's
+   * REDIS_TLS_SKIP_HOSTNAME_VERIFICATION). @default false
+   */
+  skipHostnameVerification?: boolean;
+}
+
+/** How to reach Redis: one server by URL, a Cluster by its seed nodes, or a master through Sentinels. */
 export interface RedisOptions {
   /** `redis://[user:pass@]host:port[/db]` (or `rediss://`). */
   url?: string;
   /** Cluster seed nodes, `host:port` each. */
   cluster?: readonly string[];
+  /** A master found through Sentinels. */
+  sentinel?: RedisSentinelOptions;
   /** A Unix socket path, instead of `url` (envoy ratelimit's REDIS_SOCKET_TYPE=unix). */
   path?: string;
   /** Credentials, when not in `url` (for `path` and `cluster`). */
   username?: string;
   password?: string;
-  /** TLS to Redis, when not said by `url` (`rediss://`). @default false */
-  tls?: boolean;
+  /** TLS to Redis, when not said by `url` (`rediss://`); with files, a client certificate or own CAs. @default false */
+  tls?: boolean | RedisTlsOptions;
+  /**
+   * The Redis store's local over-limit cache: on, off, or bounded in keys. @default the store's (on, 10 000 keys)
+   */
+  localCache?: boolean | { maxKeys: number };
   /** Key prefix of every counter. @default the store's (`sluice:`) */
   prefix?: string;
   /** Longest wait for Redis per decision, in ms. @default the store's (50) */
@@ -45,14 +78,51 @@ interface IoRedisClient {
   off(event: string, listener: (...args: unknown[]) => void): unknown;
 }
 
-function parseNode(text: string): { host: string; port: number } {
+function parseNode(text: string, option: string): { host: string; port: number } {
   const match = /^\[?([^\]]+?)\]?:(\d{1,5})$/.exec(text.trim());
-  if (match === null) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `redis.cluster: '${text}' is not host:port`, {
-      option: 'redis.cluster',
-    });
+  if (match === null || Number(match[2]) > 65535) {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${option}: '${text}' is not host:port`, { option });
   }
   return { host: match[1] as string, port: Number(match[2]) };
+}
+
+function readPem(file: string, option: string): Buffer {
+  try {
+    return readFileSync(file);
+  } catch (error) {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `${option}: cannot read '${file}' (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+      { option },
+    );
+  }
+}
+
+/**
+ * Node's TLS options from ours, files read once at start (a missing file stops the start, named). Own CAs
+ * are trusted besides the system's, as envoy ratelimit adds them to Go's system pool.
+ */
+export function redisTlsOptions(tls: boolean | RedisTlsOptions | undefined): object | undefined {
+  if (tls === undefined || tls === false) return undefined;
+  if (tls === true) return {};
+  if ((tls.certFile === undefined) !== (tls.keyFile === undefined)) {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      'redis.tls: a client certificate needs both certFile and keyFile',
+      {
+        option: 'redis.tls',
+      },
+    );
+  }
+  return {
+    ...(tls.caFile === undefined
+      ? {}
+      : { ca: [...rootCertificates, readPem(tls.caFile, 'redis.tls.caFile').toString()] }),
+    ...(tls.certFile === undefined ? {} : { cert: readPem(tls.certFile, 'redis.tls.certFile') }),
+    ...(tls.keyFile === undefined ? {} : { key: readPem(tls.keyFile, 'redis.tls.keyFile') }),
+    // The chain is still verified against the CAs; only the name check is skipped.
+    ...(tls.skipHostnameVerification === true ? { checkServerIdentity: () => undefined } : {}),
+  };
 }
 
 /**
@@ -61,18 +131,21 @@ function parseNode(text: string): { host: string; port: number } {
  * policy answers, instead of requests piling up behind a reconnect.
  */
 export async function createRedisBackend(options: RedisOptions, logger: Logger): Promise<StoreBackend> {
-  const targets = [options.url, options.cluster, options.path].filter((t) => t !== undefined).length;
+  const targets = [options.url, options.cluster, options.path, options.sentinel].filter((t) => t !== undefined).length;
   if (targets !== 1) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'redis: give one of a url, a socket path or cluster nodes', {
-      option: 'redis',
-    });
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      'redis: give one of a url, a socket path, cluster nodes or sentinels',
+      { option: 'redis' },
+    );
   }
+  const tls = redisTlsOptions(options.tls);
   const ioredis = await loadIoredis();
   const { Redis, Cluster } = ioredis.default as unknown as typeof import('ioredis');
   const auth = {
     ...(options.username === undefined ? {} : { username: options.username }),
     ...(options.password === undefined ? {} : { password: options.password }),
-    ...(options.tls === true ? { tls: {} } : {}),
+    ...(tls === undefined ? {} : { tls }),
   };
   const common = { ...COMMON, ...auth };
   let client: IoRedisClient;
@@ -80,8 +153,10 @@ export async function createRedisBackend(options: RedisOptions, logger: Logger):
     client = new Redis(options.url, common) as unknown as IoRedisClient;
   } else if (options.path !== undefined) {
     client = new Redis({ ...common, path: options.path }) as unknown as IoRedisClient;
+  } else if (options.sentinel !== undefined) {
+    client = new Redis({ ...common, ...sentinelOptions(options.sentinel, tls) }) as unknown as IoRedisClient;
   } else {
-    const nodes = (options.cluster ?? []).map(parseNode);
+    const nodes = (options.cluster ?? []).map((n) => parseNode(n, 'redis.cluster'));
     client = new Cluster(nodes, {
       enableOfflineQueue: false,
       clusterRetryStrategy: (times: number) => Math.min(50 * times, 1000),
@@ -94,6 +169,7 @@ export async function createRedisBackend(options: RedisOptions, logger: Logger):
   const store = createRedisStore({
     client: client as never,
     connectTimeoutMs,
+    ...(options.localCache === undefined ? {} : { localCache: options.localCache }),
     ...(options.prefix === undefined ? {} : { prefix: options.prefix }),
     ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
   });
@@ -102,6 +178,32 @@ export async function createRedisBackend(options: RedisOptions, logger: Logger):
   // listens with a store that can decide (and /healthcheck says ok, not starting).
   await store.ready(connectTimeoutMs).catch(() => {});
   return { store, owned: true, ping: () => client.ping(), close: () => quit(client) };
+}
+
+/**
+ * ioredis' Sentinel options. As envoy ratelimit, TLS (when on) is used to the Sentinels and to the
+ * master alike, and the Sentinels have a password of their own. A Sentinel that cannot be reached, or
+ * does not know the master, is skipped for the next; when none answers, ioredis starts over (retry below).
+ */
+function sentinelOptions(sentinel: RedisSentinelOptions, tls: object | undefined): object {
+  if (typeof sentinel.name !== 'string' || sentinel.name === '' || sentinel.sentinels.length === 0) {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      'redis.sentinel: give the master name and at least one Sentinel host:port',
+      { option: 'redis.sentinel' },
+    );
+  }
+  return {
+    name: sentinel.name,
+    sentinels: sentinel.sentinels.map((n) => parseNode(n, 'redis.sentinel.sentinels')),
+    ...(sentinel.password === undefined ? {} : { sentinelPassword: sentinel.password }),
+    ...(sentinel.username === undefined ? {} : { sentinelUsername: sentinel.username }),
+    ...(tls === undefined ? {} : { enableTLSForSentinelMode: true, sentinelTLS: tls }),
+    // Never give up on the Sentinels: they coming back must heal the service without a restart.
+    sentinelRetryStrategy: (times: number) => Math.min(50 * times, 1000),
+    // Asked of a Sentinel: connect only to a master, never to a replica it would name during a failover.
+    role: 'master',
+  };
 }
 
 /** ioredis, loaded only when Redis is asked for. */

@@ -37,6 +37,7 @@ import { createLogger } from './logger.js';
 import type { ServiceMetrics } from './metrics.js';
 import { createMetrics } from './metrics.js';
 import { createMultiRegionBackend, type MultiRegionOptions, type RegionsView } from './multi-region-backend.js';
+import { createPerSecondStore } from './per-second-store.js';
 import { createRedisBackend, type RedisOptions, type StoreBackend } from './redis-backend.js';
 import { createStatsCollector } from './stats/stats-collector.js';
 import { createXdsConfigSource } from './xds/xds-config-source.js';
@@ -50,6 +51,11 @@ export interface ServiceOptions {
   store?: Store;
   /** Build a Redis store: `{ url }` for one server, `{ cluster: ['host:port', ...] }` for a Cluster. */
   redis?: RedisOptions;
+  /**
+   * A second Redis for the limits whose period is one second (envoy's REDIS_PERSECOND); the others stay
+   * in `redis`. Needs `redis`.
+   */
+  redisPerSecond?: RedisOptions;
   /** Run in one region of several (docs/multi-region.md): a multi-region store. Exclusive with `store` and `redis`. */
   multiRegion?: MultiRegionOptions;
   /** Gateway mode: reverse-proxy every request to this URL after applying the config's `http:` rules. */
@@ -195,6 +201,11 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
   if (options.store !== undefined && options.redis !== undefined) {
     throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'store and redis: give one or the other', { option: 'redis' });
   }
+  if (options.redisPerSecond !== undefined && options.redis === undefined) {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'redisPerSecond: needs redis (the Redis of the other limits)', {
+      option: 'redisPerSecond',
+    });
+  }
   if (options.memory !== undefined && (options.store !== undefined || options.redis !== undefined)) {
     throw new SluiceError(
       'ERR_SLUICE_INVALID_OPTION',
@@ -257,7 +268,10 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     regions = multi.regions;
     backend = multi;
   } else if (options.redis !== undefined) {
-    backend = await createRedisBackend(options.redis, logger);
+    // With two Redis, every log line of one says which.
+    const two = options.redisPerSecond !== undefined;
+    backend = await createRedisBackend(options.redis, two ? logger.child({ redis: 'main' }) : logger);
+    if (options.redisPerSecond !== undefined) backend = await withPerSecond(backend, options.redisPerSecond, logger);
   } else {
     backend = {
       store: options.store ?? createMemoryStore(options.memory),
@@ -524,6 +538,28 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     await backend.close();
     throw error;
   }
+}
+
+/** The main Redis backend joined by a per-second one: per-second limits go to the second (envoy's REDIS_PERSECOND). */
+async function withPerSecond(main: StoreBackend, options: RedisOptions, logger: Logger): Promise<StoreBackend> {
+  let second: StoreBackend;
+  try {
+    second = await createRedisBackend(options, logger.child({ redis: 'per-second' }));
+  } catch (error) {
+    await main.store.close();
+    await main.close();
+    throw error;
+  }
+  const pings = [main.ping, second.ping].filter((p) => p !== undefined);
+  return {
+    store: createPerSecondStore(main.store, second.store),
+    owned: true,
+    // Health follows both: a decision may need either.
+    ping: () => Promise.all(pings.map((p) => p())),
+    close: async () => {
+      await Promise.all([main.close(), second.close()]);
+    },
+  };
 }
 
 /** A listener that answers the Prometheus text on `path` and 404 elsewhere. */

@@ -40,7 +40,13 @@ describe('envoy ratelimit settings', () => {
     });
     assert.deepEqual(options.config, ['/data/ratelimit/config']);
     assert.equal(options.logLevel, 'debug');
-    assert.deepEqual(options.redis, { username: 'user', password: 'secret', prefix: 'rl_', url: 'redis://redis:6379' });
+    assert.deepEqual(options.redis, {
+      username: 'user',
+      password: 'secret',
+      prefix: 'rl_',
+      localCache: false,
+      url: 'redis://redis:6379',
+    });
     assert.equal(options.shadow, true);
     assert.deepEqual(options.rateLimitHeaders, {
       limit: 'RateLimit-Limit',
@@ -50,22 +56,94 @@ describe('envoy ratelimit settings', () => {
     assert.deepEqual(warnings, []);
   });
 
-  it('Redis: unix sockets, clusters, TLS; sentinel and memcache are refused with the variable named', () => {
+  it('Redis: unix sockets, clusters, TLS; memcache is refused with the variable named', () => {
     assert.deepEqual(envoyServiceOptions({ REDIS_URL: '/var/run/redis.sock' }).options.redis, {
+      localCache: false,
       path: '/var/run/redis.sock',
     });
     assert.deepEqual(
       envoyServiceOptions({ REDIS_TYPE: 'cluster', REDIS_URL: 'a:1, b:2', REDIS_TLS: 'true' }).options.redis,
       {
         tls: true,
+        localCache: false,
         cluster: ['a:1', 'b:2'],
       },
     );
     const start = envoyServiceOptions({ REDIS_URL: 'redis:6379' });
     assert.equal(start.options.redis?.url, 'redis://redis:6379');
     assert.match(start.warnings.join('\n'), /REDIS_SOCKET_TYPE/);
-    assert.throws(() => envoyServiceOptions({ REDIS_TYPE: 'sentinel', REDIS_URL: 'm,a:1' }), /REDIS_TYPE/);
     assert.throws(() => envoyServiceOptions({ BACKEND_TYPE: 'memcache' }), /BACKEND_TYPE/);
+  });
+
+  it('Sentinel: master name and Sentinels from REDIS_URL, REDIS_SENTINEL_AUTH for the Sentinels', () => {
+    const { options } = envoyServiceOptions({
+      REDIS_TYPE: 'SENTINEL',
+      REDIS_URL: 'mymaster,s1:26379, s2:26379',
+      REDIS_AUTH: 'pw',
+      REDIS_SENTINEL_AUTH: 'admin:spw',
+    });
+    assert.deepEqual(options.redis, {
+      password: 'pw',
+      localCache: false,
+      sentinel: { name: 'mymaster', sentinels: ['s1:26379', 's2:26379'], username: 'admin', password: 'spw' },
+    });
+    for (const url of ['mymaster', ',s1:1', 'mymaster,/tmp/s.sock', 'mymaster,s1']) {
+      assert.throws(
+        () => envoyServiceOptions({ REDIS_TYPE: 'sentinel', REDIS_URL: url }),
+        /REDIS_URL: .* is not <master name>,<sentinel host:port>/,
+      );
+    }
+    assert.throws(() => envoyServiceOptions({ REDIS_TYPE: 'replica', REDIS_URL: 'a:1' }), /REDIS_TYPE: 'replica'/);
+  });
+
+  it('REDIS_PERSECOND: a second Redis with its own settings; TLS files shared; the local cache in both', () => {
+    const { options, warnings } = envoyServiceOptions({
+      REDIS_SOCKET_TYPE: 'tcp',
+      REDIS_URL: 'main:6379',
+      REDIS_PERSECOND: 'true',
+      REDIS_PERSECOND_TYPE: 'cluster',
+      REDIS_PERSECOND_URL: 'ps1:6379,ps2:6379',
+      REDIS_PERSECOND_AUTH: 'ps',
+      REDIS_PERSECOND_TLS: 'true',
+      REDIS_PERSECOND_TIMEOUT: '250ms',
+      REDIS_TLS_CACERT: '/tls/ca.pem',
+      REDIS_TLS_CLIENT_CERT: '/tls/c.pem',
+      REDIS_TLS_CLIENT_KEY: '/tls/c.key',
+      REDIS_TLS_SKIP_HOSTNAME_VERIFICATION: 'true',
+      LOCAL_CACHE_SIZE_IN_BYTES: '10485760',
+      CACHE_KEY_PREFIX: 'rl:',
+    });
+    assert.deepEqual(warnings, []);
+    assert.deepEqual(options.redis, { prefix: 'rl:', localCache: { maxKeys: 81_920 }, url: 'redis://main:6379' });
+    assert.deepEqual(options.redisPerSecond, {
+      password: 'ps',
+      tls: { caFile: '/tls/ca.pem', certFile: '/tls/c.pem', keyFile: '/tls/c.key', skipHostnameVerification: true },
+      prefix: 'rl:',
+      timeoutMs: 250,
+      localCache: { maxKeys: 81_920 },
+      cluster: ['ps1:6379', 'ps2:6379'],
+    });
+    // freecache's smallest cache is 512 KiB: so is sluice's.
+    assert.deepEqual(
+      envoyServiceOptions({ REDIS_URL: '/s', LOCAL_CACHE_SIZE_IN_BYTES: '1000' }).options.redis?.localCache,
+      { maxKeys: 4096 },
+    );
+    assert.throws(
+      () => envoyServiceOptions({ REDIS_URL: 'a:1', REDIS_PERSECOND: 'true' }),
+      /REDIS_PERSECOND_URL: REDIS_PERSECOND=true needs/,
+    );
+    assert.throws(
+      () => envoyServiceOptions({ REDIS_URL: 'a:1', REDIS_TLS: 'true', REDIS_TLS_CLIENT_CERT: '/c.pem' }),
+      /REDIS_TLS_CLIENT_KEY: a client certificate needs both/,
+    );
+    assert.match(
+      envoyServiceOptions({ REDIS_URL: '/s', REDIS_PERSECOND_URL: 'b:1' }).warnings.join('\n'),
+      /REDIS_PERSECOND_URL is set but REDIS_PERSECOND is not true/,
+    );
+    assert.match(
+      envoyServiceOptions({ REDIS_PERSECOND: 'true', REDIS_PERSECOND_URL: 'b:1' }).warnings.join('\n'),
+      /REDIS_URL is not set.*REDIS_PERSECOND is ignored/,
+    );
   });
 
   it('TLS, xDS and the Prometheus listener', () => {
@@ -123,9 +201,8 @@ describe('envoy ratelimit settings', () => {
   });
 
   it('a setting that is not supported yet is warned about when set', () => {
-    const { warnings } = envoyServiceOptions({ TRACING_ENABLED: 'true', REDIS_PERSECOND: 'true' });
+    const { warnings } = envoyServiceOptions({ TRACING_ENABLED: 'true' });
     assert.match(warnings.join('\n'), /TRACING_ENABLED is set but not supported yet/);
-    assert.match(warnings.join('\n'), /REDIS_PERSECOND is set/);
   });
 
   it('docs/envoy.md lists every setting with the status the code gives it', () => {

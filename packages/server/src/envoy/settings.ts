@@ -123,44 +123,102 @@ function connectionAge(env: Env): Pick<ServiceOptions, 'grpcMaxConnectionAgeMs' 
   };
 }
 
+/** `user:password` or `password` (envoy's REDIS_AUTH and friends). */
+function credentials(auth: string | undefined): { username?: string; password?: string } {
+  if (auth === undefined || auth === '') return {};
+  const colon = auth.indexOf(':');
+  return colon < 0 ? { password: auth } : { username: auth.slice(0, colon), password: auth.slice(colon + 1) };
+}
+
 /**
- * The store envoy's Redis settings describe. No REDIS_URL means sluice's embedded memory store (envoy's
- * own default points at a twemproxy socket that rarely exists).
+ * One Redis as envoy's settings of `prefix` (`REDIS` or `REDIS_PERSECOND`) describe it: REDIS_TYPE
+ * single, cluster or sentinel; REDIS_URL; REDIS_SOCKET_TYPE; REDIS_AUTH; REDIS_TLS; REDIS_TIMEOUT;
+ * REDIS_SENTINEL_AUTH. The TLS files (REDIS_TLS_CLIENT_CERT, ...) are shared by both, as upstream.
  */
-function redisOptions(env: Env, warnings: string[]): RedisOptions | undefined {
+function redisTarget(env: Env, prefix: 'REDIS' | 'REDIS_PERSECOND', url: string, warnings: string[]): RedisOptions {
+  const v = (name: string) => `${prefix}_${name}`;
+  const type = (env[v('TYPE')] || 'single').toLowerCase();
+  const options: RedisOptions = credentials(env[v('AUTH')]);
+  if (goBool(env, v('TLS'), false)) options.tls = redisTls(env);
+  if (env.CACHE_KEY_PREFIX) options.prefix = env.CACHE_KEY_PREFIX;
+  if (env[v('TIMEOUT')]) options.timeoutMs = goDuration(env, v('TIMEOUT'), 50);
+  const localCache = goInt(env, 'LOCAL_CACHE_SIZE_IN_BYTES', 0);
+  // envoy's local cache is a freecache of this many bytes (512 KiB at least); an entry takes about 128.
+  options.localCache = localCache === 0 ? false : { maxKeys: Math.floor(Math.max(localCache, 512 * 1024) / 128) };
+  if (type === 'cluster') return { ...options, cluster: url.split(',').map((s) => s.trim()) };
+  if (type === 'sentinel') {
+    const [name, ...sentinels] = url.split(',').map((s) => s.trim());
+    if (
+      name === undefined ||
+      name === '' ||
+      sentinels.length === 0 ||
+      sentinels.some((s) => !/^[^/]+:\d{1,5}$/.test(s))
+    ) {
+      throw bad(v('URL'), `'${url}' is not <master name>,<sentinel host:port>,... (REDIS_TYPE=sentinel)`);
+    }
+    const sentinel = { name, sentinels, ...credentials(env[v('SENTINEL_AUTH')]) };
+    return { ...options, sentinel };
+  }
+  if (type !== 'single') throw bad(v('TYPE'), `'${env[v('TYPE')]}' is not single, sentinel or cluster`);
+  const socket = (env[v('SOCKET_TYPE')] || '').toLowerCase();
+  const looksTcp = /^[^/]+:\d{1,5}$/.test(url);
+  if (socket === 'unix' || (socket === '' && !looksTcp)) return { ...options, path: url };
+  if (socket === '') {
+    warnings.push(
+      `${v('SOCKET_TYPE')} is not set (envoy's default is unix) but ${v('URL')} '${url}' is host:port: using tcp`,
+    );
+  } else if (socket !== 'tcp') throw bad(v('SOCKET_TYPE'), `'${env[v('SOCKET_TYPE')]}' is not tcp or unix`);
+  return { ...options, url: `${options.tls === undefined ? 'redis' : 'rediss'}://${url}` };
+}
+
+/** REDIS_TLS_*: files and the name check, or plain TLS with the system CAs when none is set. */
+function redisTls(env: Env): NonNullable<RedisOptions['tls']> {
+  const cert = env.REDIS_TLS_CLIENT_CERT || undefined;
+  const key = env.REDIS_TLS_CLIENT_KEY || undefined;
+  // envoy silently skips a certificate without its key; a start that names the missing one is kinder.
+  if ((cert === undefined) !== (key === undefined)) {
+    throw bad(
+      cert === undefined ? 'REDIS_TLS_CLIENT_CERT' : 'REDIS_TLS_CLIENT_KEY',
+      'a client certificate needs both REDIS_TLS_CLIENT_CERT and REDIS_TLS_CLIENT_KEY',
+    );
+  }
+  const tls = {
+    ...(env.REDIS_TLS_CACERT ? { caFile: env.REDIS_TLS_CACERT } : {}),
+    ...(cert === undefined || key === undefined ? {} : { certFile: cert, keyFile: key }),
+    ...(goBool(env, 'REDIS_TLS_SKIP_HOSTNAME_VERIFICATION', false) ? { skipHostnameVerification: true } : {}),
+  };
+  return Object.keys(tls).length === 0 ? true : tls;
+}
+
+/**
+ * The store envoy's Redis settings describe, with the per-second Redis when REDIS_PERSECOND is on. No
+ * REDIS_URL means sluice's embedded memory store (envoy's own default points at a twemproxy socket that
+ * rarely exists).
+ */
+function redisOptions(env: Env, warnings: string[]): Pick<ServiceOptions, 'redis' | 'redisPerSecond'> {
   const backend = (env.BACKEND_TYPE || 'redis').toLowerCase();
   if (backend === 'memcache') throw bad('BACKEND_TYPE', 'memcache is not supported by sluice; use redis');
   if (backend !== 'redis') throw bad('BACKEND_TYPE', `'${env.BACKEND_TYPE}' is not redis`);
+  const perSecond = goBool(env, 'REDIS_PERSECOND', false);
   const url = env.REDIS_URL;
   if (url === undefined || url === '') {
-    warnings.push('REDIS_URL is not set: counters live in the embedded memory store (one process only)');
-    return undefined;
-  }
-  const type = (env.REDIS_TYPE || 'single').toLowerCase();
-  const tls = goBool(env, 'REDIS_TLS', false);
-  const auth = env.REDIS_AUTH ?? '';
-  const colon = auth.indexOf(':');
-  const credentials =
-    auth === ''
-      ? {}
-      : colon < 0
-        ? { password: auth }
-        : { username: auth.slice(0, colon), password: auth.slice(colon + 1) };
-  const common: RedisOptions = { ...credentials, ...(tls ? { tls: true } : {}) };
-  if (env.CACHE_KEY_PREFIX) common.prefix = env.CACHE_KEY_PREFIX;
-  if (env.REDIS_TIMEOUT) common.timeoutMs = goDuration(env, 'REDIS_TIMEOUT', 50);
-  if (type === 'cluster') return { ...common, cluster: url.split(',').map((s) => s.trim()) };
-  if (type === 'sentinel') throw bad('REDIS_TYPE', 'sentinel is not supported by sluice yet; use single or cluster');
-  if (type !== 'single') throw bad('REDIS_TYPE', `'${env.REDIS_TYPE}' is not single, sentinel or cluster`);
-  const socket = (env.REDIS_SOCKET_TYPE || '').toLowerCase();
-  const looksTcp = /^[^/]+:\d{1,5}$/.test(url);
-  if (socket === 'unix' || (socket === '' && !looksTcp)) return { ...common, path: url };
-  if (socket === '') {
     warnings.push(
-      `REDIS_SOCKET_TYPE is not set (envoy's default is unix) but REDIS_URL '${url}' is host:port: using tcp`,
+      `REDIS_URL is not set: counters live in the embedded memory store (one process only)${perSecond ? '; REDIS_PERSECOND is ignored' : ''}`,
     );
-  } else if (socket !== 'tcp') throw bad('REDIS_SOCKET_TYPE', `'${env.REDIS_SOCKET_TYPE}' is not tcp or unix`);
-  return { ...common, url: `${tls ? 'rediss' : 'redis'}://${url}` };
+    return {};
+  }
+  const redis = redisTarget(env, 'REDIS', url, warnings);
+  if (!perSecond) {
+    if (env.REDIS_PERSECOND_URL) {
+      warnings.push('REDIS_PERSECOND_URL is set but REDIS_PERSECOND is not true: every limit uses REDIS_URL');
+    }
+    return { redis };
+  }
+  const secondUrl = env.REDIS_PERSECOND_URL;
+  if (secondUrl === undefined || secondUrl === '') {
+    throw bad('REDIS_PERSECOND_URL', 'REDIS_PERSECOND=true needs the per-second Redis (host:port, a socket or a list)');
+  }
+  return { redis, redisPerSecond: redisTarget(env, 'REDIS_PERSECOND', secondUrl, warnings) };
 }
 
 /**
@@ -251,8 +309,7 @@ export function envoyServiceOptions(env: Env): EnvoyStart {
     const at = listenAddress(env, 'PROMETHEUS_ADDR', ':9090');
     options.metricsListener = { ...at, path: env.PROMETHEUS_PATH || '/metrics' };
   }
-  const redis = redisOptions(env, warnings);
-  if (redis !== undefined) options.redis = redis;
+  Object.assign(options, redisOptions(env, warnings));
   if (goBool(env, 'USE_STATSD', true) && env.USE_STATSD !== undefined) {
     warnings.push('USE_STATSD=true: sluice sends no statsd; scrape GET /metrics (or set USE_PROMETHEUS=true)');
   }

@@ -4,11 +4,12 @@
  * protos. No Envoy binary can be installed on these machines, so this suite is what stands in for one:
  * every case is one of envoy ratelimit's own test cases, reproduced against sluice.
  */
+import assert from 'node:assert/strict';
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRlsClient, type RlsClient, type RlsResponse } from '../../src/index.js';
-import { type SluiceProcess, startSluice } from '../integration/helpers.js';
+import { type SluiceProcess, startSluice, unique } from '../integration/helpers.js';
 
 /** The fixture directory of this suite. */
 export const FIXTURES = join(import.meta.dirname, 'fixtures');
@@ -127,4 +128,56 @@ export function resetMs(response: RlsResponse, index = 0): number {
 /** The response headers as a plain object (names as sent). */
 export function headersOf(response: RlsResponse): Record<string, string> {
   return Object.fromEntries((response.responseHeadersToAdd ?? []).map((h) => [h.key, h.value]));
+}
+
+/**
+ * Runs `steps` (a sequence against one fresh key); if a window boundary passed during it (a reset that
+ * grew), runs it again with another key — the test never depends on how fast it runs.
+ */
+export async function withinOneWindow(steps: (key: string) => Promise<number[]>): Promise<void> {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const resets = await steps(unique('w'));
+    if (resets.every((r, i) => i === 0 || r <= (resets[i - 1] as number))) return;
+  }
+  assert.fail('three window boundaries in a row');
+}
+
+/**
+ * envoy's testBasicBaseConfig: 25 requests on one `key2` value against 20 per minute — OK down to 0,
+ * then OVER_LIMIT. Returns the resets, for {@link withinOneWindow}.
+ */
+export async function overMinuteLimit(svc: EnvoyService, key: string): Promise<number[]> {
+  const resets: number[] = [];
+  for (let i = 0; i < 25; i++) {
+    const res = await svc.ask('another', [[['key2', key]]]);
+    const over = i >= 20;
+    assert.deepEqual(shape(res), {
+      overallCode: over ? 'OVER_LIMIT' : 'OK',
+      statuses: [status(over ? 'OVER_LIMIT' : 'OK', 20, 'MINUTE', over ? 0 : 20 - (i + 1))],
+    });
+    resets.push(resetMs(res));
+  }
+  return resets;
+}
+
+/**
+ * envoy's testBasicBaseConfig: 15 requests with two descriptors (key2: 20/minute, key3: 10/hour). Once
+ * key3 is over, key2 stays at 10: envoy with STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true, and sluice
+ * always (a rejected request consumes nothing: a deliberate difference).
+ */
+export async function overHourLimitOfTwo(svc: EnvoyService, key: string): Promise<number[]> {
+  const resets: number[] = [];
+  for (let i = 0; i < 15; i++) {
+    const res = await svc.ask('another', [[['key2', key]], [['key3', key]]]);
+    const over = i >= 10;
+    assert.deepEqual(shape(res), {
+      overallCode: over ? 'OVER_LIMIT' : 'OK',
+      statuses: [
+        status('OK', 20, 'MINUTE', over ? 10 : 20 - (i + 1)),
+        status(over ? 'OVER_LIMIT' : 'OK', 10, 'HOUR', over ? 0 : 10 - (i + 1)),
+      ],
+    });
+    resets.push(resetMs(res));
+  }
+  return resets;
 }

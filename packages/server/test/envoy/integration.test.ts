@@ -15,24 +15,15 @@ import {
   FIXTURES,
   GRPC_SERVERS,
   NO_LIMIT,
+  overHourLimitOfTwo,
+  overMinuteLimit,
   type Runtime,
   resetMs,
   shape,
   startEnvoy,
   status,
+  withinOneWindow,
 } from './harness.js';
-
-/**
- * Runs `steps` (a sequence against one fresh key); if a window boundary passed during it (a reset that
- * grew), runs it again with another key — the test never depends on how fast it runs.
- */
-async function withinOneWindow(steps: (key: string) => Promise<number[]>): Promise<void> {
-  for (let attempt = 0; attempt < 3; attempt++) {
-    const resets = await steps(unique('w'));
-    if (resets.every((r, i) => i === 0 || r <= (resets[i - 1] as number))) return;
-  }
-  assert.fail('three window boundaries in a row');
-}
 
 for (const grpcServer of GRPC_SERVERS) {
   describe(`envoy ratelimit integration cases (--grpc-server ${grpcServer})`, () => {
@@ -63,40 +54,11 @@ for (const grpcServer of GRPC_SERVERS) {
     });
 
     it('basic: 25 requests against 20 per minute: OK down to 0, then OVER_LIMIT', async () => {
-      await withinOneWindow(async (key) => {
-        const resets: number[] = [];
-        for (let i = 0; i < 25; i++) {
-          const res = await svc.ask('another', [[['key2', key]]]);
-          const over = i >= 20;
-          assert.deepEqual(shape(res), {
-            overallCode: over ? 'OVER_LIMIT' : 'OK',
-            statuses: [status(over ? 'OVER_LIMIT' : 'OK', 20, 'MINUTE', over ? 0 : 20 - (i + 1))],
-          });
-          resets.push(resetMs(res));
-        }
-        return resets;
-      });
+      await withinOneWindow((key) => overMinuteLimit(svc, key));
     });
 
     it('basic: two descriptors in one request (20/minute and 10/hour)', async () => {
-      await withinOneWindow(async (key) => {
-        const resets: number[] = [];
-        for (let i = 0; i < 15; i++) {
-          const res = await svc.ask('another', [[['key2', key]], [['key3', key]]]);
-          const over = i >= 10;
-          // envoy with STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true: key2 stays at 10 once the request is
-          // rejected. sluice always behaves so (a rejected request consumes nothing: a deliberate difference).
-          assert.deepEqual(shape(res), {
-            overallCode: over ? 'OVER_LIMIT' : 'OK',
-            statuses: [
-              status('OK', 20, 'MINUTE', over ? 10 : 20 - (i + 1)),
-              status(over ? 'OVER_LIMIT' : 'OK', 10, 'HOUR', over ? 0 : 10 - (i + 1)),
-            ],
-          });
-          resets.push(resetMs(res));
-        }
-        return resets;
-      });
+      await withinOneWindow((key) => overHourLimitOfTwo(svc, key));
     });
 
     it('basic: duration_until_reset counts down within a window (in ms: a deliberate difference)', async () => {

@@ -5,8 +5,7 @@
  * certificate files replaced under the running service, on both gRPC servers.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -14,67 +13,7 @@ import { credentials, type ServiceError } from '@grpc/grpc-js';
 import { createRlsClient } from '../../src/index.js';
 import type { SluiceProcess } from '../integration/helpers.js';
 import { createRuntime, FIXTURES, GRPC_SERVERS, type Runtime, startEnvoy } from './harness.js';
-
-/** A throwaway PKI: CAs, and leaf certificates signed by them. */
-function createPki(dir: string) {
-  const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
-  const ca = (name: string) => {
-    openssl(
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      `${name}.key`,
-      '-out',
-      `${name}.pem`,
-      '-days',
-      '2',
-      '-subj',
-      `/CN=${name}`,
-    );
-    return join(dir, `${name}.pem`);
-  };
-  const leaf = (name: string, caName: string, san: string) => {
-    openssl(
-      'req',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      `${name}.key`,
-      '-out',
-      `${name}.csr`,
-      '-subj',
-      `/CN=${name}`,
-    );
-    writeFileSync(join(dir, `${name}.ext`), `subjectAltName=${san}\n`);
-    openssl(
-      'x509',
-      '-req',
-      '-in',
-      `${name}.csr`,
-      '-CA',
-      `${caName}.pem`,
-      '-CAkey',
-      `${caName}.key`,
-      '-CAcreateserial',
-      '-out',
-      `${name}.pem`,
-      '-days',
-      '2',
-      '-extfile',
-      `${name}.ext`,
-    );
-    return { cert: join(dir, `${name}.pem`), key: join(dir, `${name}.key`) };
-  };
-  return { ca, leaf };
-}
+import { createPki } from './pki.js';
 
 /** Asks once over a new TLS channel; resolves with the overall code or rejects with the gRPC error. */
 async function askOver(port: number, ca: string, client?: { cert: string; key: string }): Promise<string | undefined> {

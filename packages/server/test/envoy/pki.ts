@@ -1,0 +1,65 @@
+/** Certificates made by openssl for one test run (gRPC TLS, Redis TLS). */
+import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** A throwaway PKI: CAs, and leaf certificates signed by them. */
+export function createPki(dir: string) {
+  const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
+  const ca = (name: string) => {
+    openssl(
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      `${name}.key`,
+      '-out',
+      `${name}.pem`,
+      '-days',
+      '2',
+      '-subj',
+      `/CN=${name}`,
+    );
+    return join(dir, `${name}.pem`);
+  };
+  const leaf = (name: string, caName: string, san: string) => {
+    openssl(
+      'req',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      `${name}.key`,
+      '-out',
+      `${name}.csr`,
+      '-subj',
+      `/CN=${name}`,
+    );
+    writeFileSync(join(dir, `${name}.ext`), `subjectAltName=${san}\n`);
+    openssl(
+      'x509',
+      '-req',
+      '-in',
+      `${name}.csr`,
+      '-CA',
+      `${caName}.pem`,
+      '-CAkey',
+      `${caName}.key`,
+      '-CAcreateserial',
+      '-out',
+      `${name}.pem`,
+      '-days',
+      '2',
+      '-extfile',
+      `${name}.ext`,
+    );
+    return { cert: join(dir, `${name}.pem`), key: join(dir, `${name}.key`) };
+  };
+  return { ca, leaf };
+}
