@@ -173,10 +173,10 @@ export async function createRedisBackend(options: RedisOptions, logger: Logger):
     ...(options.prefix === undefined ? {} : { prefix: options.prefix }),
     ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
   });
-  await connect(client, logger, connectTimeoutMs);
   // The store loads its scripts as the connection becomes ready: wait for that too, so the service
-  // listens with a store that can decide (and /healthcheck says ok, not starting).
-  await store.ready(connectTimeoutMs).catch(() => {});
+  // listens with a store that can decide (and /healthcheck says ok, not starting). Not when Redis could
+  // not be reached: the start has waited long enough.
+  if (await connect(client, logger, connectTimeoutMs)) await store.ready(connectTimeoutMs).catch(() => {});
   return { store, owned: true, ping: () => client.ping(), close: () => quit(client) };
 }
 
@@ -230,14 +230,19 @@ const COMMON = {
   lazyConnect: true,
 };
 
-/** Connects, logging one line per distinct failure; starts anyway after `timeoutMs` (degraded). */
-async function connect(client: IoRedisClient, logger: Logger, timeoutMs: number): Promise<void> {
+/**
+ * Connects, logging one line per distinct failure; starts anyway after `timeoutMs` (degraded). Resolves
+ * true when connected in time.
+ */
+async function connect(client: IoRedisClient, logger: Logger, timeoutMs: number): Promise<boolean> {
   let lastError = '';
   client.on('error', (error) => {
     const message = (error as Error).message;
-    // One line per distinct failure, not one per reconnect attempt.
-    if (message !== lastError) logger.warn({ err: message }, 'redis error');
-    lastError = message;
+    // One line per distinct failure, not one per reconnect attempt ("retrying after 50ms", "... 100ms"
+    // are one failure).
+    const kind = message.replace(/\d+/g, '#');
+    if (kind !== lastError) logger.warn({ err: message, code: 'ERR_SLUICE_STORE_UNAVAILABLE' }, 'redis error');
+    lastError = kind;
   });
   client.on('ready', () => {
     if (lastError !== '') logger.info('redis connected again');
@@ -256,6 +261,7 @@ async function connect(client: IoRedisClient, logger: Logger, timeoutMs: number)
       { timeoutMs },
       'redis is not reachable yet; starting anyway (/healthcheck says 503 starting until it is; decisions follow the failure policy)',
     );
+  return ready;
 }
 
 async function quit(client: IoRedisClient): Promise<void> {
