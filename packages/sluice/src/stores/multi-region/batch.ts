@@ -57,9 +57,12 @@ export class CheckBatcher {
 
   private flush(): void {
     this.scheduled = false;
-    const queues = [...this.queues.values()];
-    this.queues.clear();
-    for (const q of queues) this.send(q.nowMs, q.commit, q.waiting);
+    // Entry by entry, not queues.clear(): see redis/batcher.ts (a cleared Map's replaced tables chain
+    // every batch into V8's old generation).
+    for (const [id, q] of this.queues) {
+      this.queues.delete(id);
+      this.send(q.nowMs, q.commit, q.waiting);
+    }
   }
 
   private send(nowMs: number, commit: boolean, waiting: readonly Waiting[]): void {
