@@ -75,6 +75,8 @@ export interface CheckApiOptions {
   fail?: FailMode;
   /** Accept a caller's `nowMs` (`sluice serve --client-clock`): for tests that drive time. @default false */
   clientClock?: boolean;
+  /** Share of a limit used past which an allowed check counts as `near_limit`. @default NEAR_LIMIT_RATIO */
+  nearLimitRatio?: number;
 }
 
 const ITEM_KEYS = new Set(['key', 'cost', ...EXTENSION_KEYS]);
@@ -216,7 +218,7 @@ export function createCheckApi(options: CheckApiOptions): CheckApi {
       domain: '',
       rule: policy.id,
       key: p.key,
-      outcome: outcomeOf(decision.allowed, decision.limit, decision.remaining),
+      outcome: outcomeOf(decision.allowed, decision.limit, decision.remaining, options.nearLimitRatio),
       limit: decision.limit,
       remaining: decision.remaining,
       resetMs: decision.resetMs,

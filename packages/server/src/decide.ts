@@ -4,7 +4,7 @@ import { combineDecisions, isSluiceError } from 'sluice';
 import type { DescriptorStatus, RateLimitRequest, RateLimitResponse, RulesEngine } from 'sluice/rules';
 import type { AccessLists, ListName } from './access-lists.js';
 import type { DecisionEvent, DecisionHub, DecisionOutcome, DecisionSource } from './decision-events.js';
-import { outcomeOf, UNKNOWN_DOMAIN } from './decision-events.js';
+import { NEAR_LIMIT_RATIO, outcomeOf, UNKNOWN_DOMAIN } from './decision-events.js';
 import { dynamicMetadata } from './envoy/dynamic-metadata.js';
 import { type EnvoyHeaderNames, envoyHeaders } from './envoy/response-headers.js';
 import { rateLimitHeaders } from './headers.js';
@@ -42,6 +42,8 @@ export interface DeciderOptions {
   headers?: HeaderMode;
   /** Add envoy ratelimit's `dynamic_metadata` to every response. @default false */
   dynamicMetadata?: boolean;
+  /** Share of a limit used past which an allowed decision counts as `near_limit`. @default NEAR_LIMIT_RATIO */
+  nearLimitRatio?: number;
 }
 
 /** True for the errors a store raises when it cannot answer (mapped to UNAVAILABLE / 503). */
@@ -65,6 +67,7 @@ const ALLOWED: DescriptorStatus = { code: 'OK', limitRemaining: 0, durationUntil
 export function createDecider(options: DeciderOptions): Decider {
   const { engine, lists, hub, metrics, now } = options;
   const headerMode = options.headers ?? 'sluice';
+  const nearLimitRatio = options.nearLimitRatio ?? NEAR_LIMIT_RATIO;
 
   function ask(request: RateLimitRequest): Promise<RateLimitResponse> {
     const started = performance.now();
@@ -130,7 +133,7 @@ export function createDecider(options: DeciderOptions): Decider {
         ? 'shadow'
         : status.code === 'OVER_LIMIT'
           ? 'over_limit'
-          : outcomeOf(true, limit?.limit, status.limitRemaining);
+          : outcomeOf(true, limit?.limit, status.limitRemaining, nearLimitRatio);
       const descriptor = request.descriptors[i];
       // Built field by field (no spreads): this runs for every decision.
       const event: { -readonly [K in keyof DecisionEvent]: DecisionEvent[K] } = {

@@ -81,9 +81,17 @@ export function createDecisionHub(): DecisionHub {
 /** Share of the limit used above which an allowed decision counts as `near_limit` (envoy ratelimit's 0.8). */
 export const NEAR_LIMIT_RATIO = 0.8;
 
-/** The outcome of an allowed or rejected decision against `limit` with `remaining` left. */
-export function outcomeOf(allowed: boolean, limit: number | undefined, remaining: number | undefined): DecisionOutcome {
+/**
+ * The outcome of an allowed or rejected decision against `limit` with `remaining` left: `near_limit` once
+ * more than `floor(limit × ratio)` is used, as envoy ratelimit's NEAR_LIMIT_RATIO threshold.
+ */
+export function outcomeOf(
+  allowed: boolean,
+  limit: number | undefined,
+  remaining: number | undefined,
+  ratio: number = NEAR_LIMIT_RATIO,
+): DecisionOutcome {
   if (!allowed) return 'over_limit';
   if (limit === undefined || remaining === undefined || !Number.isFinite(limit) || limit <= 0) return 'ok';
-  return limit - remaining > Math.floor(limit * NEAR_LIMIT_RATIO) ? 'near_limit' : 'ok';
+  return limit - remaining > Math.floor(limit * ratio) ? 'near_limit' : 'ok';
 }

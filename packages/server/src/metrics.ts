@@ -201,6 +201,25 @@ export function createMetrics(options: MetricsOptions): ServiceMetrics {
   };
 }
 
+/**
+ * Metrics that record nothing (envoy ratelimit's DISABLE_STATS): an empty registry, every call a no-op,
+ * `render()` an empty exposition.
+ */
+export function createDisabledMetrics(): ServiceMetrics {
+  const registry = new Registry();
+  const none = () => {};
+  return {
+    registry,
+    contentType: registry.contentType,
+    render: async () => '',
+    observeStore: none,
+    reload: none,
+    http: none,
+    grpc: none,
+    gateway: none,
+  };
+}
+
 function cached(map: Map<string, Counter.Internal>, id: string, make: () => Counter.Internal): Counter.Internal {
   let child = map.get(id);
   if (child === undefined) {

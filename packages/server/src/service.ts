@@ -35,10 +35,11 @@ import { createStaticHandler, DASHBOARD_DIR } from './http/static-files.js';
 import type { Logger, LogLevel } from './logger.js';
 import { createLogger } from './logger.js';
 import type { ServiceMetrics } from './metrics.js';
-import { createMetrics } from './metrics.js';
+import { createDisabledMetrics, createMetrics } from './metrics.js';
 import { createMultiRegionBackend, type MultiRegionOptions, type RegionsView } from './multi-region-backend.js';
 import { createPerSecondStore } from './per-second-store.js';
 import { createRedisBackend, type RedisOptions, type StoreBackend } from './redis-backend.js';
+import { applyConstantLabels } from './stats/constant-labels.js';
 import { createStatsCollector } from './stats/stats-collector.js';
 import { createXdsConfigSource } from './xds/xds-config-source.js';
 import type { XdsOptions } from './xds/xds-options.js';
@@ -153,6 +154,15 @@ export interface ServiceOptions {
    * (`sluice_descriptor_decisions_total`); later values share one overflow series. @default 10_000
    */
   maxDescriptorSeries?: number;
+  /**
+   * Share of a limit used past which an allowed decision counts as `near_limit` in the metrics (envoy's
+   * NEAR_LIMIT_RATIO). @default 0.8
+   */
+  nearLimitRatio?: number;
+  /** Extra constant labels on every Prometheus series (envoy's EXTRA_TAGS). */
+  metricsLabels?: Readonly<Record<string, string>>;
+  /** Collect no metrics: /metrics and the metrics listener answer 404 (envoy's DISABLE_STATS). @default false */
+  disableStats?: boolean;
   /** Start with no rules when the config paths hold no rule file yet (envoy ratelimit does). @default false */
   startWithoutConfig?: boolean;
   /** Take the rules from an xDS management server instead of files (envoy's CONFIG_TYPE=GRPC_XDS_SOTW). */
@@ -281,12 +291,19 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
   }
   const { store } = backend;
   const hub = createDecisionHub();
-  const metrics = createMetrics({ hub, storeName: store.name, storeStats: () => storeStats(store) });
-  const stopDescriptorSeries = registerDescriptorSeries(metrics.registry, hub, {
-    ...(options.maxDescriptorSeries === undefined ? {} : { maxSeries: options.maxDescriptorSeries }),
-  });
+  const metrics =
+    options.disableStats === true
+      ? createDisabledMetrics()
+      : createMetrics({ hub, storeName: store.name, storeStats: () => storeStats(store) });
+  const stopDescriptorSeries =
+    options.disableStats === true
+      ? () => {}
+      : registerDescriptorSeries(metrics.registry, hub, {
+          ...(options.maxDescriptorSeries === undefined ? {} : { maxSeries: options.maxDescriptorSeries }),
+        });
   let engine: RulesEngine;
   try {
+    if (options.metricsLabels !== undefined) applyConstantLabels(metrics.registry, options.metricsLabels);
     engine = createRulesEngine({
       ruleSet: first.ruleSet,
       store,
@@ -326,6 +343,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     now,
     ...(options.rateLimitHeaders === undefined ? {} : { headers: options.rateLimitHeaders }),
     ...(options.dynamicMetadata === true ? { dynamicMetadata: true } : {}),
+    ...(options.nearLimitRatio === undefined ? {} : { nearLimitRatio: options.nearLimitRatio }),
   });
   const checkApi = createCheckApi({
     store,
@@ -335,6 +353,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     now,
     ...(options.fail === undefined ? {} : { fail: options.fail }),
     ...(options.clientClock === true ? { clientClock: true } : {}),
+    ...(options.nearLimitRatio === undefined ? {} : { nearLimitRatio: options.nearLimitRatio }),
   });
   let draining = false;
   const health = createHealth({

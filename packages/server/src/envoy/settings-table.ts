@@ -73,9 +73,9 @@ export const ENVOY_SETTINGS: readonly EnvoySetting[] = [
   na('USE_STATSD', STATSD),
   na('STATSD_HOST', STATSD),
   na('STATSD_PORT', STATSD),
-  ny('EXTRA_TAGS', 'no constant labels on the Prometheus series yet'),
+  h('EXTRA_TAGS', '"k1:v1,k2:v2": constant labels on every Prometheus series (k1="v1"); a name sluice uses is refused'),
   na('STATS_FLUSH_INTERVAL', 'Prometheus is scraped; nothing is flushed'),
-  ny('DISABLE_STATS', 'metrics are always collected'),
+  h('DISABLE_STATS', 'nothing is counted; /metrics (and PROMETHEUS_ADDR) answer an empty exposition'),
   h('USE_PROMETHEUS', 'also serve the metrics on PROMETHEUS_ADDR (they are always on GET /metrics of the HTTP port)'),
   h('PROMETHEUS_ADDR', 'address of that metrics listener (default :9090)'),
   h('PROMETHEUS_PATH', 'path of that metrics listener (default /metrics)'),
@@ -94,7 +94,10 @@ export const ENVOY_SETTINGS: readonly EnvoySetting[] = [
     'LOCAL_CACHE_SIZE_IN_BYTES',
     '0 (default): no local cache; else over-limit keys are answered in-process, about 128 bytes a key (512 KiB at least, as freecache); hits in sluice_local_cache_hits_total',
   ),
-  ny('NEAR_LIMIT_RATIO', 'near_limit is counted at 80% (envoy’s default)'),
+  h(
+    'NEAR_LIMIT_RATIO',
+    'an allowed decision past floor(limit × ratio) used counts as outcome="near_limit" (default 0.8)',
+  ),
   h('CACHE_KEY_PREFIX', 'prefix of every Redis key (sluice’s default is sluice:)'),
   h('BACKEND_TYPE', 'redis; memcache is refused'),
   na(

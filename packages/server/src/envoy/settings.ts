@@ -46,6 +46,15 @@ function goInt(env: Env, name: string, fallback: number, max = 2 ** 31 - 1): num
   return Number(v);
 }
 
+/** Go's strconv.ParseFloat, for a ratio: a non-negative decimal number (`0.8`, `.5`, `1e-1`). */
+function goFloat(env: Env, name: string, fallback: number): number {
+  const v = env[name];
+  if (v === undefined || v === '') return fallback;
+  const n = /^\+?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(v) ? Number(v) : Number.NaN;
+  if (!Number.isFinite(n)) throw bad(name, `'${v}' is not a non-negative number (e.g. 0.8)`);
+  return n;
+}
+
 const GO_UNITS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
 /** Go's time.ParseDuration (`"1h30m"`, `"150us"`, `"0"`), in whole milliseconds (rounded up). */
@@ -247,6 +256,10 @@ export function envoyServiceOptions(env: Env): EnvoyStart {
       : 'none',
   };
   if (env.GRPC_UDS) options.grpcSocket = env.GRPC_UDS;
+  options.nearLimitRatio = goFloat(env, 'NEAR_LIMIT_RATIO', 0.8);
+  const extraTags = goMap(env, 'EXTRA_TAGS');
+  if (Object.keys(extraTags).length > 0) options.metricsLabels = extraTags;
+  if (goBool(env, 'DISABLE_STATS', false)) options.disableStats = true;
   const level = env.LOG_LEVEL;
   if (level) {
     const mapped = LEVELS[level.toLowerCase()];

@@ -25,6 +25,17 @@ describe('sluice serve flags', () => {
     assert.equal(options.fail, 'insurance');
   });
 
+  it('--max-descriptor-series caps the per-value series of detailed_metric rules', () => {
+    assert.equal(serveOptions(['--max-descriptor-series', '500'], {}).options.maxDescriptorSeries, 500);
+    assert.equal(serveOptions([], {}).options.maxDescriptorSeries, undefined);
+    for (const bad of ['0', '-1', '1.5', '2000000', 'all']) {
+      usage(
+        [`--max-descriptor-series=${bad}`],
+        /^--max-descriptor-series: '.*' is not a whole number from 1 to 1000000/,
+      );
+    }
+  });
+
   it('refuses bad values with a code, naming the flag and what it takes', () => {
     for (const bad of ['0', '-5', '1.5', '1e3', '', 'many', String(2 ** 31)]) {
       usage([`--memory-max-keys=${bad}`], /^--memory-max-keys: '.*' is not a whole number from 1 to/);

@@ -39,6 +39,8 @@ ${MULTI_REGION_HELP}
   --memory-max-bytes N   most bytes of state the memory store keeps (N, or with kb/mb/gb; default 128mb)
                          (default 1000000; not with --redis)
   --shadow               every rule in shadow mode: count and report, never reject
+  --max-descriptor-series N  most per-value series of detailed_metric/value_to_metric rules in /metrics;
+                         later values count under descriptor="_overflow_" (default 10000; 1 to 1000000)
   --client-clock         /v1/check takes the caller's nowMs (tests driving time via sluice/remote; never in production)
   --trust-proxy LIST     gateway: proxies whose X-Forwarded-For is believed (CIDRs, loopback, ...)
   --no-watch             do not reload when the config files change
@@ -118,6 +120,7 @@ export function serveOptions(
       'memory-max-keys': { type: 'string' },
       'memory-max-bytes': { type: 'string' },
       shadow: { type: 'boolean' },
+      'max-descriptor-series': { type: 'string' },
       'client-clock': { type: 'boolean' },
       'trust-proxy': { type: 'string' },
       'no-watch': { type: 'boolean' },
@@ -218,6 +221,9 @@ export function serveOptions(
     options.memory = { ...options.memory, maxBytes: byteSize(values['memory-max-bytes'], '--memory-max-bytes') };
   }
   if (values.shadow) options.shadow = true;
+  if (values['max-descriptor-series'] !== undefined) {
+    options.maxDescriptorSeries = wholeNumber(values['max-descriptor-series'], '--max-descriptor-series', 1, 1_000_000);
+  }
   if (values['client-clock']) options.clientClock = true;
   if (values['trust-proxy'] !== undefined) options.trustProxy = values['trust-proxy'].split(',').map((s) => s.trim());
   if (values['no-watch']) options.watch = false;
