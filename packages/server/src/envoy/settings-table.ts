@@ -25,7 +25,8 @@ const PER_SECOND = 'with REDIS_PERSECOND=true: as the REDIS_ setting, for the Re
 const XDS = 'with CONFIG_TYPE=GRPC_XDS_SOTW';
 /** The xDS settings' status, one switch for all of them. */
 const xds = h;
-const TRACING = 'no OpenTelemetry tracing yet';
+const TRACING =
+  'no OpenTelemetry tracing yet: spans on both gRPC servers, W3C trace context and an OTLP exporter are still to build';
 
 /** envoy ratelimit's settings, in the order of its settings.go. */
 export const ENVOY_SETTINGS: readonly EnvoySetting[] = [
@@ -56,17 +57,26 @@ export const ENVOY_SETTINGS: readonly EnvoySetting[] = [
   xds('CONFIG_GRPC_XDS_NODE_ID', `${XDS}; the node id sent to the management server (default "default")`),
   xds('CONFIG_GRPC_XDS_NODE_METADATA', `${XDS}; node metadata, "k1=v1,k2=v2"`),
   xds('CONFIG_GRPC_XDS_SERVER_URL', `${XDS}; host:port of the management server (default localhost:18000)`),
-  xds('CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL', `${XDS}; wait before reconnecting (default 3s)`),
+  na(
+    'CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL',
+    'envoy ratelimit hands it to a stream-retry interceptor whose retries are off by default, so it changes nothing there either; reconnect waits follow XDS_CLIENT_BACKOFF_*',
+  ),
   xds('CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS', `${XDS}; metadata sent with the stream, "k1:v1,k2:v2"`),
   xds('CONFIG_GRPC_XDS_SERVER_USE_TLS', `${XDS}; TLS to the management server`),
   xds('CONFIG_GRPC_XDS_CLIENT_TLS_CERT', `${XDS}; client certificate for mutual TLS`),
   xds('CONFIG_GRPC_XDS_CLIENT_TLS_KEY', `${XDS}; client key for mutual TLS`),
   xds('CONFIG_GRPC_XDS_SERVER_TLS_CACERT', `${XDS}; CA of the management server's certificate`),
   xds('CONFIG_GRPC_XDS_SERVER_TLS_SAN', `${XDS}; name to verify in the server's certificate`),
-  ny('XDS_CLIENT_BACKOFF_INITIAL_INTERVAL', 'reconnects wait CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL'),
-  ny('XDS_CLIENT_BACKOFF_MAX_INTERVAL', 'as XDS_CLIENT_BACKOFF_INITIAL_INTERVAL'),
-  ny('XDS_CLIENT_BACKOFF_RANDOM_FACTOR', 'as XDS_CLIENT_BACKOFF_INITIAL_INTERVAL'),
-  ny('XDS_CLIENT_BACKOFF_JITTER', 'as XDS_CLIENT_BACKOFF_INITIAL_INTERVAL'),
+  xds('XDS_CLIENT_BACKOFF_INITIAL_INTERVAL', `${XDS}; first and shortest wait before reconnecting (default 10s)`),
+  xds('XDS_CLIENT_BACKOFF_MAX_INTERVAL', `${XDS}; longest wait before reconnecting (default 60s)`),
+  xds(
+    'XDS_CLIENT_BACKOFF_RANDOM_FACTOR',
+    `${XDS}; each wait is the last times this, as envoy's backoff library uses it (default 0.5: every wait is the initial one)`,
+  ),
+  xds(
+    'XDS_CLIENT_BACKOFF_JITTER',
+    `${XDS}; pick each wait at random between the initial one and the computed one (default true)`,
+  ),
   xds('XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES', `${XDS}; largest DiscoveryResponse accepted (default 4 MiB)`),
   na('USE_DOG_STATSD', STATSD),
   na('USE_DOG_STATSD_MOGRIFIERS', STATSD),

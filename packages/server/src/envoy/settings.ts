@@ -284,7 +284,14 @@ export function envoyServiceOptions(env: Env): EnvoyStart {
       nodeId: env.CONFIG_GRPC_XDS_NODE_ID || 'default',
       nodeMetadata: nodeMetadata(env.CONFIG_GRPC_XDS_NODE_METADATA),
       headers: goMap(env, 'CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS'),
-      retryMs: goDuration(env, 'CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL', 3000),
+      // envoy ratelimit's reconnect waits come from the XDS_CLIENT_BACKOFF_* settings (its
+      // CONNECT_RETRY_INTERVAL feeds a stream-retry interceptor whose retries are off by default).
+      backoff: {
+        initialMs: goDuration(env, 'XDS_CLIENT_BACKOFF_INITIAL_INTERVAL', 10_000),
+        maxMs: goDuration(env, 'XDS_CLIENT_BACKOFF_MAX_INTERVAL', 60_000),
+        factor: goFloat(env, 'XDS_CLIENT_BACKOFF_RANDOM_FACTOR', 0.5),
+        jitter: goBool(env, 'XDS_CLIENT_BACKOFF_JITTER', true),
+      },
       forceStart: goBool(env, 'FORCE_START_WITHOUT_INITIAL_CONFIG', false),
       maxMessageBytes: goInt(env, 'XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES', 4 * 1024 * 1024),
       ...(tls

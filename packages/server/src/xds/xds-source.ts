@@ -3,13 +3,14 @@
  * stream to a management server, state of the world. Every DiscoveryResponse carries all the
  * RateLimitConfig resources; they are validated exactly as files are (each becomes a rule source for
  * `parseRules`), applied when valid and ACKed, or NACKed with the problems while the last good rules stay.
- * A dropped stream is reopened after `retryMs`, asking again with the last accepted version.
+ * A dropped stream is reopened after `retryMs` (or the `backoff`), asking again with the last accepted version.
  */
 import { readFileSync } from 'node:fs';
 import { Client, type ClientDuplexStream, credentials, Metadata } from '@grpc/grpc-js';
 import type { LoadResult, RuleSet } from 'sluice/rules';
 import { parseRules } from 'sluice/rules';
 import type { Logger } from '../logger.js';
+import { backoffDelay } from './backoff.js';
 import { decodeRateLimitConfig, RATE_LIMIT_CONFIG_TYPE_URL, ruleSourceOf, xdsProtoRoot } from './rls-config.js';
 import type { XdsOptions } from './xds-options.js';
 
@@ -56,6 +57,8 @@ export function startXdsSource(options: XdsOptions, callbacks: XdsSourceCallback
   const Response = root.lookupType('envoy.service.discovery.v3.DiscoveryResponse');
   const { logger } = callbacks;
   const retryMs = options.retryMs ?? 3000;
+  let attempt = 0;
+  const nextWait = () => (options.backoff === undefined ? retryMs : backoffDelay(options.backoff, attempt++));
   const node = {
     id: options.nodeId,
     userAgentName: 'sluice',
@@ -133,6 +136,7 @@ export function startXdsSource(options: XdsOptions, callbacks: XdsSourceCallback
     callbacks.report(result, offered);
     if (result.ok) {
       version = offered;
+      attempt = 0;
       send({ versionInfo: version, responseNonce: nonce });
       resolveFirst();
     } else {
@@ -165,8 +169,9 @@ export function startXdsSource(options: XdsOptions, callbacks: XdsSourceCallback
       if (stream !== s) return;
       stream = undefined;
       if (closed) return;
-      logger.warn({ server: options.server, why, retryMs }, 'xds: stream to the management server ended; reconnecting');
-      retry = setTimeout(open, retryMs);
+      const waitMs = nextWait();
+      logger.warn({ server: options.server, why, waitMs }, 'xds: stream to the management server ended; reconnecting');
+      retry = setTimeout(open, waitMs);
       retry.unref();
     };
     s.on('error', (error: Error) => again(error.message));

@@ -143,7 +143,7 @@ for (const grpcServer of GRPC_SERVERS) {
         CONFIG_GRPC_XDS_NODE_ID: 'sluice-test',
         CONFIG_GRPC_XDS_NODE_METADATA: 'zone=z1',
         CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS: 'x-auth:secret',
-        CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL: '50ms',
+        XDS_CLIENT_BACKOFF_INITIAL_INTERVAL: '50ms',
       });
     });
     after(async () => {
@@ -240,7 +240,7 @@ describe('xDS with FORCE_START_WITHOUT_INITIAL_CONFIG=true', () => {
     const svc = await startEnvoy('grpc-js', {
       CONFIG_TYPE: 'GRPC_XDS_SOTW',
       CONFIG_GRPC_XDS_SERVER_URL: '127.0.0.1:1',
-      CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL: '1s',
+      XDS_CLIENT_BACKOFF_INITIAL_INTERVAL: '1s',
       FORCE_START_WITHOUT_INITIAL_CONFIG: 'true',
     });
     assert.deepEqual(shape(await svc.ask('xds-a', [[['k', 'v']]])).statuses, [NO_LIMIT]);
