@@ -32,3 +32,41 @@ export function limitConnectionAge(session: Http2Session, ageMs: number, graceMs
     if (grace !== undefined) clearTimeout(grace);
   });
 }
+
+/** Server keepalive pings (grpc-go's server keepalive `Time` and `Timeout`). */
+export interface KeepaliveOptions {
+  /** Ping each connection this often. @default 2 h (grpc-go's default) */
+  readonly timeMs: number;
+  /** Cut a connection whose ping is not answered within this. @default 20 s (grpc-go's default) */
+  readonly timeoutMs: number;
+}
+
+/** grpc-go's server keepalive defaults, which envoy ratelimit runs with. */
+export const DEFAULT_KEEPALIVE: KeepaliveOptions = { timeMs: 2 * 3_600_000, timeoutMs: 20_000 };
+
+/**
+ * Pings `session` every `timeMs` and destroys it when a ping goes unanswered for `timeoutMs`: a peer that
+ * vanished without closing its connection (a half-open TCP connection) does not hold its streams — a
+ * health Watch, say — for ever. The timers never hold the process open.
+ */
+export function keepSessionAlive(session: Http2Session, keepalive: KeepaliveOptions): void {
+  let deadline: NodeJS.Timeout | undefined;
+  const tick = setInterval(() => {
+    if (session.destroyed || deadline !== undefined) return;
+    deadline = setTimeout(() => session.destroy(), keepalive.timeoutMs);
+    deadline.unref();
+    try {
+      session.ping(() => {
+        clearTimeout(deadline);
+        deadline = undefined;
+      });
+    } catch {
+      session.destroy();
+    }
+  }, keepalive.timeMs);
+  tick.unref();
+  session.once('close', () => {
+    clearInterval(tick);
+    if (deadline !== undefined) clearTimeout(deadline);
+  });
+}

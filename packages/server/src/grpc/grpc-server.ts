@@ -15,6 +15,7 @@ import { isStoreError } from '../decide.js';
 import { requestFromMessage } from '../envoy-codec.js';
 import type { Logger } from '../logger.js';
 import type { ServiceMetrics } from '../metrics.js';
+import { DEFAULT_KEEPALIVE, type KeepaliveOptions } from './connection-age.js';
 import { type GrpcHealthCheck, loadHealthService } from './health-service.js';
 import type { HealthWatch } from './health-watch.js';
 import { grpcJsWatchHandler } from './health-watch-streams.js';
@@ -61,6 +62,8 @@ export interface GrpcServerOptions {
   maxConnectionAgeMs?: number;
   /** Then cut them after this long (GRPC_MAX_CONNECTION_AGE_GRACE). @default none */
   maxConnectionAgeGraceMs?: number;
+  /** Ping connections; cut those that do not answer. @default DEFAULT_KEEPALIVE */
+  keepalive?: KeepaliveOptions;
 }
 
 const CODE_NAMES: Record<number, string> = Object.fromEntries(
@@ -160,6 +163,9 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcH
     // object, four closures and two clock reads; off, as in grpc-js's own fast path.
     'grpc.enable_channelz': 0,
     interceptors: [receiveInterceptor(guard, metrics, logger)],
+    // grpc-go's server keepalive (what envoy ratelimit runs with): a vanished peer's connection is cut.
+    'grpc.keepalive_time_ms': (options.keepalive ?? DEFAULT_KEEPALIVE).timeMs,
+    'grpc.keepalive_timeout_ms': (options.keepalive ?? DEFAULT_KEEPALIVE).timeoutMs,
     ...(options.maxConnectionAgeMs === undefined ? {} : { 'grpc.max_connection_age_ms': options.maxConnectionAgeMs }),
     ...(options.maxConnectionAgeGraceMs === undefined
       ? {}

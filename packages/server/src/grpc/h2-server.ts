@@ -15,7 +15,7 @@ import { isStoreError } from '../decide.js';
 import { requestFromMessage } from '../envoy-codec.js';
 import type { Logger } from '../logger.js';
 import type { ServiceMetrics } from '../metrics.js';
-import { limitConnectionAge } from './connection-age.js';
+import { DEFAULT_KEEPALIVE, type KeepaliveOptions, keepSessionAlive, limitConnectionAge } from './connection-age.js';
 import type { GrpcHandle } from './grpc-server.js';
 import {
   decodeHealthRequest,
@@ -75,6 +75,8 @@ export interface H2GrpcServerOptions {
   maxConnectionAgeMs?: number;
   /** Then cut them after this long (GRPC_MAX_CONNECTION_AGE_GRACE). @default none: wait for their streams */
   maxConnectionAgeGraceMs?: number;
+  /** Ping connections; cut those that do not answer. @default DEFAULT_KEEPALIVE */
+  keepalive?: KeepaliveOptions;
 }
 
 /** `grpc-message` is percent-encoded: everything outside printable ASCII, and `%` itself. */
@@ -214,6 +216,7 @@ export async function startH2GrpcServer(options: H2GrpcServerOptions): Promise<G
   server.on('session', (session: Http2Session) => {
     sessions.add(session);
     session.on('close', () => sessions.delete(session));
+    keepSessionAlive(session, options.keepalive ?? DEFAULT_KEEPALIVE);
     if (options.maxConnectionAgeMs !== undefined) {
       limitConnectionAge(session, options.maxConnectionAgeMs, options.maxConnectionAgeGraceMs);
     }

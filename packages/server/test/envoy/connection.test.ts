@@ -6,12 +6,13 @@
  */
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Socket, connect as tcpConnect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { type Client, connectivityState, credentials, makeGenericClientConstructor } from '@grpc/grpc-js';
 import { loadRateLimitService } from '../../src/grpc/proto.js';
-import { createRlsClient } from '../../src/index.js';
+import { createRlsClient, startService } from '../../src/index.js';
 import { createRuntime, GRPC_SERVERS, startEnvoy } from './harness.js';
 import { grpcJsWatch, rawSession, rawWatch } from './health-client.js';
 
@@ -33,6 +34,41 @@ function channelClient(target: string) {
         client.ShouldRateLimit(ask, (error, response) => (error ? reject(error) : resolve(response.overallCode))),
       ),
     close: () => client.close(),
+  };
+}
+
+/** A TCP proxy to `port` whose connections can be frozen: open, but nothing passes either way (a half-open peer). */
+async function freezingProxy(port: number) {
+  const upstreams: Socket[] = [];
+  const clients: Socket[] = [];
+  const server = createServer((client) => {
+    const upstream = tcpConnect(port, '127.0.0.1');
+    client.on('error', () => {});
+    upstream.on('error', () => {});
+    client.pipe(upstream);
+    upstream.pipe(client);
+    clients.push(client);
+    upstreams.push(upstream);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as { port: number }).port,
+    upstreams,
+    freeze() {
+      for (const [i, client] of clients.entries()) {
+        const upstream = upstreams[i] as Socket;
+        client.unpipe(upstream);
+        upstream.unpipe(client);
+        client.pause();
+        // Read and drop what the server sends (its pings), so that its close is still seen here.
+        upstream.on('data', () => {});
+        upstream.resume();
+      }
+    },
+    close() {
+      for (const s of [...clients, ...upstreams]) s.destroy();
+      server.close();
+    },
   };
 }
 
@@ -107,6 +143,35 @@ for (const grpcServer of GRPC_SERVERS) {
         session.destroy();
         assert.equal(await svc.stop(), 0);
         runtime.dispose();
+      }
+    });
+
+    it('keepalive: a connection whose peer stops answering (half-open) is cut, freeing its watch', async () => {
+      const service = await startService({
+        host: '127.0.0.1',
+        port: 0,
+        grpcPort: 0,
+        grpcServer,
+        logLevel: 'silent',
+        dashboardDir: false,
+        grpcKeepalive: { timeMs: 100, timeoutMs: 100 },
+      });
+      const proxy = await freezingProxy(service.grpcPort);
+      const session = rawSession(`http://127.0.0.1:${proxy.port}`);
+      try {
+        const watch = rawWatch(session, '');
+        assert.equal(await watch.nth(1), 'SERVING');
+        const upstream = proxy.upstreams[0] as Socket;
+        const cut = new Promise<void>((resolve) => upstream.once('close', () => resolve()));
+        proxy.freeze();
+        await cut;
+        const direct = rawSession(`http://127.0.0.1:${service.grpcPort}`);
+        assert.equal(await rawWatch(direct, '').nth(1), 'SERVING');
+        direct.destroy();
+      } finally {
+        session.destroy();
+        proxy.close();
+        await service.close();
       }
     });
 
