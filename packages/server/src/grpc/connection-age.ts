@@ -50,6 +50,8 @@ export const DEFAULT_KEEPALIVE: KeepaliveOptions = { timeMs: 2 * 3_600_000, time
  * health Watch, say — for ever. The timers never hold the process open.
  */
 export function keepSessionAlive(session: Http2Session, keepalive: KeepaliveOptions): void {
+  // 0 (or nonsense) turns pings off, as grpc-js does with a keepalive time of 0.
+  if (!(keepalive.timeMs > 0 && keepalive.timeMs < 2 ** 31 && keepalive.timeoutMs > 0)) return;
   let deadline: NodeJS.Timeout | undefined;
   const tick = setInterval(() => {
     if (session.destroyed || deadline !== undefined) return;
