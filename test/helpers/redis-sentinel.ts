@@ -17,6 +17,12 @@ export interface StartSentinelOptions {
   sentinelPassword?: string;
   /** How many Sentinels. @default 1 */
   sentinels?: number;
+  /**
+   * TLS everywhere (PEM files): the master, the replica and the Sentinels get a TLS port too, replication
+   * and the Sentinels' links go over TLS, and {@link RedisSentinelHandle.envoyUrl} names the Sentinels' TLS
+   * ports. The plain ports stay open for the helper's own checks.
+   */
+  tls?: { cert: string; key: string; ca: string };
 }
 
 /** A running master + replica watched by Sentinels. */
@@ -25,7 +31,7 @@ export interface RedisSentinelHandle {
   readonly master: RedisServerHandle;
   readonly replica: RedisServerHandle;
   readonly sentinels: RedisServerHandle[];
-  /** envoy ratelimit's REDIS_URL for REDIS_TYPE=sentinel: `name,host:port,host:port`. */
+  /** envoy ratelimit's REDIS_URL for REDIS_TYPE=sentinel: `name,host:port,host:port` (TLS ports with `tls`). */
   readonly envoyUrl: string;
   /** Asks a Sentinel to fail over now (SENTINEL FAILOVER) and waits until it names the replica as master. */
   failover(): Promise<void>;
@@ -58,10 +64,30 @@ export async function startRedisSentinel(options: StartSentinelOptions = {}): Pr
   const started: RedisServerHandle[] = [];
   const dirs: string[] = [];
   const authCommand = (password: string | undefined) => (password === undefined ? [] : [`AUTH ${password}`]);
+  const tls = options.tls;
+  const tlsArgs = (port: number) =>
+    tls === undefined
+      ? []
+      : [
+          '--tls-port',
+          String(port),
+          ...['--tls-cert-file', tls.cert, '--tls-key-file', tls.key, '--tls-ca-cert-file', tls.ca],
+          ...['--tls-auth-clients', 'no', '--tls-replication', 'yes'],
+        ];
   try {
-    const master = await startRedis({ args: auth });
+    const [masterTls, replicaTls] = [await freePort(), await freePort()];
+    const master = await startRedis({ args: [...auth, ...tlsArgs(masterTls)] });
     started.push(master);
-    const replica = await startRedis({ args: [...auth, '--replicaof', '127.0.0.1', String(master.port)] });
+    // With TLS, the replica follows the master's TLS port and is announced to the Sentinels by its own.
+    const replicaOf = tls === undefined ? master.port : masterTls;
+    const replica = await startRedis({
+      args: [
+        ...auth,
+        ...tlsArgs(replicaTls),
+        ...(tls === undefined ? [] : ['--replica-announce-port', String(replicaTls)]),
+        ...['--replicaof', '127.0.0.1', String(replicaOf)],
+      ],
+    });
     started.push(replica);
     await until(
       async () =>
@@ -74,7 +100,10 @@ export async function startRedisSentinel(options: StartSentinelOptions = {}): Pr
       'the replica to sync',
     );
     const sentinels: RedisServerHandle[] = [];
+    const sentinelTls: number[] = [];
     for (let i = 0; i < (options.sentinels ?? 1); i++) {
+      const tlsPort = await freePort();
+      sentinelTls.push(tlsPort);
       const dir = mkdtempSync(join(tmpdir(), 'sluice-sentinel-'));
       dirs.push(dir);
       const port = await freePort();
@@ -82,7 +111,17 @@ export async function startRedisSentinel(options: StartSentinelOptions = {}): Pr
       writeFileSync(
         file,
         [
-          `sentinel monitor ${masterName} 127.0.0.1 ${master.port} 1`,
+          `sentinel monitor ${masterName} 127.0.0.1 ${replicaOf} 1`,
+          ...(tls === undefined
+            ? []
+            : [
+                `tls-port ${tlsPort}`,
+                `tls-cert-file ${tls.cert}`,
+                `tls-key-file ${tls.key}`,
+                `tls-ca-cert-file ${tls.ca}`,
+                'tls-auth-clients no',
+                'tls-replication yes',
+              ]),
           ...(options.password === undefined ? [] : [`sentinel auth-pass ${masterName} ${options.password}`]),
           `sentinel down-after-milliseconds ${masterName} 2000`,
           `sentinel failover-timeout ${masterName} 10000`,
@@ -118,8 +157,19 @@ export async function startRedisSentinel(options: StartSentinelOptions = {}): Pr
       master,
       replica,
       sentinels,
-      envoyUrl: [masterName, ...sentinels.map((s) => `127.0.0.1:${s.port}`)].join(','),
+      envoyUrl: [
+        masterName,
+        ...sentinels.map((s, i) => `127.0.0.1:${tls === undefined ? s.port : sentinelTls[i]}`),
+      ].join(','),
       async failover() {
+        // Every write on the replica first: the promoted one must hold what the old master held.
+        const synced = await rawReplies(
+          master.port,
+          [...authCommand(options.password), 'WAIT 1 5000'],
+          (t) => /:\d+\r\n$/.test(t),
+          6000,
+        );
+        if (!synced.endsWith(':1\r\n')) throw new Error(`WAIT: ${synced}`);
         const lines = authCommand(options.sentinelPassword).length + 1;
         const reply = await ask(
           sentinels[0] as RedisServerHandle,
@@ -127,7 +177,8 @@ export async function startRedisSentinel(options: StartSentinelOptions = {}): Pr
           (t) => t.endsWith('\r\n') && t.split('\r\n').length > lines,
         );
         if (/\r\n-|^-/.test(reply)) throw new Error(`SENTINEL failover: ${reply}`);
-        await until(async () => (await masterPort()).endsWith(String(replica.port)), 20_000, 'the failover');
+        const promoted = String(tls === undefined ? replica.port : replicaTls);
+        await until(async () => (await masterPort()).endsWith(promoted), 20_000, 'the failover');
       },
       async stop() {
         await Promise.all(started.map((s) => s.stop()));

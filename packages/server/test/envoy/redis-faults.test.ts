@@ -54,38 +54,57 @@ describe('envoy mode: Redis failures', () => {
   });
   after(() => runtime?.dispose());
 
-  describe('a Sentinel failover', () => {
-    let setup: RedisSentinelHandle;
-    let svc: EnvoyService;
-    before(async () => {
-      setup = await startRedisSentinel({ password: PASSWORD, sentinels: 2 });
-      svc = await startEnvoy('grpc-js', {
-        ...runtime.env,
-        ...ENV,
-        REDIS_TYPE: 'sentinel',
-        REDIS_URL: setup.envoyUrl,
-        REDIS_AUTH: PASSWORD,
+  for (const overTls of [false, true]) {
+    describe(`a Sentinel failover${overTls ? ', everything over TLS' : ''}`, () => {
+      let setup: RedisSentinelHandle;
+      let svc: EnvoyService;
+      let dir: string | undefined;
+      before(async () => {
+        let tlsEnv = {};
+        let tls: { cert: string; key: string; ca: string } | undefined;
+        if (overTls) {
+          dir = mkdtempSync(join(tmpdir(), 'sluice-sentinel-tls-'));
+          const pki = createPki(dir);
+          const ca = pki.ca('ca');
+          tls = { ...pki.leaf('redis', 'ca', 'IP:127.0.0.1'), ca };
+          tlsEnv = { REDIS_TLS: 'true', REDIS_TLS_CACERT: ca };
+        }
+        setup = await startRedisSentinel({
+          password: PASSWORD,
+          sentinels: 2,
+          ...(tls === undefined ? {} : { tls: { cert: tls.cert, key: tls.key, ca: tls.ca } }),
+        });
+        svc = await startEnvoy('grpc-js', {
+          ...runtime.env,
+          ...ENV,
+          ...tlsEnv,
+          REDIS_TYPE: 'sentinel',
+          REDIS_URL: setup.envoyUrl,
+          REDIS_AUTH: PASSWORD,
+        });
+      });
+      after(async () => {
+        assert.equal(await svc?.stop(), 0);
+        await setup?.stop();
+        if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+      });
+
+      it('decisions move to the promoted replica, which kept the counts', async () => {
+        const key = unique('fo');
+        for (let i = 0; i < 5; i++) await svc.ask('another', [[['key3', key]]]);
+        assert.deepEqual(shape(await svc.ask('another', [[['key3', key]]])).statuses, [status('OK', 10, 'HOUR', 4)]);
+        // (failover() waits until the replica has every write before promoting it.)
+        await setup.failover();
+        const res = await eventually(
+          () => svc.ask('another', [[['key3', key]]]),
+          (r) => r.overallCode === 'OK',
+          'a decision after the failover',
+        );
+        assert.deepEqual(shape(res).statuses, [status('OK', 10, 'HOUR', 3)]);
+        assert.equal(await health(svc), 200);
       });
     });
-    after(async () => {
-      assert.equal(await svc?.stop(), 0);
-      await setup?.stop();
-    });
-
-    it('decisions move to the promoted replica, which kept the counts', async () => {
-      const key = unique('fo');
-      for (let i = 0; i < 5; i++) await svc.ask('another', [[['key3', key]]]);
-      await setup.failover();
-      // Replication is asynchronous: the replica had the five counts before it was promoted (it was in sync).
-      const res = await eventually(
-        () => svc.ask('another', [[['key3', key]]]),
-        (r) => r.overallCode === 'OK',
-        'a decision after the failover',
-      );
-      assert.deepEqual(shape(res).statuses, [status('OK', 10, 'HOUR', 4)]);
-      assert.equal(await health(svc), 200);
-    });
-  });
+  }
 
   describe('Sentinels that cannot help', () => {
     let garbage: Server;
