@@ -6,8 +6,9 @@
  * one Redis with a key prefix, a second Redis for per-second limits, passwords, TLS (with a client
  * certificate), a 3-master Cluster and Sentinels — with and without the local cache.
  *
- * envoy reads its local cache's hits from statsd gauges; sluice counts them in
- * `sluice_local_cache_hits_total`, asserted here at the points where envoy asserts its hit count.
+ * envoy reads its counters from statsd: its per-key total_hits, over_limit and near_limit are
+ * sluice_decisions_total's outcomes of the rule, and its local cache hits are
+ * `sluice_local_cache_hits_total`; both are asserted where envoy asserts them.
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
@@ -37,6 +38,24 @@ async function localCacheHits(svc: EnvoyService): Promise<number> {
   assert.ok(line, 'sluice_local_cache_hits_total is exported');
   return Number(line[1]);
 }
+
+/** envoy's per-rule counters, from sluice_decisions_total: total_hits, over_limit, near_limit. */
+async function ruleCounts(svc: EnvoyService, rule: string): Promise<{ total: number; over: number; near: number }> {
+  const text = await (await fetch(`http://127.0.0.1:${svc.sluice.http}/metrics`)).text();
+  const count = (outcome: string) => {
+    const series = `sluice_decisions_total{domain="another",rule="${rule}",outcome="${outcome}"} `;
+    const line = text.split('\n').find((l) => l.startsWith(series));
+    return line === undefined ? 0 : Number(line.slice(series.length));
+  };
+  const [ok, near, over] = [count('ok'), count('near_limit'), count('over_limit')];
+  return { total: ok + near + over, over, near };
+}
+
+/** What `counts` grew by since `before`. */
+const grown = (
+  before: { total: number; over: number; near: number },
+  after: { total: number; over: number; near: number },
+) => ({ total: after.total - before.total, over: after.over - before.over, near: after.near - before.near });
 
 for (const layout of LAYOUTS) {
   describe(`envoy ratelimit Redis cases: ${layout.name}`, () => {
@@ -91,7 +110,10 @@ for (const layout of LAYOUTS) {
         it('25 requests against 20 per minute: OK down to 0, then OVER_LIMIT (the local cache answers 4)', async () => {
           await withinOneWindow(async (key) => {
             const before = await localCacheHits(svc);
+            const counts = await ruleCounts(svc, 'another|key2');
             const resets = await overMinuteLimit(svc, key);
+            // envoy's total_hits, over_limit and near_limit (hits past 80% of the limit) of key2.
+            assert.deepEqual(grown(counts, await ruleCounts(svc, 'another|key2')), { total: 25, over: 5, near: 4 });
             // envoy: the first rejection comes from Redis, the next four from the local cache.
             assert.equal((await localCacheHits(svc)) - before, layout.localCache ? 4 : 0);
             return resets;
@@ -101,7 +123,12 @@ for (const layout of LAYOUTS) {
         it('two descriptors (20/minute and 10/hour): nothing is counted for a rejected request', async () => {
           await withinOneWindow(async (key) => {
             const before = await localCacheHits(svc);
+            const counts = [await ruleCounts(svc, 'another|key2'), await ruleCounts(svc, 'another|key3')] as const;
             const resets = await overHourLimitOfTwo(svc, key);
+            // envoy: key2 counts every hit and is never over; key3 is over on the last five.
+            assert.equal(grown(counts[0], await ruleCounts(svc, 'another|key2')).total, 15);
+            assert.equal(grown(counts[0], await ruleCounts(svc, 'another|key2')).over, 0);
+            assert.deepEqual(grown(counts[1], await ruleCounts(svc, 'another|key3')), { total: 15, over: 5, near: 2 });
             // envoy: key3 is found in the local cache on each of the last four requests.
             assert.equal((await localCacheHits(svc)) - before, layout.localCache ? 4 : 0);
             return resets;
