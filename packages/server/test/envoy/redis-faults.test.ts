@@ -215,6 +215,31 @@ describe('envoy mode: Redis failures', () => {
     });
   });
 
+  it('a per-second Redis unreachable at start: the service starts, per-minute limits work', async () => {
+    const main = await startRedis();
+    const svc = await startEnvoy('grpc-js', {
+      ...runtime.env,
+      ...ENV,
+      REDIS_URL: `127.0.0.1:${main.port}`,
+      REDIS_PERSECOND: 'true',
+      REDIS_PERSECOND_SOCKET_TYPE: 'tcp',
+      REDIS_PERSECOND_URL: `127.0.0.1:${await freePort()}`,
+    });
+    try {
+      const key = unique('cold');
+      assert.deepEqual(shape(await svc.ask('another', [[['key2', key]]])).statuses, [status('OK', 20, 'MINUTE', 19)]);
+      const error = await failure(svc.ask('basic', [[['key1', key]]]));
+      assert.equal(error.code, 14);
+      assert.match(error.details, /^per-second Redis: /);
+      assert.equal(await health(svc), 503);
+      const line = await svc.sluice.waitForLog((r) => r.msg === 'redis error' && r.redis === 'per-second');
+      assert.match(String(line.err), /ECONNREFUSED/);
+    } finally {
+      assert.equal(await svc.stop(), 0);
+      await main.stop();
+    }
+  });
+
   describe('Redis TLS with a certificate for another host', () => {
     let dir: string;
     let redis: RedisServerHandle;
