@@ -9,6 +9,7 @@ import { dynamicMetadata } from './envoy/dynamic-metadata.js';
 import { type EnvoyHeaderNames, envoyHeaders } from './envoy/response-headers.js';
 import { rateLimitHeaders } from './headers.js';
 import type { ServiceMetrics } from './metrics.js';
+import type { Carrier } from './tracing/trace-context.js';
 
 /** The answer to a rate-limit request, with the headers that describe it. */
 export interface Decided extends RateLimitResponse {
@@ -28,7 +29,8 @@ export type HeaderMode = 'sluice' | 'none' | EnvoyHeaderNames;
 
 /** Decides envoy-style requests: allow/deny lists first, then the rules engine; publishes every decision. */
 export interface Decider {
-  decide(request: RateLimitRequest, source: DecisionSource): Promise<Decided>;
+  /** `carrier`: the call's headers (gRPC metadata or HTTP headers), read only for tracing. */
+  decide(request: RateLimitRequest, source: DecisionSource, carrier?: Carrier): Promise<Decided>;
 }
 
 /** Options of {@link createDecider}. */

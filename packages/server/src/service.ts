@@ -42,6 +42,10 @@ import { createPerSecondStore } from './per-second-store.js';
 import { createRedisBackend, type RedisOptions, type StoreBackend } from './redis-backend.js';
 import { applyConstantLabels } from './stats/constant-labels.js';
 import { createStatsCollector } from './stats/stats-collector.js';
+import { createOtlpExporter } from './tracing/otlp-exporter.js';
+import { traceDecisions } from './tracing/traced-decider.js';
+import { createTracer } from './tracing/tracer.js';
+import type { TracingOptions } from './tracing/tracing-options.js';
 import { createXdsConfigSource } from './xds/xds-config-source.js';
 import type { XdsOptions } from './xds/xds-options.js';
 
@@ -164,8 +168,10 @@ export interface ServiceOptions {
   nearLimitRatio?: number;
   /** Extra constant labels on every Prometheus series (envoy's EXTRA_TAGS). */
   metricsLabels?: Readonly<Record<string, string>>;
-  /** Collect no metrics: /metrics and the metrics listener answer 404 (envoy's DISABLE_STATS). @default false */
+  /** Collect no metrics: /metrics and the metrics listener answer an empty exposition (envoy's DISABLE_STATS). @default false */
   disableStats?: boolean;
+  /** OpenTelemetry tracing of decisions, exported over OTLP (envoy's TRACING_*). @default off */
+  tracing?: TracingOptions;
   /** Start with no rules when the config paths hold no rule file yet (envoy ratelimit does). @default false */
   startWithoutConfig?: boolean;
   /** Take the rules from an xDS management server instead of files (envoy's CONFIG_TYPE=GRPC_XDS_SOTW). */
@@ -338,7 +344,13 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
       ...(options.configRoot === undefined ? {} : { root: options.configRoot }),
     });
   const now = () => clock.now();
-  const decider = createDecider({
+  const spanExporter =
+    options.tracing === undefined ? undefined : createOtlpExporter({ ...options.tracing.otlp, logger });
+  const tracer =
+    options.tracing === undefined || spanExporter === undefined
+      ? undefined
+      : createTracer({ ...options.tracing, exporter: spanExporter, logger });
+  const decided = createDecider({
     engine,
     lists,
     hub,
@@ -348,6 +360,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     ...(options.dynamicMetadata === true ? { dynamicMetadata: true } : {}),
     ...(options.nearLimitRatio === undefined ? {} : { nearLimitRatio: options.nearLimitRatio }),
   });
+  const decider = tracer === undefined ? decided : traceDecisions(decided, tracer);
   const checkApi = createCheckApi({
     store,
     lists,
@@ -527,6 +540,8 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
           await Promise.all(started.map((s) => s.close()));
           if (backend.owned) await store.close();
           await backend.close();
+          await tracer?.shutdown();
+          spanExporter?.close();
           logger.info('stopped');
         })();
         return closing;

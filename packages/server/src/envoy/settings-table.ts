@@ -17,7 +17,6 @@ export interface EnvoySetting {
 
 const h = (name: string, note: string): EnvoySetting => ({ name, status: 'honoured', note });
 const na = (name: string, note: string): EnvoySetting => ({ name, status: 'not applicable', note });
-const ny = (name: string, note: string): EnvoySetting => ({ name, status: 'not yet', note });
 
 const STATSD = 'sluice exports Prometheus metrics on GET /metrics; it sends no statsd';
 const MEMCACHE = 'sluice has no Memcached backend (BACKEND_TYPE=memcache is refused at start)';
@@ -25,8 +24,6 @@ const PER_SECOND = 'with REDIS_PERSECOND=true: as the REDIS_ setting, for the Re
 const XDS = 'with CONFIG_TYPE=GRPC_XDS_SOTW';
 /** The xDS settings' status, one switch for all of them. */
 const xds = h;
-const TRACING =
-  'no OpenTelemetry tracing yet: spans on both gRPC servers, W3C trace context and an OTLP exporter are still to build';
 
 /** envoy ratelimit's settings, in the order of its settings.go. */
 export const ENVOY_SETTINGS: readonly EnvoySetting[] = [
@@ -174,10 +171,13 @@ export const ENVOY_SETTINGS: readonly EnvoySetting[] = [
     'dynamic_metadata with the domain, descriptors, hits and the metadata of passed rules',
   ),
   h('MERGE_DOMAIN_CONFIG', 'files of one domain are merged instead of refused'),
-  ny('TRACING_ENABLED', TRACING),
-  ny('TRACING_SERVICE_NAME', TRACING),
-  ny('TRACING_SERVICE_NAMESPACE', TRACING),
-  ny('TRACING_SERVICE_INSTANCE_ID', TRACING),
-  ny('TRACING_EXPORTER_PROTOCOL', TRACING),
-  ny('TRACING_SAMPLING_RATE', TRACING),
+  h(
+    'TRACING_ENABLED',
+    'a server span per decision (gRPC and /json), continuing the caller’s traceparent or B3 trace, exported over OTLP to OTEL_EXPORTER_OTLP_ENDPOINT',
+  ),
+  h('TRACING_SERVICE_NAME', 'resource attribute service.name (default RateLimit)'),
+  h('TRACING_SERVICE_NAMESPACE', 'resource attribute service.namespace'),
+  h('TRACING_SERVICE_INSTANCE_ID', 'resource attribute service.instance.id (default a random UUID)'),
+  h('TRACING_EXPORTER_PROTOCOL', 'http (OTLP/HTTP with JSON bodies, default) or grpc (OTLP/gRPC)'),
+  h('TRACING_SAMPLING_RATE', 'share of new traces recorded (default 1); a caller’s sampled flag wins, as ParentBased'),
 ];

@@ -10,6 +10,7 @@ import { SluiceError } from 'sluice';
 import type { LogLevel } from '../logger.js';
 import type { RedisOptions } from '../redis-backend.js';
 import type { ServiceOptions } from '../service.js';
+import { otlpFromEnv } from '../tracing/otlp-exporter.js';
 import { ENVOY_SETTINGS } from './settings-table.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -260,6 +261,23 @@ export function envoyServiceOptions(env: Env): EnvoyStart {
   const extraTags = goMap(env, 'EXTRA_TAGS');
   if (Object.keys(extraTags).length > 0) options.metricsLabels = extraTags;
   if (goBool(env, 'DISABLE_STATS', false)) options.disableStats = true;
+  if (goBool(env, 'TRACING_ENABLED', false)) {
+    const protocol = (env.TRACING_EXPORTER_PROTOCOL || 'http').toLowerCase();
+    if (protocol !== 'http' && protocol !== 'grpc') {
+      throw bad('TRACING_EXPORTER_PROTOCOL', `'${env.TRACING_EXPORTER_PROTOCOL}' is not http or grpc`);
+    }
+    options.tracing = {
+      otlp: otlpFromEnv(env, protocol),
+      serviceName: env.TRACING_SERVICE_NAME || 'RateLimit',
+      samplingRate: goFloat(env, 'TRACING_SAMPLING_RATE', 1),
+      ...(env.TRACING_SERVICE_NAMESPACE ? { serviceNamespace: env.TRACING_SERVICE_NAMESPACE } : {}),
+      ...(env.TRACING_SERVICE_INSTANCE_ID ? { serviceInstanceId: env.TRACING_SERVICE_INSTANCE_ID } : {}),
+      // OpenTelemetry's batch span processor variables, as envoy ratelimit's SDK reads them.
+      ...(env.OTEL_BSP_SCHEDULE_DELAY ? { scheduleMs: goInt(env, 'OTEL_BSP_SCHEDULE_DELAY', 5000) } : {}),
+      ...(env.OTEL_BSP_MAX_QUEUE_SIZE ? { maxQueue: goInt(env, 'OTEL_BSP_MAX_QUEUE_SIZE', 2048) } : {}),
+      ...(env.OTEL_BSP_MAX_EXPORT_BATCH_SIZE ? { maxBatch: goInt(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE', 512) } : {}),
+    };
+  }
   const level = env.LOG_LEVEL;
   if (level) {
     const mapped = LEVELS[level.toLowerCase()];

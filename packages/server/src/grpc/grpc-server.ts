@@ -193,7 +193,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcH
         fail(callback, error);
         return;
       }
-      decider.decide(request, 'grpc').then(
+      decider.decide(request, 'grpc', call.metadata).then(
         (decided) => {
           metrics.grpc('OK');
           callback(null, decided);

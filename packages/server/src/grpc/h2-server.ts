@@ -184,7 +184,7 @@ export async function startH2GrpcServer(options: H2GrpcServerOptions): Promise<G
     }
   }
 
-  function handle(stream: ServerHttp2Stream, message: Buffer): void {
+  function handle(stream: ServerHttp2Stream, message: Buffer, headers: IncomingHttpHeaders): void {
     let request: ReturnType<typeof requestFromMessage>;
     try {
       request = requestFromMessage(decodeRateLimitRequest(message));
@@ -194,7 +194,7 @@ export async function startH2GrpcServer(options: H2GrpcServerOptions): Promise<G
       else fail(stream, GRPC_STATUS.INVALID_ARGUMENT, (error as Error).message);
       return;
     }
-    decider.decide(request, 'grpc').then(
+    decider.decide(request, 'grpc', headers).then(
       (decided) => reply(stream, encodeDecisionFrame(decided)),
       (error: unknown) => {
         if (
@@ -310,7 +310,7 @@ export async function startH2GrpcServer(options: H2GrpcServerOptions): Promise<G
           return fail(stream, GRPC_STATUS.INTERNAL, 'a unary call carries exactly one message');
         }
         const message = body.subarray(5);
-        if (body[0] === 0) return handle(stream, message);
+        if (body[0] === 0) return handle(stream, message, headers);
         const encoding = headers['grpc-encoding'];
         const decompress = encoding === 'gzip' ? gunzip : encoding === 'deflate' ? inflate : undefined;
         if (decompress === undefined) {
@@ -321,7 +321,7 @@ export async function startH2GrpcServer(options: H2GrpcServerOptions): Promise<G
           { maxOutputLength: maxMessageBytes },
           guarded(stream, (error: Error | null, plain: Buffer) => {
             if (error) fail(stream, GRPC_STATUS.INTERNAL, `could not decompress the request: ${error.message}`);
-            else handle(stream, plain);
+            else handle(stream, plain, headers);
           }),
         );
       }),

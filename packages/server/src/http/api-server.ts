@@ -44,7 +44,7 @@ export function createApiServer(options: ApiServerOptions): Server {
         only(method, 'POST');
         const body = await readJson(req, maxBodyBytes);
         const request = requestFromMessage(body);
-        const decided = await decider.decide(request, 'json');
+        const decided = await decider.decide(request, 'json', req.headers);
         sendJson(res, decided.overallCode === 'OVER_LIMIT' ? 429 : 200, responseToJson(decided), decided.headers);
         return 'json';
       }
