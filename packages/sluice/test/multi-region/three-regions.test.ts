@@ -221,7 +221,10 @@ describe('three regions, 50 ms apart', { timeout: 120_000 }, () => {
         // The transfer records agree: what each region credited from another is exactly what that
         // region gave it (units lost in the partition were credited after the heal, and only once).
         const key = leaseRecordKey(tagOf('t:escrow:', name), resolvePolicy(policyOf(algorithm)).id);
-        const recs = await Promise.all(servers.map((c) => c.hgetall(key)));
+        // The record and its transfer hash (the fields named with a ':').
+        const recs = await Promise.all(
+          servers.map(async (c) => ({ ...(await c.hgetall(key)), ...(await c.hgetall(`${key}~`)) })),
+        );
         for (const [i, giver] of REGIONS.entries()) {
           for (const [j, taker] of REGIONS.entries()) {
             const g = recs[i] as Record<string, string>;

@@ -5,7 +5,8 @@
  *
  * A region's share is a bounded counter (Balegas et al., "Extending Eventually Consistent Cloud
  * Databases for Enforcing Numeric Invariants", SRDS 2015): its initial part, plus units other
- * regions gave it, minus units it gave away. In its lease record (a hash):
+ * regions gave it, minus units it gave away. In its lease record (a hash; the fields named with a
+ * ':' in a second hash beside it, `<record>~`, written only by the sync):
  *   inc            its incarnation (a new one whenever the record is created)
  *   g:<j>, gi:<j>  units given to region j (a running total: the transfer record), and the
  *   gt:<j>         incarnation of j and the instant of the last transfer
@@ -21,6 +22,8 @@
  *   hw             the latest time stamp a decision (or a transfer) here carried
  *   dr, dt         demand: units asked, decayed exponentially (time constant TAU), as of dt
  *   os:<j>, od:<j> region j's share and demand, as last reported
+ *   sc, sn         the share, cached until the next instant it may change by itself (a transfer
+ *                  starts to count, a proof runs out); any write to the transfer hash voids it
  * Only the region itself writes g:*, and it merges r:* by max, so sync messages may be duplicated,
  * reordered or replayed; units a region gave and the other has not credited yet (the reply was lost
  * in a partition) belong to nobody until the next sync carries the running total again.
@@ -75,15 +78,34 @@ local function fmt(x) return sformat('%.17g', x) end
 -- write fails the whole script, as every other write of these scripts does.
 local function W(...) call(...) return true end
 local function num(v) if v then return tonumber(v) end return 0 end
-local function record(rkey)
-  local h = call('HGETALL', rkey)
-  local rec = {}
+-- Fields named with a ':' (per peer: transfers, what the peers reported) live in the record's
+-- transfer hash, rkey .. '~', which only the sync writes; a decision reads the small record, with its
+-- cached share (sc, valid until sn), and the transfer hash only when that share may have changed.
+local function tkey(rkey) return rkey .. '~' end
+local function load(rec, key)
+  local h = call('HGETALL', key)
   for i = 1, #h, 2 do rec[h[i]] = h[i + 1] end
+end
+-- Both hashes (the sync's scripts).
+local function record(rkey)
+  local rec = {}
+  load(rec, rkey)
+  load(rec, tkey(rkey))
+  rec.loaded = true
   return rec
 end
 local function setf(rkey, rec, field, value)
   rec[field] = value
-  call('HSET', rkey, field, value)
+  if find(field, ':', 1, true) then
+    call('HSET', tkey(rkey), field, value)
+    -- A transfer changed: the cached share no longer holds.
+    if rec.sn ~= '0' then
+      rec.sn = '0'
+      call('HSET', rkey, 'sn', '0')
+    end
+  else
+    call('HSET', rkey, field, value)
+  end
 end
 -- Creates the record when missing: a new incarnation, holding the region's initial share.
 local function ensure(rkey, rec, init, inc)
@@ -203,16 +225,42 @@ local function anchor_of(rec)
   return at
 end
 local function epoch_key(it, rec, e) return it.rkey .. '^' .. rec.inc .. '.' .. e end
+-- The share now: cached until the next instant a transfer starts to count or a proof runs out.
+local function share_now(it, rec)
+  if rec.sc and NOW < num(rec.sn) then return num(rec.sc) end
+  if not rec.loaded then
+    load(rec, tkey(it.rkey))
+    rec.loaded = true
+  end
+  local share = share_of(rec, it.init, it.proof)
+  local valid = 4503599627370496
+  for _, j in ipairs(PEERS) do
+    if rec['r:' .. j] then
+      local p = num(rec['ra:' .. j]) + it.proof
+      if NOW < p then valid = min(valid, p) end
+      local t = num(rec['rt:' .. j]) + SKEW
+      if NOW < t then valid = min(valid, t) end
+    end
+  end
+  rec.sc, rec.sn = fmt(share), fmt(valid)
+  call('HSET', it.rkey, 'sc', rec.sc, 'sn', rec.sn)
+  return share
+end
 -- The epochs binding now, as {key, policy}: the current one, and the previous one while it binds.
 local function epochs(it, newinc)
-  local rec = record(it.rkey)
+  local rec = {}
+  load(rec, it.rkey)
   -- Time never goes back for a record: callers stamp requests, and a request stamped before one
   -- this region already decided (another application server, a queue) is decided as of that later
   -- instant. The algorithms' single state per key would otherwise read an earlier window as fresh.
   NOW = max(STAMP, num(rec.hw))
   ensure(it.rkey, rec, it.init, newinc)
-  local share = share_of(rec, it.init, it.proof)
+  local share = share_now(it, rec)
   local e, s = num(rec.e), num(rec.s)
+  if share ~= s and not rec.loaded then
+    load(rec, tkey(it.rkey))
+    rec.loaded = true
+  end
   if share > s and not it.bucket then
     -- A growth, in place: the units came unused in the giver's window and count only from their
     -- transfer on (see credit), so the state built so far goes on under the larger share.
@@ -337,7 +385,10 @@ for n, it in ipairs(items) do
   end
   -- The record lives its TTL from its last use, renewed once per eighth of it (not on every call).
   local tick = floor(it.ttl / 8)
-  if not rec.hw or floor(num(rec.hw) / tick) ~= floor(NOW / tick) then call('PEXPIRE', it.rkey, fmt(it.ttl)) end
+  if not rec.hw or floor(num(rec.hw) / tick) ~= floor(NOW / tick) then
+    call('PEXPIRE', it.rkey, fmt(it.ttl))
+    call('PEXPIRE', tkey(it.rkey), fmt(it.ttl))
+  end
   looks[n] = decide(it, lists[n], it.cost, COMMIT and not ALL)
   if looks[n][1] ~= 1 then
     fits = false
@@ -448,6 +499,7 @@ for i = A + 2, #ARGV, ${14 + 9} do
     end
   end
   call('PEXPIRE', rkey, fmt(it.ttl))
+  call('PEXPIRE', tkey(rkey), fmt(it.ttl))
   out[#out + 1] = rec.inc
   out[#out + 1] = num(rec['g:' .. from])
   out[#out + 1] = rec['gi:' .. from] or ''

@@ -6,7 +6,8 @@
  *
  *   tag=<policy>@<window>  eventual: the G-counter of one window (a hash, field per region)
  *   tag=<policy>           eventual: the newest window a region has seen (for reset)
- *   tag%<policy>           escrow: this region's lease record (share, epochs, transfers)
+ *   tag%<policy>           escrow: this region's lease record (share, epochs, demand)
+ *   tag%<policy>~          escrow: its transfers (units given to and received from each region)
  *   tag^<policy>^<inc>.<e> escrow: the algorithm state of one lease epoch (built inside the script)
  *   tag|<policy>           a block (blockDuration), local to the region
  */
