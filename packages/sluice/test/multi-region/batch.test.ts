@@ -24,7 +24,13 @@ describe('multi-region: concurrent checks share script calls', () => {
 
   for (const mode of ['eventual', 'escrow'] as const) {
     it(`${mode}: 200 concurrent checks of limit 30 admit exactly 30, in fewer calls than checks`, async () => {
-      const store = createMultiRegionStore({ region: 'eu', regions: { eu: client }, mode, prefix: `b:${mode}:` });
+      const store = createMultiRegionStore({
+        region: 'eu',
+        regions: { eu: client },
+        mode,
+        prefix: `b:${mode}:`,
+        timeoutMs: 10_000,
+      });
       try {
         await store.ready?.();
         const before = Number(
@@ -50,7 +56,13 @@ describe('multi-region: concurrent checks share script calls', () => {
   }
 
   it('escrow: one batch with several algorithms and keys decides each as alone', async () => {
-    const store = createMultiRegionStore({ region: 'eu', regions: { eu: client }, mode: 'escrow', prefix: 'b:mix:' });
+    const store = createMultiRegionStore({
+      region: 'eu',
+      regions: { eu: client },
+      mode: 'escrow',
+      prefix: 'b:mix:',
+      timeoutMs: 10_000,
+    });
     try {
       const algorithms: AlgorithmName[] = ['fixed-window', 'token-bucket', 'sliding-log', 'gcra'];
       const now = 1_800_000_000_000;
