@@ -46,13 +46,22 @@ describe('multi-region on Redis Cluster', { timeout: 60_000 }, () => {
       const prefix = `c:${mode}:`;
       const keys = ['alpha', 'bravo', 'charlie'];
       assert.equal(new Set(keys.map((k) => slotOf(tagOf(prefix, k)))).size, 3, 'three slots');
-      const store = createMultiRegionStore({ region: 'eu', regions: { eu, us }, mode, prefix, autoSync: false });
+      const store = createMultiRegionStore({
+        region: 'eu',
+        regions: { eu, us },
+        mode,
+        prefix,
+        autoSync: false,
+        // Generous: the full suite runs this on a loaded machine (the default is 50 ms).
+        timeoutMs: 10_000,
+      });
       const peer = createMultiRegionStore({
         region: 'us',
         regions: { eu: euFromUs, us },
         mode,
         prefix,
         autoSync: false,
+        timeoutMs: 10_000,
       });
       // This region's share (escrow: half of the limit) or view (eventual: all of it): 2, 2 and 1.
       const scale = mode === 'escrow' ? 2 : 1;
