@@ -149,14 +149,14 @@ for (const platform of ['express', 'fastify'] as const) {
 // Behind a proxy: the platform's own trust setting keys each client apart (as the Express and Fastify
 // adapters do), and sluice's own trustProxy wins over it.
 @Module({
-  imports: [RateLimitModule.forRoot({ limit: 1, period: '1m' })],
+  imports: [RateLimitModule.forRoot({ algorithm: 'token-bucket', limit: 1, period: '1h' })],
   controllers: [AppController],
   providers: [{ provide: APP_GUARD, useClass: RateLimitGuard }],
 })
 class ProxiedModule {}
 
 @Module({
-  imports: [RateLimitModule.forRoot({ limit: 1, period: '1m', trustProxy: false })],
+  imports: [RateLimitModule.forRoot({ algorithm: 'token-bucket', limit: 1, period: '1h', trustProxy: false })],
   controllers: [AppController],
   providers: [{ provide: APP_GUARD, useClass: RateLimitGuard }],
 })
