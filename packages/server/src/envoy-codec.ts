@@ -7,6 +7,7 @@ import { SluiceError } from 'sluice';
 import type { LimitOverride, RateLimitRequest, RequestDescriptor, Unit } from 'sluice/rules';
 import type { Decided } from './decide.js';
 import { structMessage } from './grpc/struct-wire.js';
+import type { WireRequest } from './grpc/wire.js';
 
 /** Most descriptors in one request, and most entries in one descriptor. */
 export const MAX_DESCRIPTORS = 1000;
@@ -106,37 +107,71 @@ export function requestFromMessage(message: unknown): RateLimitRequest {
       `descriptors: at most ${MAX_DESCRIPTORS} per request, got ${list.length}`,
     );
   }
-  const descriptors = list.map((d, i) => descriptorFrom(d, `descriptors[${i}]`));
+  const descriptors = list.map(descriptorFrom);
   const request: RateLimitRequest = { domain, descriptors };
   const hits = get(message, 'hitsAddend', 'hits_addend');
   if (hits !== undefined && hits !== null) request.hitsAddend = uint(hits, 'hits_addend', UINT32_MAX);
   return request;
 }
 
-function descriptorFrom(value: unknown, path: string): RequestDescriptor {
-  if (!isRecord(value)) throw invalid('ERR_SLUICE_REQUEST_INVALID', `${path}: expected an object`);
+/** A descriptor from its message; error paths are built only when there is an error (this runs per request). */
+function descriptorFrom(value: unknown, i: number): RequestDescriptor {
+  const path = () => `descriptors[${i}]`;
+  if (!isRecord(value)) throw invalid('ERR_SLUICE_REQUEST_INVALID', `${path()}: expected an object`);
   const list = value.entries ?? [];
-  if (!Array.isArray(list)) throw invalid('ERR_SLUICE_REQUEST_INVALID', `${path}.entries: expected a list`);
+  if (!Array.isArray(list)) throw invalid('ERR_SLUICE_REQUEST_INVALID', `${path()}.entries: expected a list`);
   if (list.length > MAX_ENTRIES) {
-    throw invalid('ERR_SLUICE_TOO_MANY_ITEMS', `${path}.entries: at most ${MAX_ENTRIES} entries, got ${list.length}`);
+    throw invalid('ERR_SLUICE_TOO_MANY_ITEMS', `${path()}.entries: at most ${MAX_ENTRIES} entries, got ${list.length}`);
   }
   const entries = list.map((e, j) => {
-    if (!isRecord(e)) throw invalid('ERR_SLUICE_REQUEST_INVALID', `${path}.entries[${j}]: expected an object`);
+    if (!isRecord(e)) throw invalid('ERR_SLUICE_REQUEST_INVALID', `${path()}.entries[${j}]: expected an object`);
+    const { key, value } = e;
     return {
-      key: str(e.key, `${path}.entries[${j}].key`, MAX_DESCRIPTOR_KEY_LENGTH),
-      value: str(e.value, `${path}.entries[${j}].value`, MAX_DESCRIPTOR_VALUE_LENGTH),
+      key:
+        typeof key === 'string' && key.length <= MAX_DESCRIPTOR_KEY_LENGTH
+          ? key
+          : str(key, `${path()}.entries[${j}].key`, MAX_DESCRIPTOR_KEY_LENGTH),
+      value:
+        typeof value === 'string' && value.length <= MAX_DESCRIPTOR_VALUE_LENGTH
+          ? value
+          : str(value, `${path()}.entries[${j}].value`, MAX_DESCRIPTOR_VALUE_LENGTH),
     };
   });
   const descriptor: RequestDescriptor = { entries };
   const limit = value.limit;
-  if (limit !== undefined && limit !== null) descriptor.limit = overrideFrom(limit, `${path}.limit`);
+  if (limit !== undefined && limit !== null) descriptor.limit = overrideFrom(limit, `${path()}.limit`);
   const hits = get(value, 'hitsAddend', 'hits_addend');
   if (hits !== undefined && hits !== null) {
     // google.protobuf.UInt64Value: `{value: n}` from gRPC, a bare number (or string) in protojson.
     const raw = isRecord(hits) ? (hits.value ?? 0) : hits;
-    descriptor.hitsAddend = uint(raw, `${path}.hits_addend`, Number.MAX_SAFE_INTEGER);
+    descriptor.hitsAddend = uint(raw, `${path()}.hits_addend`, Number.MAX_SAFE_INTEGER);
   }
   return descriptor;
+}
+
+/**
+ * {@link requestFromMessage} for a message from the service's own protobuf decoder (`wire.ts`), which
+ * built every object and typed every field: when only the bounds remain to check and they hold, the
+ * decoded message is the request as it is, with no copy. Anything else (a `limit` override, a
+ * per-descriptor `hits_addend`, a bound broken) goes through {@link requestFromMessage}, so the answer
+ * and every error are the same.
+ */
+export function requestFromWire(message: WireRequest): RateLimitRequest {
+  const { domain, descriptors } = message;
+  if (domain === '' || domain.length > MAX_DOMAIN_LENGTH) return requestFromMessage(message);
+  if (descriptors.length === 0 || descriptors.length > MAX_DESCRIPTORS) return requestFromMessage(message);
+  for (const d of descriptors) {
+    if (d.limit !== undefined || d.hitsAddend !== undefined || d.entries.length > MAX_ENTRIES) {
+      return requestFromMessage(message);
+    }
+    for (const e of d.entries) {
+      if (e.key.length > MAX_DESCRIPTOR_KEY_LENGTH || e.value.length > MAX_DESCRIPTOR_VALUE_LENGTH) {
+        return requestFromMessage(message);
+      }
+    }
+  }
+  // Sound: no descriptor has `limit` or `hitsAddend`, the two fields whose wire form differs.
+  return message as unknown as RateLimitRequest;
 }
 
 function overrideFrom(value: unknown, path: string): LimitOverride {

@@ -12,7 +12,7 @@ import { gunzip, inflate } from 'node:zlib';
 import { isSluiceError } from 'sluice';
 import type { Decider } from '../decide.js';
 import { isStoreError } from '../decide.js';
-import { requestFromMessage } from '../envoy-codec.js';
+import { requestFromWire } from '../envoy-codec.js';
 import type { Logger } from '../logger.js';
 import type { ServiceMetrics } from '../metrics.js';
 import { DEFAULT_KEEPALIVE, type KeepaliveOptions, keepSessionAlive, limitConnectionAge } from './connection-age.js';
@@ -185,9 +185,9 @@ export async function startH2GrpcServer(options: H2GrpcServerOptions): Promise<G
   }
 
   function handle(stream: ServerHttp2Stream, message: Buffer, headers: IncomingHttpHeaders): void {
-    let request: ReturnType<typeof requestFromMessage>;
+    let request: ReturnType<typeof requestFromWire>;
     try {
-      request = requestFromMessage(decodeRateLimitRequest(message));
+      request = requestFromWire(decodeRateLimitRequest(message));
     } catch (error) {
       if (error instanceof WireError)
         fail(stream, GRPC_STATUS.INTERNAL, `could not decode the request: ${error.message}`);
