@@ -71,18 +71,20 @@ export function createDecider(options: DeciderOptions): Decider {
   const headerMode = options.headers ?? 'sluice';
   const nearLimitRatio = options.nearLimitRatio ?? NEAR_LIMIT_RATIO;
 
+  /** Records a failed store call (the store latency and error metrics), then rethrows. */
+  function storeFailed(started: number, error: unknown): never {
+    if (isStoreError(error)) metrics.observeStore((performance.now() - started) / 1000, true);
+    throw error;
+  }
+
   function ask(request: RateLimitRequest): Promise<RateLimitResponse> {
     const started = performance.now();
-    // Plain promise callbacks rather than async/await: this runs for every decision.
     return engine.shouldRateLimit(request).then(
       (response) => {
         metrics.observeStore((performance.now() - started) / 1000, false);
         return response;
       },
-      (error: unknown) => {
-        if (isStoreError(error)) metrics.observeStore((performance.now() - started) / 1000, true);
-        throw error;
-      },
+      (error: unknown) => storeFailed(started, error),
     );
   }
 
@@ -107,8 +109,19 @@ export function createDecider(options: DeciderOptions): Decider {
 
   return {
     decide(request, source) {
-      if (lists.size === 0) return ask(request).then((response) => settle(request, response, undefined, source));
-      return withLists(request).then(({ response, marks }) => settle(request, response, marks, source));
+      if (lists.size !== 0) {
+        return withLists(request).then(({ response, marks }) => settle(request, response, marks, source));
+      }
+      // The common case in one promise step (ask() and a second .then() would be two): this runs for
+      // every decision.
+      const started = performance.now();
+      return engine.shouldRateLimit(request).then(
+        (response) => {
+          metrics.observeStore((performance.now() - started) / 1000, false);
+          return settle(request, response, undefined, source);
+        },
+        (error: unknown) => storeFailed(started, error),
+      );
     },
   };
 
@@ -121,13 +134,14 @@ export function createDecider(options: DeciderOptions): Decider {
     const atMs = now();
     // Listeners label and key by domain: only the rules' domains are let through as they are.
     const domain = engine.ruleSet.domains.has(request.domain) ? request.domain : UNKNOWN_DOMAIN;
-    const decisions: Decision[] = [];
     let bindingName = '';
     let bindingWindow = 0;
     let binding: Decision | undefined;
     // envoy's global shadow mode: statuses stay OVER_LIMIT but the request passed; count them as shadow.
     const globalShadow = response.shadowed === true;
-    for (const [i, status] of response.statuses.entries()) {
+    const statuses = response.statuses;
+    for (let i = 0; i < statuses.length; i++) {
+      const status = statuses[i] as DescriptorStatus;
       const list = marks?.[i];
       const limit = status.currentLimit;
       const shadow = status.shadow === true || (globalShadow && status.code === 'OVER_LIMIT');
@@ -154,10 +168,12 @@ export function createDecider(options: DeciderOptions): Decider {
       if (list !== undefined) event.list = list;
       if (status.metricKey !== undefined) event.metricKey = status.metricKey;
       hub.emit(event);
-      if (status.decision !== undefined && !shadow) {
-        decisions.push(status.decision);
-        const combined = combineDecisions(decisions);
-        if (combined === status.decision || binding === undefined) {
+      const decision = status.decision;
+      if (decision !== undefined && !shadow) {
+        // The binding decision so far, pairwise: combineDecisions over all of them picks the same one,
+        // without an array per request.
+        const combined = binding === undefined ? decision : combineDecisions([binding, decision]);
+        if (combined === decision || binding === undefined) {
           binding = combined;
           bindingName = status.ruleName ?? limit?.name ?? status.ruleId ?? request.domain;
           bindingWindow = limit?.periodMs ?? 1000;

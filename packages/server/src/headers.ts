@@ -17,13 +17,13 @@ const infoCache = new Map<string, LimitHeaderInfo>();
  * plus `Retry-After` on a rejection. Names are lower-case (HTTP/2 and Envoy's `response_headers_to_add`).
  */
 export function rateLimitHeaders(decision: Decision, name: string, windowMs: number): Record<string, string> {
-  const cacheKey = `${name}\u0000${windowMs}\u0000${decision.limit}`;
-  let info = infoCache.get(cacheKey);
-  if (info === undefined) {
+  // One entry per name (a name's window and limit rarely change): no key string to build per decision.
+  let info = infoCache.get(name);
+  if (info === undefined || info.periodMs !== windowMs || info.limit !== decision.limit) {
     info = limitHeaderInfo(printable(name), windowMs, decision.limit);
     // Names come from the config (bounded), but keep the cache bounded whatever happens.
     if (infoCache.size >= 10_000) infoCache.clear();
-    infoCache.set(cacheKey, info);
+    infoCache.set(name, info);
   }
   const headers: Record<string, string> = {};
   const list = headerListFor(decision, info, 'both');

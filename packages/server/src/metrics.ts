@@ -1,5 +1,8 @@
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type { DecisionEvent, DecisionHub } from './decision-events.js';
+import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import type { DecisionEvent, DecisionHub, DecisionOutcome } from './decision-events.js';
+import { createTalliedCounter, createTalliedHistogram, type TalliedCounter, type Tally } from './metric-tallies.js';
+
+const OUTCOME_INDEX: Readonly<Record<DecisionOutcome, number>> = { ok: 0, near_limit: 1, over_limit: 2, shadow: 3 };
 
 /** The `rule` label of every `/v1/check` decision: its policies are the caller's, not the config's. */
 export const ADHOC_RULE = '_adhoc';
@@ -49,7 +52,7 @@ export function createMetrics(options: MetricsOptions): ServiceMetrics {
   const store = options.storeName;
   if (options.processMetrics !== false) collectDefaultMetrics({ register: registry, prefix: 'sluice_' });
 
-  const decisions = new Counter({
+  const decisions = createTalliedCounter({
     name: 'sluice_decisions_total',
     help: 'Rate-limit decisions, by domain, rule and outcome (ok, near_limit, over_limit, shadow; exclusive).',
     labelNames: ['domain', 'rule', 'outcome'] as const,
@@ -61,16 +64,16 @@ export function createMetrics(options: MetricsOptions): ServiceMetrics {
     labelNames: ['list'] as const,
     registers: [registry],
   });
-  const storeErrors = new Counter({
+  const storeErrors = createTalliedCounter({
     name: 'sluice_store_errors_total',
     help: 'Store calls that failed (unreachable, timed out).',
     labelNames: ['store'] as const,
     registers: [registry],
   });
-  const storeLatency = new Histogram({
+  const storeLatency = createTalliedHistogram({
     name: 'sluice_store_latency_seconds',
     help: 'Latency of one decision call to the store.',
-    labelNames: ['store'] as const,
+    labels: { store },
     buckets: [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25],
     registers: [registry],
   });
@@ -80,19 +83,19 @@ export function createMetrics(options: MetricsOptions): ServiceMetrics {
     labelNames: ['result'] as const,
     registers: [registry],
   });
-  const httpResponses = new Counter({
+  const httpResponses = createTalliedCounter({
     name: 'sluice_http_responses_total',
     help: 'HTTP API responses, by route and status.',
     labelNames: ['route', 'status'] as const,
     registers: [registry],
   });
-  const grpcCalls = new Counter({
+  const grpcCalls = createTalliedCounter({
     name: 'sluice_grpc_calls_total',
     help: 'gRPC ShouldRateLimit calls, by status code.',
     labelNames: ['code'] as const,
     registers: [registry],
   });
-  const gatewayResponses = new Counter({
+  const gatewayResponses = createTalliedCounter({
     name: 'sluice_gateway_responses_total',
     help: 'Gateway responses, by status.',
     labelNames: ['status'] as const,
@@ -147,57 +150,74 @@ export function createMetrics(options: MetricsOptions): ServiceMetrics {
       if (typeof keys === 'number') this.set({ store }, keys);
     },
   });
-  storeErrors.inc({ store }, 0);
+  const storeErrorsTally = storeErrors.tally({ store });
+  storeErrors.counter.inc({ store }, 0);
   reloads.inc({ result: 'ok' }, 0);
   reloads.inc({ result: 'failed' }, 0);
 
-  // The hot path: one labelled child per (domain, rule, outcome), looked up in a Map instead of letting
-  // prom-client hash the label object on every decision. Label values come from the rules: the decider
-  // already folds unknown domains into UNKNOWN_DOMAIN, `/v1/check` policies (chosen by callers) fold into
-  // ADHOC_RULE here, and past MAX_DECISION_SERIES every new combination counts under OVERFLOW_LABEL, so
-  // no client can grow /metrics.
-  const children = new Map<string, Counter.Internal>();
+  // The hot path: one tally per (domain, rule, outcome), found through two maps and an array, so no
+  // label string is built or hashed per decision. Label values come from the rules: the decider already
+  // folds unknown domains into UNKNOWN_DOMAIN, `/v1/check` policies (chosen by callers) fold into
+  // ADHOC_RULE here, and past MAX_DECISION_SERIES every new combination counts under OVERFLOW_LABEL, so no
+  // client can grow /metrics (nor these maps).
+  const byDomain = new Map<string, Map<string, (Tally | undefined)[]>>();
+  const overflow: (Tally | undefined)[] = [];
+  let decisionSeries = 0;
+  const newDecisionSeries = (domain: string, rule: string, outcome: DecisionOutcome): Tally => {
+    const i = OUTCOME_INDEX[outcome];
+    if (decisionSeries >= MAX_DECISION_SERIES) {
+      let tally = overflow[i];
+      if (tally === undefined) {
+        tally = decisions.tally({ domain: OVERFLOW_LABEL, rule: OVERFLOW_LABEL, outcome });
+        overflow[i] = tally;
+      }
+      return tally;
+    }
+    let rules = byDomain.get(domain);
+    if (rules === undefined) {
+      rules = new Map();
+      byDomain.set(domain, rules);
+    }
+    let tallies = rules.get(rule);
+    if (tallies === undefined) {
+      tallies = [undefined, undefined, undefined, undefined];
+      rules.set(rule, tallies);
+    }
+    const tally = decisions.tally({ domain, rule, outcome });
+    tallies[i] = tally;
+    decisionSeries++;
+    return tally;
+  };
   options.hub.subscribe((event: DecisionEvent) => {
     const rule = event.source === 'check' ? ADHOC_RULE : event.rule;
-    const id = `${event.domain}\u0000${rule}\u0000${event.outcome}`;
-    let child = children.get(id);
-    if (child === undefined) {
-      if (children.size >= MAX_DECISION_SERIES) {
-        const overflow = `\u0001\u0000${event.outcome}`;
-        child = children.get(overflow);
-        if (child === undefined) {
-          child = decisions.labels({ domain: OVERFLOW_LABEL, rule: OVERFLOW_LABEL, outcome: event.outcome });
-          children.set(overflow, child);
-        }
-      } else {
-        child = decisions.labels({ domain: event.domain, rule, outcome: event.outcome });
-        children.set(id, child);
-      }
-    }
-    child.inc();
+    const tally = byDomain.get(event.domain)?.get(rule)?.[OUTCOME_INDEX[event.outcome]];
+    if (tally !== undefined) tally.n++;
+    else newDecisionSeries(event.domain, rule, event.outcome).n++;
     if (event.list !== undefined) listHits.inc({ list: event.list });
   });
-  // Per-call counters: labelled children kept in small maps (statuses and routes are few).
-  const httpChildren = new Map<string, Counter.Internal>();
-  const grpcChildren = new Map<string, Counter.Internal>();
-  const gatewayChildren = new Map<string, Counter.Internal>();
-  const storeErrorsChild = storeErrors.labels({ store });
-  const storeLatencyChild = storeLatency.labels({ store });
+  // Per-call counters: tallies kept in small maps (statuses and routes are few).
+  const httpTallies = new Map<string, Tally>();
+  const grpcTallies = new Map<string, Tally>();
+  const gatewayTallies = new Map<number, Tally>();
 
   return {
     registry,
     contentType: registry.contentType,
     render: () => registry.metrics(),
     observeStore(seconds, failed) {
-      storeLatencyChild.observe(seconds);
-      if (failed) storeErrorsChild.inc();
+      storeLatency.observe(seconds);
+      if (failed) storeErrorsTally.n++;
     },
     reload: (result) => reloads.inc({ result }),
-    http: (route, status) =>
-      cached(httpChildren, `${route} ${status}`, () => httpResponses.labels({ route, status: String(status) })).inc(),
-    grpc: (code) => cached(grpcChildren, code, () => grpcCalls.labels({ code })).inc(),
-    gateway: (status) =>
-      cached(gatewayChildren, String(status), () => gatewayResponses.labels({ status: String(status) })).inc(),
+    http: (route, status) => {
+      tallyOf(httpTallies, `${route} ${status}`, httpResponses, { route, status: String(status) }).n++;
+    },
+    grpc: (code) => {
+      tallyOf(grpcTallies, code, grpcCalls, { code }).n++;
+    },
+    gateway: (status) => {
+      tallyOf(gatewayTallies, status, gatewayResponses, { status: String(status) }).n++;
+    },
   };
 }
 
@@ -220,11 +240,20 @@ export function createDisabledMetrics(): ServiceMetrics {
   };
 }
 
-function cached(map: Map<string, Counter.Internal>, id: string, make: () => Counter.Internal): Counter.Internal {
-  let child = map.get(id);
-  if (child === undefined) {
-    child = make();
-    if (map.size < 1000) map.set(id, child);
+/**
+ * The tally of a per-call series, made on first use. Every id comes from a small closed set — route names,
+ * HTTP statuses (three digits), gRPC code names — so these maps stay small whatever clients send.
+ */
+function tallyOf<K, L extends string>(
+  map: Map<K, Tally>,
+  id: K,
+  counter: TalliedCounter<L>,
+  labels: Partial<Record<L, string>>,
+): Tally {
+  let tally = map.get(id);
+  if (tally === undefined) {
+    tally = counter.tally(labels);
+    map.set(id, tally);
   }
-  return child;
+  return tally;
 }

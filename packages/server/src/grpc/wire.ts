@@ -44,14 +44,20 @@ export interface WireResponse {
   responseHeadersToAdd?: readonly { key: string; value: string }[];
 }
 
+/**
+ * Reads one message. A nested message is read by the same reader, narrowed to it (`enter`/`leave`): no
+ * reader and no bounds tuple per field.
+ */
 class Reader {
   pos: number;
+  end: number;
   constructor(
     readonly buf: Buffer,
     start: number,
-    readonly end: number,
+    end: number,
   ) {
     this.pos = start;
+    this.end = end;
   }
 
   varint(): number {
@@ -88,18 +94,31 @@ class Reader {
     return result >>> 0;
   }
 
-  /** The bounds of a length-delimited field's bytes; advances past them. */
-  span(): [number, number] {
+  /** Reads a length-delimited field's length; returns where its bytes end (checked against the message's end). */
+  private fieldEnd(): number {
     const length = this.varint();
-    const start = this.pos;
-    const end = start + length;
+    const end = this.pos + length;
     if (end > this.end) throw new WireError('length-delimited field runs past the message');
-    this.pos = end;
-    return [start, end];
+    return end;
+  }
+
+  /** Narrows the reader to the nested message that starts here; returns the outer end, for `leave`. */
+  enter(): number {
+    const outer = this.end;
+    this.end = this.fieldEnd();
+    return outer;
+  }
+
+  /** Back to the enclosing message, past the nested one. */
+  leave(outer: number): void {
+    this.pos = this.end;
+    this.end = outer;
   }
 
   string(): string {
-    const [start, end] = this.span();
+    const end = this.fieldEnd();
+    const start = this.pos;
+    this.pos = end;
     return this.buf.toString('utf8', start, end);
   }
 
@@ -112,7 +131,7 @@ class Reader {
         this.pos += 8;
         break;
       case 2:
-        this.span();
+        this.pos = this.fieldEnd();
         return;
       case 5:
         this.pos += 4;
@@ -134,54 +153,55 @@ export function decodeRateLimitRequest(buf: Buffer): WireRequest {
     const type = tag & 7;
     if (field === 1 && type === 2) out.domain = r.string();
     else if (field === 2 && type === 2) {
-      const [start, end] = r.span();
-      out.descriptors.push(decodeDescriptor(buf, start, end));
+      const outer = r.enter();
+      out.descriptors.push(decodeDescriptor(r));
+      r.leave(outer);
     } else if (field === 3 && type === 0) out.hitsAddend = r.uint32();
     else r.skip(type);
   }
   return out;
 }
 
-function decodeDescriptor(buf: Buffer, start: number, end: number): WireDescriptor {
-  const r = new Reader(buf, start, end);
+/** Decodes the `RateLimitDescriptor` the reader is narrowed to. */
+function decodeDescriptor(r: Reader): WireDescriptor {
   const out: WireDescriptor = { entries: [] };
   while (r.pos < r.end) {
     const tag = r.varint();
     const field = tag >>> 3;
     const type = tag & 7;
     if (field === 1 && type === 2) {
-      const [s, e] = r.span();
+      const outer = r.enter();
       const entry = { key: '', value: '' };
-      const er = new Reader(buf, s, e);
-      while (er.pos < er.end) {
-        const t = er.varint();
-        if (t === 10) entry.key = er.string();
-        else if (t === 18) entry.value = er.string();
-        else er.skip(t & 7);
+      while (r.pos < r.end) {
+        const t = r.varint();
+        if (t === 10) entry.key = r.string();
+        else if (t === 18) entry.value = r.string();
+        else r.skip(t & 7);
       }
+      r.leave(outer);
       out.entries.push(entry);
     } else if (field === 2 && type === 2) {
-      const [s, e] = r.span();
+      const outer = r.enter();
       const limit = { requestsPerUnit: 0, unit: 'UNKNOWN' as string | number };
-      const lr = new Reader(buf, s, e);
-      while (lr.pos < lr.end) {
-        const t = lr.varint();
-        if (t === 8) limit.requestsPerUnit = lr.uint32();
+      while (r.pos < r.end) {
+        const t = r.varint();
+        if (t === 8) limit.requestsPerUnit = r.uint32();
         else if (t === 16) {
-          const n = lr.varint();
+          const n = r.varint();
           limit.unit = UNIT_NAMES[n] ?? n;
-        } else lr.skip(t & 7);
+        } else r.skip(t & 7);
       }
+      r.leave(outer);
       out.limit = limit;
     } else if (field === 3 && type === 2) {
-      const [s, e] = r.span();
+      const outer = r.enter();
       const hits = { value: 0 };
-      const hr = new Reader(buf, s, e);
-      while (hr.pos < hr.end) {
-        const t = hr.varint();
-        if (t === 8) hits.value = hr.varint();
-        else hr.skip(t & 7);
+      while (r.pos < r.end) {
+        const t = r.varint();
+        if (t === 8) hits.value = r.varint();
+        else r.skip(t & 7);
       }
+      r.leave(outer);
       out.hitsAddend = hits;
     } else r.skip(type);
   }
@@ -226,8 +246,28 @@ class Writer {
 
   string(field: number, value: string): this {
     if (value === '') return this;
+    this.varint((field << 3) | 2);
+    const n = value.length;
+    if (n < 128) {
+      // Short ASCII (header names and values, rule names): copied here, not through two calls into C++
+      // (byteLength, write) per string. The length byte goes first; any non-ASCII character falls back.
+      this.ensure(n + 1);
+      const buf = this.buf;
+      let at = this.length + 1;
+      let i = 0;
+      for (; i < n; i++) {
+        const c = value.charCodeAt(i);
+        if (c >= 0x80) break;
+        buf[at++] = c;
+      }
+      if (i === n) {
+        buf[this.length] = n;
+        this.length = at;
+        return this;
+      }
+    }
     const length = Buffer.byteLength(value);
-    this.varint((field << 3) | 2).varint(length);
+    this.varint(length);
     this.ensure(length);
     this.length += this.buf.write(value, this.length, 'utf8');
     return this;
