@@ -96,8 +96,10 @@ export function createRulesEngine(options: RulesEngineOptions): RulesEngine {
       let offset = 0;
       let passed = true;
       for (const { plan, index } of entries) {
-        const own = decisions.slice(offset, offset + plan.limits.length);
-        offset += plan.limits.length;
+        const n = plan.limits.length;
+        // One descriptor (the usual request) owns every decision: no copy.
+        const own = offset === 0 && n === decisions.length ? decisions : decisions.slice(offset, offset + n);
+        offset += n;
         const status = limitedStatus(plan, own, nowMs, false, domain);
         if (status.code === 'OVER_LIMIT') passed = false;
         statuses[index] = status;

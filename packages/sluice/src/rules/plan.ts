@@ -39,7 +39,8 @@ export function planRequest(
   const rules = ruleSet.domains.get(request.domain);
   // An unknown domain limits nothing, even with a limit override (as in envoy ratelimit).
   if (rules === undefined) return request.descriptors.map(() => NONE);
-  const replacing = new Set<string>();
+  // Made only when a matched rule replaces something (few do): this runs for every request.
+  let replacing: Set<string> | undefined;
   const plans = request.descriptors.map((d, i): DescriptorPlan => {
     const cost = costs[i] as number;
     const override = overrideOf(d, i);
@@ -58,7 +59,10 @@ export function planRequest(
     const match = matchDescriptor(rules, d.entries);
     if (match === undefined) return NONE;
     const { node } = match;
-    for (const name of node.replaces) replacing.add(name);
+    if (node.replaces.length > 0) {
+      replacing ??= new Set();
+      for (const name of node.replaces) replacing.add(name);
+    }
     if (node.unlimited) return { kind: 'unlimited', node };
     if (node.limits.length === 0) return NONE;
     return {
@@ -72,10 +76,11 @@ export function planRequest(
       entries: d.entries,
     };
   });
-  if (replacing.size === 0) return plans;
+  if (replacing === undefined) return plans;
+  const replaced = replacing;
   return plans.map((plan) => {
     if (plan.kind !== 'limited' || plan.node === undefined) return plan;
-    const kept = plan.limits.filter((l) => l.name === undefined || !replacing.has(l.name));
+    const kept = plan.limits.filter((l) => l.name === undefined || !replaced.has(l.name));
     if (kept.length === plan.limits.length) return plan;
     return kept.length === 0 ? NONE : { ...plan, limits: kept };
   });

@@ -21,10 +21,10 @@ export function validateRequest(request: RateLimitRequest): number[] {
     throw new SluiceError(E.emptyDescriptors, 'rate limit descriptor list must not be empty');
   }
   // Envoy sends 0 when the field is unset: a request always takes at least one hit.
-  const requestHits = Math.max(1, hits(request.hitsAddend, 'hitsAddend') ?? 1);
+  const requestHits = Math.max(1, hits(request.hitsAddend, -1) ?? 1);
   return request.descriptors.map((d, i) => {
     validateDescriptor(d, i);
-    return hits(d.hitsAddend, `descriptors[${i}].hitsAddend`) ?? requestHits;
+    return hits(d.hitsAddend, i) ?? requestHits;
   });
 }
 
@@ -60,9 +60,11 @@ export function overrideOf(d: RequestDescriptor, i: number): { requestsPerUnit: 
   return { requestsPerUnit: rpu, unit };
 }
 
-function hits(value: unknown, name: string): number | undefined {
+/** The hits of the request (`descriptor` -1) or of one descriptor; the field's name is built only for an error. */
+function hits(value: unknown, descriptor: number): number | undefined {
   if (value === undefined || value === null) return undefined;
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > MAX_HITS) {
+    const name = descriptor < 0 ? 'hitsAddend' : `descriptors[${descriptor}].hitsAddend`;
     throw invalid(`${name}: ${String(value)} is not a whole number between 0 and ${MAX_HITS}`);
   }
   return value;

@@ -1,6 +1,6 @@
 import type { Decision } from '../core/decision.js';
 import { combineDecisions } from '../limiter/combine.js';
-import type { DescriptorStatus } from './engine-types.js';
+import type { CurrentLimit, DescriptorStatus } from './engine-types.js';
 import { metricKey } from './metric-key.js';
 import type { DescriptorPlan } from './plan.js';
 import type { RuleLimit } from './types.js';
@@ -9,11 +9,34 @@ import { asUnitRate } from './units.js';
 /** envoy ratelimit's `limit_remaining` for an unlimited rule: uint32 max. */
 export const UNLIMITED_REMAINING = 4_294_967_295;
 
-const NO_LIMIT: DescriptorStatus = Object.freeze({ code: 'OK', limitRemaining: 0, durationUntilResetMs: 0 });
+/**
+ * The `currentLimit` of each limit, built once: it depends on the limit alone, and building it per
+ * decision (two object spreads and a unit conversion) was the rules engine's largest cost. Shared by
+ * every status of that limit, so frozen.
+ */
+const CURRENT_LIMITS = new WeakMap<RuleLimit, CurrentLimit>();
+
+function currentLimitOf(limit: RuleLimit): CurrentLimit {
+  let current = CURRENT_LIMITS.get(limit);
+  if (current === undefined) {
+    const rate = limit.unit
+      ? { requestsPerUnit: limit.requestsPerUnit, unit: limit.unit }
+      : asUnitRate(limit.requestsPerUnit, limit.periodMs);
+    current = Object.freeze({
+      ...(limit.name === undefined ? {} : { name: limit.name }),
+      ...rate,
+      limit: limit.requestsPerUnit,
+      periodMs: limit.periodMs,
+      algorithm: limit.algorithm,
+    });
+    CURRENT_LIMITS.set(limit, current);
+  }
+  return current;
+}
 
 /** The status of a descriptor no limit applies to. */
 export function noLimitStatus(): DescriptorStatus {
-  return { ...NO_LIMIT };
+  return { code: 'OK', limitRemaining: 0, durationUntilResetMs: 0 };
 }
 
 /** The status of a descriptor matched by an `unlimited: true` rule. */
@@ -35,18 +58,9 @@ export function limitedStatus(
   const combined = combineDecisions(decisions);
   const index = Math.max(0, decisions.indexOf(combined));
   const limit = plan.limits[index] as RuleLimit;
-  const rate = limit.unit
-    ? { requestsPerUnit: limit.requestsPerUnit, unit: limit.unit }
-    : asUnitRate(limit.requestsPerUnit, limit.periodMs);
   const status: DescriptorStatus = {
     code: combined.allowed || shadow ? 'OK' : 'OVER_LIMIT',
-    currentLimit: {
-      ...(limit.name === undefined ? {} : { name: limit.name }),
-      ...rate,
-      limit: limit.requestsPerUnit,
-      periodMs: limit.periodMs,
-      algorithm: limit.algorithm,
-    },
+    currentLimit: currentLimitOf(limit),
     limitRemaining: Math.max(0, Math.floor(combined.remaining)),
     durationUntilResetMs: untilReset(limit, combined, nowMs),
     decision: combined,
