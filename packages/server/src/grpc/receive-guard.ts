@@ -54,8 +54,11 @@ export function describeFailure(
 export interface Reception {
   /** Counts `bytes` more of this call's request; the failure when that crosses a bound (reported once). */
   add(bytes: number): ReceiveFailure | undefined;
-  /** The message is complete (or the call is over): gives the bytes back and stops the timer. Idempotent. */
-  release(): void;
+  /**
+   * The message is complete (or the call is over): gives the bytes back and stops the timer. Idempotent,
+   * and bound to its reception (it can be passed as an event listener as it is).
+   */
+  readonly release: () => void;
 }
 
 /**
@@ -81,11 +84,11 @@ export interface ReceiveGuard {
  */
 export function createReceiveGuard(limits: Partial<ReceiveLimits> = {}): ReceiveGuard {
   const resolved: ReceiveLimits = { ...DEFAULT_RECEIVE_LIMITS, ...definedOnly(limits) };
-  const perSession = new WeakMap<object, { held: number }>();
-  const noSession = { held: 0 };
-  const open = new Set<{ deadline: number; expire(): void }>();
+  const perSession = new WeakMap<object, Account>();
+  const noSession: Account = { held: 0 };
+  const open = new Set<CallReception>();
   let sweeper: NodeJS.Timeout | undefined;
-  let total = 0;
+  const totals: Account = { held: 0 };
 
   function sweep(): void {
     const now = performance.now();
@@ -99,7 +102,7 @@ export function createReceiveGuard(limits: Partial<ReceiveLimits> = {}): Receive
   return {
     limits: resolved,
     get heldBytes() {
-      return total;
+      return totals.held;
     },
     open(connection, onTimeout) {
       let account = connection === undefined ? noSession : perSession.get(connection);
@@ -107,49 +110,75 @@ export function createReceiveGuard(limits: Partial<ReceiveLimits> = {}): Receive
         account = { held: 0 };
         perSession.set(connection as object, account);
       }
-      const conn = account;
-      let mine = 0;
-      let done = false;
-      const entry = {
-        deadline: performance.now() + resolved.messageTimeoutMs,
-        expire() {
-          release();
-          onTimeout();
-        },
-      };
-      open.add(entry);
+      const reception = new CallReception(
+        resolved,
+        account,
+        totals,
+        open,
+        performance.now() + resolved.messageTimeoutMs,
+        onTimeout,
+      );
+      open.add(reception);
       if (sweeper === undefined) {
         sweeper = setInterval(sweep, Math.max(10, Math.ceil(resolved.messageTimeoutMs / 4)));
         sweeper.unref();
       }
-      function release(): void {
-        if (done) return;
-        done = true;
-        open.delete(entry);
-        conn.held -= mine;
-        total -= mine;
-        mine = 0;
-      }
-      return {
-        add(bytes) {
-          if (done) return undefined;
-          let failure: ReceiveFailure | undefined;
-          if (mine + bytes > resolved.maxMessageBytes + 5) failure = 'too-large';
-          else if (conn.held + bytes > resolved.maxConnectionBufferBytes) failure = 'connection-budget';
-          else if (total + bytes > resolved.maxTotalBufferBytes) failure = 'total-budget';
-          if (failure !== undefined) {
-            release();
-            return failure;
-          }
-          mine += bytes;
-          conn.held += bytes;
-          total += bytes;
-          return undefined;
-        },
-        release,
-      };
+      return reception;
     },
   };
+}
+
+/** Bytes held, by one connection or by all. */
+interface Account {
+  held: number;
+}
+
+/**
+ * One call's reception: one object per call (it is also its entry in the sweep's set), with `release`
+ * bound so that it can be handed to a stream as a listener.
+ */
+class CallReception implements Reception {
+  private mine = 0;
+  private done = false;
+
+  constructor(
+    private readonly limits: ReceiveLimits,
+    private readonly conn: Account,
+    private readonly totals: Account,
+    private readonly open: Set<CallReception>,
+    readonly deadline: number,
+    private readonly onTimeout: () => void,
+  ) {}
+
+  add(bytes: number): ReceiveFailure | undefined {
+    if (this.done) return undefined;
+    let failure: ReceiveFailure | undefined;
+    if (this.mine + bytes > this.limits.maxMessageBytes + 5) failure = 'too-large';
+    else if (this.conn.held + bytes > this.limits.maxConnectionBufferBytes) failure = 'connection-budget';
+    else if (this.totals.held + bytes > this.limits.maxTotalBufferBytes) failure = 'total-budget';
+    if (failure !== undefined) {
+      this.release();
+      return failure;
+    }
+    this.mine += bytes;
+    this.conn.held += bytes;
+    this.totals.held += bytes;
+    return undefined;
+  }
+
+  readonly release = (): void => {
+    if (this.done) return;
+    this.done = true;
+    this.open.delete(this);
+    this.conn.held -= this.mine;
+    this.totals.held -= this.mine;
+    this.mine = 0;
+  };
+
+  expire(): void {
+    this.release();
+    this.onTimeout();
+  }
 }
 
 function definedOnly<T extends object>(value: T): Partial<T> {
