@@ -68,6 +68,11 @@ export interface GatewayOptions {
 
 type Verdict = { verdict: 'pass' | 'limited' | 'denied'; headers: Record<string, string>; binding?: Decision };
 
+/** Whether a request may go on: where to, for whom, and the headers to add — or what to answer instead. */
+type Admission =
+  | { ok: true; target: string; ip: string; headers: Record<string, string>; release: () => void }
+  | { ok: false; answer: GatewayAnswer };
+
 /** A gateway answer written by the gateway itself: status, its headers, and a JSON error body. */
 export interface GatewayAnswer {
   status: number;
@@ -97,6 +102,11 @@ export function createGateway(options: GatewayOptions): Server {
   const agent = secure ? new HttpsAgent(agentOptions) : new HttpAgent(agentOptions);
   const send = secure ? httpsRequest : httpRequest;
   const basePath = upstream.pathname.replace(/\/$/, '');
+  // Read once: URL getters are not free, and these run for every request.
+  const upstreamHostname = upstream.hostname.replace(/^\[|\]$/g, '');
+  const upstreamPort = upstream.port || (secure ? 443 : 80);
+  const upstreamProtocol = upstream.protocol;
+  const upstreamHost = upstream.host;
   const slots = createClientSlots(limits.maxClientInFlight);
 
   function answer(res: ServerResponse, a: GatewayAnswer): void {
@@ -110,7 +120,12 @@ export function createGateway(options: GatewayOptions): Server {
     metrics.gateway(a.status);
   }
 
-  async function decide(req: IncomingMessage, path: string, ip: string, key: string): Promise<Verdict> {
+  /**
+   * The verdict on a request: at once when no decision is needed (a list entry, no `http:` rule
+   * matched), else once the decider has answered. Plain promise steps, not async functions: this runs
+   * for every request.
+   */
+  function decide(req: IncomingMessage, path: string, ip: string, key: string): Verdict | Promise<Verdict> {
     const list = lists.match('', 'remote_address', ip);
     if (list === 'deny') return { verdict: 'denied', headers: {} };
     if (list === 'allow') return { verdict: 'pass', headers: {} };
@@ -121,6 +136,28 @@ export function createGateway(options: GatewayOptions): Server {
       remoteAddress: key,
     });
     if (groups.length === 0) return { verdict: 'pass', headers: {} };
+    if (groups.length === 1) {
+      const { domain, descriptors } = groups[0] as (typeof groups)[number];
+      const request = { domain, descriptors };
+      assertRequestLengths(request);
+      return decider.decide(request, 'gateway').then(verdictOf);
+    }
+    return decideGroups(groups);
+  }
+
+  /** One decided domain: its headers, and a refusal when it is over the limit. */
+  function verdictOf(answer: Decided): Verdict {
+    if (answer.overallCode !== 'OVER_LIMIT') return { verdict: 'pass', headers: answer.headers };
+    const binding = answer.binding;
+    return {
+      verdict: binding?.reason === 'denied' ? 'denied' : 'limited',
+      headers: answer.headers,
+      ...(binding ? { binding } : {}),
+    };
+  }
+
+  /** Several domains' rules matched: decided one after another, the closest to exhaustion reported. */
+  async function decideGroups(groups: ReturnType<typeof httpDescriptorsFor>): Promise<Verdict> {
     const answers: Decided[] = [];
     for (const { domain, descriptors } of groups) {
       const request = { domain, descriptors };
@@ -173,12 +210,12 @@ export function createGateway(options: GatewayOptions): Server {
     release: () => void,
   ): void {
     const outgoing = send({
-      protocol: upstream.protocol,
-      hostname: upstream.hostname.replace(/^\[|\]$/g, ''),
-      port: upstream.port || (secure ? 443 : 80),
+      protocol: upstreamProtocol,
+      hostname: upstreamHostname,
+      port: upstreamPort,
       method: req.method,
       path: basePath + target,
-      headers: upstreamHeaders(req, ip, options.trustsPeer(req), upstream.host),
+      headers: upstreamHeaders(req, ip, options.trustsPeer(req), upstreamHost),
       agent,
     });
     // Once the whole request is sent, the upstream has this long to start answering. (While the body is
@@ -244,13 +281,11 @@ export function createGateway(options: GatewayOptions): Server {
     req.on('error', () => outgoing.destroy());
   }
 
-  /** The checks every request goes through before it is proxied or tunnelled, in order. */
-  async function admit(
-    req: IncomingMessage,
-  ): Promise<
-    | { ok: true; target: string; ip: string; headers: Record<string, string>; release: () => void }
-    | { ok: false; answer: GatewayAnswer }
-  > {
+  /**
+   * The checks every request goes through before it is proxied or tunnelled, in order: at once when no
+   * decision is needed, else a promise.
+   */
+  function admit(req: IncomingMessage): Admission | Promise<Admission> {
     const target = targetOf(req);
     if (target === undefined) {
       return {
@@ -272,18 +307,62 @@ export function createGateway(options: GatewayOptions): Server {
         ),
       };
     }
-    try {
-      const verdict = await decide(req, target.path, ip, key);
-      const refused = refusal(verdict);
+    const admitted = (verdict: Verdict): Admission => {
+      let refused: GatewayAnswer | undefined;
+      try {
+        refused = refusal(verdict);
+      } catch (error) {
+        return failed(error);
+      }
       if (refused !== undefined) {
         release();
         return { ok: false, answer: refused };
       }
       return { ok: true, target: target.path + target.query, ip, headers: verdict.headers, release };
-    } catch (error) {
+    };
+    const failed = (error: unknown): Admission => {
       release();
       return { ok: false, answer: failure(error) };
+    };
+    let verdict: Verdict | Promise<Verdict>;
+    try {
+      verdict = decide(req, target.path, ip, key);
+    } catch (error) {
+      return failed(error);
     }
+    return verdict instanceof Promise ? verdict.then(admitted, failed) : admitted(verdict);
+  }
+
+  /** Proxies an admitted request, or answers for the gateway. */
+  function serve(req: IncomingMessage, res: ServerResponse, admitted: Admission): void {
+    if (admitted.ok) {
+      proxy(req, res, admitted.target, admitted.ip, admitted.headers, admitted.release);
+      return;
+    }
+    req.resume();
+    answer(res, admitted.answer);
+  }
+
+  /** Tunnels an admitted upgrade, or refuses it. */
+  function serveUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, admitted: Admission): void {
+    if (!admitted.ok) {
+      metrics.gateway(admitted.answer.status);
+      rejectUpgrade(socket, admitted.answer);
+      return;
+    }
+    proxyUpgrade({
+      req,
+      socket,
+      head,
+      upstream,
+      path: basePath + admitted.target,
+      headers: upstreamHeaders(req, admitted.ip, options.trustsPeer(req), upstream.host),
+      extra: admitted.headers,
+      timeoutMs: limits.upstreamTimeoutMs,
+      release: admitted.release,
+      metrics,
+      logger,
+    });
   }
 
   const server = createServer(
@@ -294,15 +373,13 @@ export function createGateway(options: GatewayOptions): Server {
       connectionsCheckingInterval: Math.max(250, Math.min(1000, limits.headersTimeoutMs / 4)),
     },
     (req, res) => {
-      admit(req).then(
-        (admitted) => {
-          if (admitted.ok) {
-            proxy(req, res, admitted.target, admitted.ip, admitted.headers, admitted.release);
-            return;
-          }
-          req.resume();
-          answer(res, admitted.answer);
-        },
+      const admitted = admit(req);
+      if (!(admitted instanceof Promise)) {
+        serve(req, res, admitted);
+        return;
+      }
+      admitted.then(
+        (a) => serve(req, res, a),
         (error: unknown) => {
           req.resume();
           answer(res, failure(error));
@@ -312,27 +389,13 @@ export function createGateway(options: GatewayOptions): Server {
   );
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => {});
-    admit(req).then(
-      (admitted) => {
-        if (!admitted.ok) {
-          metrics.gateway(admitted.answer.status);
-          rejectUpgrade(socket, admitted.answer);
-          return;
-        }
-        proxyUpgrade({
-          req,
-          socket,
-          head,
-          upstream,
-          path: basePath + admitted.target,
-          headers: upstreamHeaders(req, admitted.ip, options.trustsPeer(req), upstream.host),
-          extra: admitted.headers,
-          timeoutMs: limits.upstreamTimeoutMs,
-          release: admitted.release,
-          metrics,
-          logger,
-        });
-      },
+    const admitted = admit(req);
+    if (!(admitted instanceof Promise)) {
+      serveUpgrade(req, socket, head, admitted);
+      return;
+    }
+    admitted.then(
+      (a) => serveUpgrade(req, socket, head, a),
       (error: unknown) => rejectUpgrade(socket, failure(error)),
     );
   });

@@ -441,7 +441,11 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
           logger,
           clientIp: (req) => resolver.clientIp(req.socket.remoteAddress, req, (r, name) => headerOf(r.headers[name])),
           // The network address an IPv6 client counts under (its /56), without the prefix length.
-          clientKey: (ip) => resolver.ipKey(ip).replace(/\/\d+$/, ''),
+          clientKey: (ip) => {
+            const key = resolver.ipKey(ip);
+            // The regex only for keys with a prefix length (IPv6): this runs for every gateway request.
+            return key.includes('/') ? key.replace(/\/\d+$/, '') : key;
+          },
           trustsPeer: (req) => trustsPeer(req.socket.remoteAddress ?? ''),
           ...(options.gatewayLimits === undefined ? {} : { limits: options.gatewayLimits }),
         });
