@@ -238,14 +238,15 @@ export function createGateway(options: GatewayOptions): Server {
       );
       outgoing.destroy();
     };
-    outgoing.once('finish', startDeadline);
+    // on(), not once(), for events that fire once anyway: no wrapper per request.
+    outgoing.on('finish', startDeadline);
     // The client's slot is held until both its connection and the upstream request are done.
     let open = 2;
     const done = () => {
       if (--open === 0) release();
     };
-    outgoing.once('close', done);
-    res.once('close', () => {
+    outgoing.on('close', done);
+    res.on('close', () => {
       clearTimeout(deadline);
       done();
       // The client went away before the upstream finished: stop the upstream request too.

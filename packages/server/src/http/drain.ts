@@ -14,14 +14,17 @@ export interface Drain {
 export function createDrain(server: Server): Drain {
   let draining = false;
   const pending = new Set<ServerResponse>();
+  // One listener for every response ('close' always follows 'finish'): no closure per request.
+  function forget(this: ServerResponse): void {
+    pending.delete(this);
+  }
   server.prependListener('request', (_req, res: ServerResponse) => {
     if (draining) {
       res.shouldKeepAlive = false;
       return;
     }
     pending.add(res);
-    res.once('close', () => pending.delete(res));
-    res.once('finish', () => pending.delete(res));
+    res.on('close', forget);
   });
   return {
     start() {

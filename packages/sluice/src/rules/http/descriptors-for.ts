@@ -1,6 +1,6 @@
 import { formatIp, isV4, maskToPrefix, parseIp } from '../../core/ip.js';
 import type { RuleSet } from '../types.js';
-import { DEFAULT_PATH_FOLDING } from './normalize-path.js';
+import { DEFAULT_PATH_FOLDING, type PathFolding } from './normalize-path.js';
 import { createRequestView, matchHeader, matchQueryParameter, type RequestView } from './request-view.js';
 import type { HttpAction, HttpDescriptor, HttpDomainDescriptors, HttpRateLimit, HttpRequestInfo } from './types.js';
 
@@ -21,17 +21,28 @@ type Outcome = { key: string; value: string } | 'skip' | 'drop';
  */
 export function httpDescriptorsFor(ruleSet: RuleSet, request: HttpRequestInfo): HttpDomainDescriptors[] {
   const out: HttpDomainDescriptors[] = [];
-  // One view per path folding in use (domains usually share one).
+  // One view per path folding in use (domains usually share one: the first is kept aside, so the usual
+  // request makes no map and no key string).
+  let firstFolding: PathFolding | undefined;
+  let firstView: RequestView | undefined;
   let views: Map<string, RequestView> | undefined;
   for (const rules of ruleSet.domains.values()) {
     if (rules.http.length === 0) continue;
     const folding = rules.pathMatching ?? DEFAULT_PATH_FOLDING;
-    const id = `${folding.ignoreCase}/${folding.ignoreTrailingSlash}`;
-    views ??= new Map();
-    let view = views.get(id);
-    if (view === undefined) {
-      view = createRequestView(request, folding);
-      views.set(id, view);
+    let view: RequestView | undefined;
+    if (firstFolding === undefined) {
+      firstFolding = folding;
+      firstView = createRequestView(request, folding);
+      view = firstView;
+    } else if (sameFolding(folding, firstFolding)) view = firstView as RequestView;
+    else {
+      const id = `${folding.ignoreCase}/${folding.ignoreTrailingSlash}`;
+      views ??= new Map();
+      view = views.get(id);
+      if (view === undefined) {
+        view = createRequestView(request, folding);
+        views.set(id, view);
+      }
     }
     const descriptors: HttpDescriptor[] = [];
     for (const rateLimit of rules.http) {
@@ -58,7 +69,10 @@ function descriptorOf(rateLimit: HttpRateLimit, view: RequestView): HttpDescript
 function apply(action: HttpAction, view: RequestView): Outcome {
   switch (action.type) {
     case 'remote_address': {
-      const ip = parseIp(view.remoteAddress);
+      const address = view.remoteAddress;
+      // Already canonical (the usual IPv4 peer): no parse and format back.
+      if (isCanonicalV4(address)) return { key: 'remote_address', value: address };
+      const ip = parseIp(address);
       return ip ? { key: 'remote_address', value: formatIp(ip) } : 'drop';
     }
     case 'masked_remote_address': {
@@ -96,4 +110,29 @@ function apply(action: HttpAction, view: RequestView): Outcome {
     case 'method':
       return { key: action.descriptorKey, value: view.method };
   }
+}
+
+function sameFolding(a: PathFolding, b: PathFolding): boolean {
+  return a.ignoreCase === b.ignoreCase && a.ignoreTrailingSlash === b.ignoreTrailingSlash;
+}
+
+/** True for a dotted IPv4 address as `formatIp` writes it: four numbers 0-255, no leading zeros. */
+function isCanonicalV4(text: string): boolean {
+  let parts = 0;
+  let digits = 0;
+  let value = 0;
+  for (let i = 0; i <= text.length; i++) {
+    const c = i === text.length ? 46 /* . */ : text.charCodeAt(i);
+    if (c === 46) {
+      if (digits === 0 || value > 255) return false;
+      parts++;
+      digits = 0;
+      value = 0;
+    } else if (c >= 48 && c <= 57) {
+      if (digits > 0 && value === 0) return false; // a leading zero
+      value = value * 10 + (c - 48);
+      if (++digits > 3) return false;
+    } else return false;
+  }
+  return parts === 4;
 }

@@ -18,29 +18,48 @@ export interface RequestView {
  * (`normalizePath`) and folded (`folding`) first, so actions and `:path` matchers see one spelling of it.
  */
 export function createRequestView(request: HttpRequestInfo, folding: PathFolding = DEFAULT_PATH_FOLDING): RequestView {
-  const raw = String(request.path ?? '');
-  const q = raw.indexOf('?');
-  const rawPathname = q === -1 ? raw : raw.slice(0, q);
-  const pathname = foldPath(normalizePath(rawPathname) ?? rawPathname, folding);
-  const path = q === -1 ? pathname : pathname + raw.slice(q);
-  const method = String(request.method ?? '').toUpperCase();
-  let params: URLSearchParams | undefined;
-  let lowerHeaders: Map<string, string | readonly string[] | undefined> | undefined;
+  return new HttpRequestView(request, folding);
+}
 
-  function rawHeader(name: string): string | readonly string[] | undefined {
-    const headers = request.headers ?? {};
+/** A {@link RequestView}: one object per request, its header and query lookups made on first use. */
+class HttpRequestView implements RequestView {
+  readonly method: string;
+  readonly pathname: string;
+  readonly remoteAddress: string;
+  private readonly raw: string;
+  private readonly q: number;
+  private readonly path: string;
+  private params: URLSearchParams | undefined;
+  private lowerHeaders: Map<string, string | readonly string[] | undefined> | undefined;
+
+  constructor(
+    private readonly request: HttpRequestInfo,
+    folding: PathFolding,
+  ) {
+    const raw = String(request.path ?? '');
+    const q = raw.indexOf('?');
+    const rawPathname = q === -1 ? raw : raw.slice(0, q);
+    this.raw = raw;
+    this.q = q;
+    this.pathname = foldPath(normalizePath(rawPathname) ?? rawPathname, folding);
+    this.path = q === -1 ? this.pathname : this.pathname + raw.slice(q);
+    this.method = String(request.method ?? '').toUpperCase();
+    this.remoteAddress = String(request.remoteAddress ?? '');
+  }
+
+  private rawHeader(name: string): string | readonly string[] | undefined {
+    const headers = this.request.headers ?? {};
     const direct = headers[name];
     if (direct !== undefined) return direct;
     // Node lower-cases header names; other callers may not.
-    if (lowerHeaders === undefined) {
-      lowerHeaders = new Map(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]));
-    }
-    return lowerHeaders.get(name);
+    this.lowerHeaders ??= new Map(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]));
+    return this.lowerHeaders.get(name);
   }
 
-  function queryParams(): URLSearchParams {
-    if (params) return params;
-    const given = request.query;
+  private queryParams(): URLSearchParams {
+    if (this.params) return this.params;
+    const given = this.request.query;
+    let params: URLSearchParams;
     if (given instanceof URLSearchParams) params = given;
     else if (given !== undefined) {
       params = new URLSearchParams();
@@ -48,31 +67,26 @@ export function createRequestView(request: HttpRequestInfo, folding: PathFolding
         if (v === undefined) continue;
         for (const one of typeof v === 'string' ? [v] : v) params.append(k, one);
       }
-    } else params = new URLSearchParams(q === -1 ? '' : raw.slice(q + 1));
+    } else params = new URLSearchParams(this.q === -1 ? '' : this.raw.slice(this.q + 1));
+    this.params = params;
     return params;
   }
 
-  return {
-    method,
-    pathname,
-    remoteAddress: String(request.remoteAddress ?? ''),
-    header(name) {
-      // Envoy's pseudo-headers, so matchers written for Envoy work unchanged.
-      if (name === ':path') return [path];
-      if (name === ':method') return [method];
-      if (name === ':authority') name = 'host';
-      const v = rawHeader(name);
-      if (v === undefined) return undefined;
-      return typeof v === 'string' ? [v] : v.length === 0 ? undefined : v;
-    },
-    query(name) {
-      const all = queryParams().getAll(name);
-      return all.length === 0 ? undefined : all;
-    },
-  };
+  header(name: string): readonly string[] | undefined {
+    // Envoy's pseudo-headers, so matchers written for Envoy work unchanged.
+    if (name === ':path') return [this.path];
+    if (name === ':method') return [this.method];
+    const v = this.rawHeader(name === ':authority' ? 'host' : name);
+    if (v === undefined) return undefined;
+    return typeof v === 'string' ? [v] : v.length === 0 ? undefined : v;
+  }
+
+  query(name: string): readonly string[] | undefined {
+    const all = this.queryParams().getAll(name);
+    return all.length === 0 ? undefined : all;
+  }
 }
 
-/** Envoy's StringMatcher. */
 export function matchString(m: StringMatcher, value: string): boolean {
   if (m.kind === 'regex') return (m.regex as RegExp).test(value);
   const v = m.ignoreCase ? value.toLowerCase() : value;
