@@ -337,6 +337,13 @@ export function createGateway(options: GatewayOptions): Server {
   /** Proxies an admitted request, or answers for the gateway. */
   function serve(req: IncomingMessage, res: ServerResponse, admitted: Admission): void {
     if (admitted.ok) {
+      // The client may have gone while the decision was pending (a Redis round trip): its response's
+      // 'close' has fired already and would never give the slot back — 64 such requests and the client
+      // address was refused for good. Nothing to proxy: give the slot back now.
+      if (res.closed || res.destroyed) {
+        admitted.release();
+        return;
+      }
       proxy(req, res, admitted.target, admitted.ip, admitted.headers, admitted.release);
       return;
     }

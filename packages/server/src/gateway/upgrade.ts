@@ -66,6 +66,11 @@ export function proxyUpgrade(p: UpgradeProxy): void {
     released = true;
     p.release();
   };
+  // Gone while the decision was pending: its 'close' has fired already, so give the slot back now.
+  if (socket.destroyed) {
+    release();
+    return;
+  }
   socket.once('close', release);
   const outgoing = (secure ? httpsRequest : httpRequest)({
     protocol: upstream.protocol,
