@@ -53,9 +53,9 @@ export interface GrpcServerOptions {
   health?: GrpcHealthCheck;
   /** Serves `grpc.health.v1.Health/Watch` (with `health`). */
   healthWatch?: HealthWatch;
-  /** GOAWAY connections older than this (envoy's GRPC_MAX_CONNECTION_AGE). @default none */
+  /** GOAWAY connections older than this, ±10% (envoy's GRPC_MAX_CONNECTION_AGE). @default none */
   maxConnectionAgeMs?: number;
-  /** Then cut them after this long (GRPC_MAX_CONNECTION_AGE_GRACE). @default none */
+  /** Then cut them after this long (GRPC_MAX_CONNECTION_AGE_GRACE). @default none: wait for their streams */
   maxConnectionAgeGraceMs?: number;
   /** Ping connections; cut those that do not answer. @default DEFAULT_KEEPALIVE */
   keepalive?: KeepaliveOptions;

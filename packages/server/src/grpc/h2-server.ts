@@ -10,28 +10,14 @@ import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { gunzip, inflate } from 'node:zlib';
 import { isSluiceError } from 'sluice';
-import type { Decider } from '../decide.js';
 import { isStoreError } from '../decide.js';
 import { requestFromWire } from '../envoy-codec.js';
-import type { Logger } from '../logger.js';
-import type { ServiceMetrics } from '../metrics.js';
-import { DEFAULT_KEEPALIVE, type KeepaliveOptions, keepSessionAlive, limitConnectionAge } from './connection-age.js';
-import type { GrpcHandle } from './grpc-server.js';
-import {
-  decodeHealthRequest,
-  encodeHealthResponseFrame,
-  type GrpcHealthCheck,
-  HEALTH_CHECK_PATH,
-} from './health-service.js';
-import { HEALTH_WATCH_PATH, type HealthWatch } from './health-watch.js';
+import { DEFAULT_KEEPALIVE, keepSessionAlive, limitConnectionAge } from './connection-age.js';
+import type { GrpcHandle, GrpcServerOptions } from './grpc-server.js';
+import { decodeHealthRequest, encodeHealthResponseFrame, HEALTH_CHECK_PATH } from './health-service.js';
+import { HEALTH_WATCH_PATH } from './health-watch.js';
 import { serveH2Watch } from './health-watch-streams.js';
-import {
-  createReceiveGuard,
-  describeFailure,
-  isAnswerable,
-  type ReceiveFailure,
-  type ReceiveLimits,
-} from './receive-guard.js';
+import { createReceiveGuard, describeFailure, isAnswerable, type ReceiveFailure } from './receive-guard.js';
 import { certificateHasSan, type TlsMaterial, tlsServerOptions } from './tls.js';
 import { decodeRateLimitRequest, encodeDecisionFrame, WireError } from './wire.js';
 
@@ -52,32 +38,11 @@ export const GRPC_STATUS = {
 
 const STATUS_NAMES: Record<number, string> = Object.fromEntries(Object.entries(GRPC_STATUS).map(([k, v]) => [v, k]));
 
-/** Options of {@link startH2GrpcServer}. */
-export interface H2GrpcServerOptions {
-  host: string;
-  port: number;
-  /** Listen on this unix socket instead of host:port (envoy's GRPC_UDS). */
-  socket?: string;
-  decider: Decider;
-  metrics: ServiceMetrics;
-  logger: Logger;
-  /** Bounds on unfinished request messages (size, per connection, in total, time). @default DEFAULT_RECEIVE_LIMITS */
-  limits?: Partial<ReceiveLimits>;
-  /** Most concurrent streams one connection may open (HTTP/2 SETTINGS). @default 4096 */
-  maxConcurrentStreams?: number;
-  /** TLS (mutual TLS when the material has a CA); `clientSan`: a DNS name client certificates must carry. */
-  tls?: { material: TlsMaterial; clientSan?: string };
-  /** Answers `grpc.health.v1.Health/Check`. */
-  health?: GrpcHealthCheck;
-  /** Serves `grpc.health.v1.Health/Watch`. */
-  healthWatch?: HealthWatch;
-  /** GOAWAY connections older than this, ±10% (envoy's GRPC_MAX_CONNECTION_AGE). @default none */
-  maxConnectionAgeMs?: number;
-  /** Then cut them after this long (GRPC_MAX_CONNECTION_AGE_GRACE). @default none: wait for their streams */
-  maxConnectionAgeGraceMs?: number;
-  /** Ping connections; cut those that do not answer. @default DEFAULT_KEEPALIVE */
-  keepalive?: KeepaliveOptions;
-}
+/**
+ * Options of {@link startH2GrpcServer}: the same as the default server's, so the service and envoy mode
+ * configure either one alike.
+ */
+export type H2GrpcServerOptions = GrpcServerOptions;
 
 /** `grpc-message` is percent-encoded: everything outside printable ASCII, and `%` itself. */
 function grpcMessage(text: string): string {

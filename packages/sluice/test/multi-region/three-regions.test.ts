@@ -16,10 +16,7 @@ import type { RegionPlan, RegionReport, Scenario } from './fixtures/region-child
 import { admissionsOf, runRegions, startTopology, type Topology } from './harness.js';
 import {
   assertLimitKept,
-  bucketExcess,
   fixedWindowBoundBreaches,
-  maxInAnyPeriod,
-  maxSlidingEstimate,
   perWindow,
   slidingWindowBoundBreaches,
 } from './limits-check.js';
