@@ -14,12 +14,7 @@ import { EVENTUAL_MERGE } from '../../src/stores/multi-region/eventual-lua.js';
 import { leaseRecordKey, tagOf } from '../../src/stores/multi-region/keys.js';
 import type { RegionPlan, RegionReport, Scenario } from './fixtures/region-child.js';
 import { admissionsOf, runRegions, startTopology, type Topology } from './harness.js';
-import {
-  assertLimitKept,
-  fixedWindowBoundBreaches,
-  perWindow,
-  slidingWindowBoundBreaches,
-} from './limits-check.js';
+import { assertLimitKept, fixedWindowBoundBreaches, perWindow, slidingWindowBoundBreaches } from './limits-check.js';
 
 const REGIONS = ['eu', 'us', 'ap'];
 const PERIOD = 1000;
