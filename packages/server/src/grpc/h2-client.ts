@@ -1,5 +1,5 @@
 import { type ClientHttp2Session, connect } from 'node:http2';
-import { SHOULD_RATE_LIMIT_PATH } from './h2-server.js';
+import { SHOULD_RATE_LIMIT_PATH } from './rls-call.js';
 import { decodeOverallCode, encodeRateLimitRequestFrame } from './wire.js';
 
 /** A request for {@link createH2RlsClient}: the engine's shape, encoded by hand. */

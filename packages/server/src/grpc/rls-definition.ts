@@ -1,6 +1,6 @@
 import type { ServiceDefinition } from '@grpc/grpc-js';
 import type { Decided } from '../decide.js';
-import { SHOULD_RATE_LIMIT_PATH } from './h2-server.js';
+import { SHOULD_RATE_LIMIT_PATH } from './rls-call.js';
 import { decodeRateLimitRequest, encodeDecisionFrame, type WireRequest } from './wire.js';
 
 /**
