@@ -4,10 +4,15 @@
  * machine's cores, so besides decisions/s and latency it reports the service's own CPU time per decision
  * (from /proc), which does not depend on how much CPU the load generator took.
  *
- * gRPC runs on @grpc/grpc-js (the default) and on sluice's lean HTTP/2 server (`--grpc-server h2`).
+ * gRPC runs on the default server (@grpc/grpc-js, ShouldRateLimit answered on its lean path) and on
+ * sluice's lean HTTP/2 server (`--grpc-server h2`). With h2load installed, the gRPC rows run twice more:
+ * saturated (as many calls as the service answers, 64 in flight) and at a fixed offered rate (h2load
+ * `--rps`, 20,000 calls/s by default, still at most 64 in flight), where the latency is that of a service
+ * that keeps up rather than of a queue.
  *
  *   node --import tsx bench/service.ts                 # 10 s per run, 64 in flight
  *   SLUICE_BENCH_SECONDS=5 node --import tsx bench/service.ts
+ *   SLUICE_BENCH_RATE=20000 SLUICE_BENCH_ONLY=h2load node --import tsx bench/service.ts   # rows whose name has it
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -26,6 +31,10 @@ const SECONDS = Number(process.env.SLUICE_BENCH_SECONDS ?? 10);
 const CONCURRENCY = Number(process.env.SLUICE_BENCH_CONCURRENCY ?? 64);
 /** Load threads of `sluice bench`: two, so one event loop of the load generator is not the ceiling. */
 const THREADS = Number(process.env.SLUICE_BENCH_THREADS ?? 2);
+/** The offered rate of the fixed-rate h2load rows, calls per second. */
+const RATE = Number(process.env.SLUICE_BENCH_RATE ?? 20_000);
+/** Only the scenarios whose name contains this. */
+const ONLY = process.env.SLUICE_BENCH_ONLY;
 
 interface Service {
   pid: number;
@@ -131,7 +140,8 @@ interface Row {
  */
 const H2LOAD = ['/usr/bin/h2load', '/usr/local/bin/h2load'].find((p) => existsSync(p));
 
-function h2load(s: Service, seconds: number): BenchJson {
+/** Runs h2load for `seconds`: as fast as the service answers, or at `rate` calls per second offered. */
+function h2load(s: Service, seconds: number, rate?: number): BenchJson {
   const dir = mkdtempSync(join(tmpdir(), 'sluice-h2load-'));
   try {
     const request = join(dir, 'request.bin');
@@ -159,6 +169,8 @@ function h2load(s: Service, seconds: number): BenchJson {
         '-H',
         'te: trailers',
         `--log-file=${log}`,
+        // One client: its rate is the offered rate (calls still wait for one of the 64 streams).
+        ...(rate === undefined ? [] : [`--rps=${rate}`]),
         `http://127.0.0.1:${s.grpc}/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit`,
       ],
       { encoding: 'utf8' },
@@ -183,11 +195,14 @@ async function scenario(
   name: string,
   serveArgs: string[],
   benchArgs: (s: Service) => string[],
-  generator: 'sluice' | 'h2load' = 'sluice',
-): Promise<Row> {
+  generator: 'sluice' | 'h2load' | { rate: number } = 'sluice',
+): Promise<Row | undefined> {
+  if (ONLY !== undefined && !name.includes(ONLY)) return undefined;
   const service = await serve(serveArgs);
   const load = (seconds: number) =>
-    generator === 'h2load' ? h2load(service, seconds) : bench(benchArgs(service), seconds);
+    generator === 'sluice'
+      ? bench(benchArgs(service), seconds)
+      : h2load(service, seconds, generator === 'h2load' ? undefined : generator.rate);
   try {
     load(2); // warm up the JIT and the connections' peers
     const before = cpuSeconds(service.pid);
@@ -203,13 +218,13 @@ const loadBefore = loadavg()
   .map((l) => l.toFixed(2))
   .join(' ');
 const redis = await startRedis();
-const rows: Row[] = [];
+const rows: (Row | undefined)[] = [];
 try {
   // Several connections, as Envoy opens one per worker thread.
   const grpc = (s: Service) => ['--grpc', `127.0.0.1:${s.grpc}`, '--connections', '4'];
   const json = (s: Service) => ['--http', `http://127.0.0.1:${s.http}`, '--endpoint', 'json'];
   const check = (s: Service) => ['--http', `http://127.0.0.1:${s.http}`, '--endpoint', 'check'];
-  rows.push(await scenario('gRPC, memory (@grpc/grpc-js, the default)', [], grpc));
+  rows.push(await scenario('gRPC, memory (the default server)', [], grpc));
   rows.push(await scenario('gRPC, memory, --grpc-server h2', ['--grpc-server', 'h2'], grpc));
   rows.push(await scenario("gRPC floor: Node's HTTP/2 answering a fixed OK", ['floor'], grpc));
   rows.push(await scenario('HTTP /json, memory', [], json));
@@ -221,6 +236,11 @@ try {
       await scenario('gRPC, memory, --grpc-server h2 — load from h2load', ['--grpc-server', 'h2'], grpc, 'h2load'),
     );
     rows.push(await scenario('gRPC floor — load from h2load', ['floor'], grpc, 'h2load'));
+    const fixed = { rate: RATE };
+    const at = `h2load at a fixed ${fmt(RATE)}/s`;
+    rows.push(await scenario(`gRPC, memory — ${at}`, [], grpc, fixed));
+    rows.push(await scenario(`gRPC, memory, --grpc-server h2 — ${at}`, ['--grpc-server', 'h2'], grpc, fixed));
+    rows.push(await scenario(`gRPC floor — ${at}`, ['floor'], grpc, fixed));
     rows.push(
       await scenario(
         'gRPC, Redis — load from h2load (one key: the local over-limit cache answers)',
@@ -235,7 +255,8 @@ try {
   await redis.stop();
 }
 
-const base = rows[0] as Row;
+const ran = rows.filter((r): r is Row => r !== undefined);
+const base = ran[0] as Row;
 console.log(
   `sluice bench (${THREADS} load threads) against sluice serve: ${SECONDS} s per run, ${CONCURRENCY} requests in flight, ${cpus().length} cores shared by both (${cpus()[0]?.model ?? 'cpu'}); load average before the run ${loadBefore}.\n`,
 );
@@ -251,7 +272,7 @@ console.log(
       'decisions per service CPU-s',
       'decisions/s vs gRPC memory',
     ],
-    rows.map((r) => [
+    ran.map((r) => [
       r.name,
       fmt(r.result.decisionsPerS),
       fmt(r.result.latencyMs.p50, 2),
