@@ -256,7 +256,8 @@ try {
 }
 
 const ran = rows.filter((r): r is Row => r !== undefined);
-const base = ran[0] as Row;
+// The first row run is the ratios' base (the default server's, unless SLUICE_BENCH_ONLY left it out).
+const base = ran[0] ?? ({ result: { decisionsPerS: 1 } } as Row);
 console.log(
   `sluice bench (${THREADS} load threads) against sluice serve: ${SECONDS} s per run, ${CONCURRENCY} requests in flight, ${cpus().length} cores shared by both (${cpus()[0]?.model ?? 'cpu'}); load average before the run ${loadBefore}.\n`,
 );

@@ -86,7 +86,7 @@ export function grpcStatusOf(error: unknown): number {
 }
 
 /** A `'stream'` listener of an HTTP/2 server. */
-type StreamListener = (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, ...rest: unknown[]) => void;
+type StreamListener = (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, flags?: number, raw?: string[]) => void;
 
 /**
  * Takes over the `'stream'` event of one of grpc-js's HTTP/2 servers. ShouldRateLimit calls (a POST of
@@ -107,20 +107,24 @@ function dispatchStreams(
 ): void {
   const grpcJs = http2Server.listeners('stream') as StreamListener[];
   http2Server.removeAllListeners('stream');
-  http2Server.on('stream', function (this: unknown, stream: ServerHttp2Stream, headers: IncomingHttpHeaders, ...rest) {
-    if (
-      rateLimit !== undefined &&
-      headers[':path'] === SHOULD_RATE_LIMIT_PATH &&
-      headers[':method'] === 'POST' &&
-      isGrpcContentType(headers['content-type'])
-    ) {
-      stream.on('error', ignore);
-      rateLimit(stream, headers);
-      return;
-    }
-    guardStream(stream, guard, metrics);
-    for (const listener of grpcJs) listener.call(this, stream, headers, ...rest);
-  });
+  // The event's arguments by name (a rest parameter would cost every call an array).
+  http2Server.on(
+    'stream',
+    function (this: unknown, stream: ServerHttp2Stream, headers: IncomingHttpHeaders, flags, raw) {
+      if (
+        rateLimit !== undefined &&
+        headers[':path'] === SHOULD_RATE_LIMIT_PATH &&
+        headers[':method'] === 'POST' &&
+        isGrpcContentType(headers['content-type'])
+      ) {
+        stream.on('error', ignore);
+        rateLimit(stream, headers);
+        return;
+      }
+      guardStream(stream, guard, metrics);
+      for (const listener of grpcJs) listener.call(this, stream, headers, flags, raw);
+    },
+  );
 }
 
 function isGrpcContentType(contentType: string | undefined): boolean {

@@ -7,7 +7,13 @@ import { isStoreError } from '../decide.js';
 import { requestFromWire } from '../envoy-codec.js';
 import type { Logger } from '../logger.js';
 import type { ServiceMetrics } from '../metrics.js';
-import { describeFailure, isAnswerable, type ReceiveFailure, type ReceiveGuard } from './receive-guard.js';
+import {
+  describeFailure,
+  isAnswerable,
+  type ReceiveFailure,
+  type ReceiveGuard,
+  type Reception,
+} from './receive-guard.js';
 import { certificateHasSan } from './tls.js';
 import { decodeRateLimitRequest, encodeDecisionFrame } from './wire.js';
 
@@ -321,64 +327,123 @@ export function createRlsCallHandler(
     return true;
   }
 
+  /** Ends a call whose request broke a bound: drops what it holds, answers the failure. */
+  function cutOff(call: RlsCall, failure: ReceiveFailure, declared: number): void {
+    call.cut = true;
+    call.first = undefined;
+    call.more = undefined;
+    call.reception.release();
+    if (grpcJs && failure === 'too-large' && declared >= 0) {
+      fail(
+        call.stream,
+        GRPC_STATUS.RESOURCE_EXHAUSTED,
+        `Received message larger than max (${declared} vs ${maxMessageBytes})`,
+        false,
+      );
+      return;
+    }
+    const { status, message } = describeFailure(failure, guard.limits);
+    // fail() asks the client to stop; a client that left is already closed.
+    fail(call.stream, GRPC_STATUS[status], message);
+  }
+
+  function failed(stream: ServerHttp2Stream, error: unknown): void {
+    logger.error({ err: error }, 'gRPC stream handler failed');
+    abandon(stream);
+  }
+
+  // The stream's listeners are shared by every call (`this` is the stream; its call hangs on it): a call
+  // costs one object, not a closure per listener.
+  function onData(this: CallStream, chunk: Buffer): void {
+    const call = this[CALL];
+    try {
+      if (call.cut) return;
+      let failure = call.reception.add(chunk.length);
+      let declared = -1;
+      // The message's declared length is known from its 5-byte prefix: refuse an oversized one at once.
+      if (failure === undefined && call.size < 5 && call.size + chunk.length >= 5) {
+        declared = (call.first === undefined ? chunk : call.concat(chunk)).readUInt32BE(1);
+        if (declared > maxMessageBytes) failure = 'too-large';
+      }
+      if (failure !== undefined) cutOff(call, failure, declared);
+      else call.add(chunk);
+    } catch (error) {
+      failed(this, error);
+    }
+  }
+
+  function onEnd(this: CallStream): void {
+    const call = this[CALL];
+    try {
+      call.reception.release();
+      // A stream the client reset or dropped ends here too, with whatever arrived: nobody to answer.
+      if (call.cut || !isAnswerable(this)) return;
+      const body = call.body();
+      call.first = undefined;
+      call.more = undefined;
+      onBody(this, body, call.headers);
+    } catch (error) {
+      failed(this, error);
+    }
+  }
+
+  function onClose(this: CallStream): void {
+    this[CALL].reception.release();
+  }
+
   return (stream, headers) => {
     const timeout = headers['grpc-timeout'];
     if (timeout !== undefined && !startDeadline(stream, String(timeout))) return;
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let cut = false;
-    const cutOff = (failure: ReceiveFailure, declared: number) => {
-      cut = true;
-      chunks.length = 0;
-      reception.release();
-      if (grpcJs && failure === 'too-large' && declared >= 0) {
-        fail(
-          stream,
-          GRPC_STATUS.RESOURCE_EXHAUSTED,
-          `Received message larger than max (${declared} vs ${maxMessageBytes})`,
-          false,
-        );
-        return;
+    const call = new RlsCall(stream, headers);
+    call.reception = guard.open(stream.session, () => {
+      try {
+        if (!call.cut) cutOff(call, 'timeout', -1);
+      } catch (error) {
+        failed(stream, error);
       }
-      const { status, message } = describeFailure(failure, guard.limits);
-      // fail() asks the client to stop; a client that left is already closed.
-      fail(stream, GRPC_STATUS[status], message);
-    };
-    const reception = guard.open(
-      stream.session,
-      guarded(stream, () => {
-        if (!cut) cutOff('timeout', -1);
-      }),
-    );
-    stream.on('close', reception.release);
-    stream.on(
-      'data',
-      guarded(stream, (chunk: Buffer) => {
-        if (cut) return;
-        let failure = reception.add(chunk.length);
-        let declared = -1;
-        // The message's declared length is known from its 5-byte prefix: refuse an oversized one at once.
-        if (failure === undefined && size < 5 && size + chunk.length >= 5) {
-          declared = (size === 0 ? chunk : Buffer.concat([...chunks, chunk], size + chunk.length)).readUInt32BE(1);
-          if (declared > maxMessageBytes) failure = 'too-large';
-        }
-        if (failure !== undefined) return cutOff(failure, declared);
-        size += chunk.length;
-        chunks.push(chunk);
-      }),
-    );
-    stream.on(
-      'end',
-      guarded(stream, () => {
-        reception.release();
-        // A stream the client reset or dropped ends here too, with whatever arrived: nobody to answer.
-        if (cut || !isAnswerable(stream)) return;
-        const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
-        chunks.length = 0;
-        onBody(stream, body, headers);
-      }),
-    );
+    });
+    (stream as CallStream)[CALL] = call;
+    stream.on('close', onClose);
+    stream.on('data', onData);
+    stream.on('end', onEnd);
   };
+}
+
+const CALL = Symbol('sluice.rlsCall');
+
+/** A stream with its call. */
+type CallStream = ServerHttp2Stream & { [CALL]: RlsCall };
+
+/** One ShouldRateLimit call while its request arrives: the bytes so far (most requests are one chunk). */
+class RlsCall {
+  first: Buffer | undefined = undefined;
+  more: Buffer[] | undefined = undefined;
+  size = 0;
+  cut = false;
+  reception!: Reception;
+
+  constructor(
+    readonly stream: ServerHttp2Stream,
+    readonly headers: IncomingHttpHeaders,
+  ) {}
+
+  add(chunk: Buffer): void {
+    this.size += chunk.length;
+    if (this.first === undefined) this.first = chunk;
+    else if (this.more === undefined) this.more = [chunk];
+    else this.more.push(chunk);
+  }
+
+  /** The bytes so far and `next`, in one buffer. */
+  concat(next: Buffer): Buffer {
+    return Buffer.concat([this.first as Buffer, ...(this.more ?? []), next], this.size + next.length);
+  }
+
+  body(): Buffer {
+    if (this.first === undefined) return Buffer.alloc(0);
+    if (this.more === undefined) return this.first;
+    return Buffer.concat([this.first, ...this.more], this.size);
+  }
 }
 
 function isRequestError(error: unknown): boolean {
