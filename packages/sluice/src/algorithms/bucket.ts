@@ -15,42 +15,43 @@ function levelAt(s: Slots, o: number, now: number, p: ResolvedPolicy): number {
 
 const ceilDiv = (a: number, b: number) => Math.ceil(a / b);
 
+/** The rejection of a request that does not fit in the bucket (`after`: its level if admitted). */
+function rejected(p: ResolvedPolicy, level: number, after: number, cost: number): Decision {
+  const remaining = Math.floor((p.capacityTicks - level) / p.intervalTicks);
+  const resetMs = ceilDiv(level, p.scale);
+  if (cost > p.capacity) return costExceedsCapacity(p.limit, remaining, resetMs);
+  return {
+    allowed: false,
+    limit: p.limit,
+    remaining,
+    resetMs,
+    retryAfterMs: ceilDiv(after - p.capacityTicks, p.scale),
+  };
+}
+
 /** Builds the bucket algorithm; `shaping` adds `delayMs` (the leaky bucket's queue position). */
 export function createBucket(name: 'token-bucket' | 'leaky-bucket', shaping: boolean): Algorithm {
   return {
     name,
     check(s, o, now, p, cost, commit): Decision {
       const level = levelAt(s, o, now, p);
-      const T = p.intervalTicks;
-      if (cost > p.capacity) {
-        return costExceedsCapacity(p.limit, Math.floor((p.capacityTicks - level) / T), ceilDiv(level, p.scale));
-      }
-      const after = level + cost * T;
-      if (after > p.capacityTicks) {
-        return {
-          allowed: false,
-          limit: p.limit,
-          remaining: Math.floor((p.capacityTicks - level) / T),
-          resetMs: ceilDiv(level, p.scale),
-          retryAfterMs: ceilDiv(after - p.capacityTicks, p.scale),
-        };
-      }
+      const after = level + cost * p.intervalTicks;
+      // cost > capacity implies after > capacityTicks: one test keeps the hot path (and its bytecode,
+      // which V8 must inline into the store's check) short; rejected() tells the two apart.
+      if (after > p.capacityTicks) return rejected(p, level, after, cost);
       const taken = commit && cost > 0;
       if (taken) {
         s[o] = after;
         s[o + 1] = Math.max(now, s[o + 1] as number);
       }
       const held = taken ? after : level;
-      const decision: Decision = {
-        allowed: true,
-        limit: p.limit,
-        remaining: Math.floor((p.capacityTicks - held) / T),
-        resetMs: ceilDiv(held, p.scale),
-        retryAfterMs: 0,
-      };
-      // What is already queued drains first: this request's turn comes when it has.
-      if (shaping) decision.delayMs = ceilDiv(level, p.scale);
-      return decision;
+      const remaining = Math.floor((p.capacityTicks - held) / p.intervalTicks);
+      const resetMs = ceilDiv(held, p.scale);
+      // What is already queued drains first: this request's turn comes when it has. One literal per
+      // shape, so a decision never grows a property after it is made.
+      return shaping
+        ? { allowed: true, limit: p.limit, remaining, resetMs, retryAfterMs: 0, delayMs: ceilDiv(level, p.scale) }
+        : { allowed: true, limit: p.limit, remaining, resetMs, retryAfterMs: 0 };
     },
 
     refund(s, o, now, p, cost) {

@@ -134,18 +134,21 @@ export function createLimiter(options: LimiterOptions): Limiter {
     store,
     clock,
     // No closure per call (settle() would take one): `await limiter.check()` is a hot path too.
-    check: store.synchronous
-      ? // On a synchronous store an async function is the cheapest promise: one allocation, and a throw
-        // (misuse) becomes the rejection.
-        async (key, options) => (oneSync ? runOne(key, options, true) : run(key, options, true))
-      : (key, options) => {
-          try {
-            const result = run(key, options, true);
-            return result instanceof Promise ? result : Promise.resolve(result);
-          } catch (error) {
-            return Promise.reject(error);
-          }
-        },
+    // On a synchronous store an async function is the cheapest promise: one allocation, and a throw
+    // (misuse) becomes the rejection. One limit there calls runOne directly: no test, and V8 inlines
+    // the whole check (store and algorithm) into this function.
+    check: oneSync
+      ? async (key, options) => runOne(key, options, true)
+      : store.synchronous
+        ? async (key, options) => run(key, options, true)
+        : (key, options) => {
+            try {
+              const result = run(key, options, true);
+              return result instanceof Promise ? result : Promise.resolve(result);
+            } catch (error) {
+              return Promise.reject(error);
+            }
+          },
     checkSync(key, options) {
       if (oneSync) return runOne(key, options, true);
       if (!store.synchronous) {

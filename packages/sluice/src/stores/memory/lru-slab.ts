@@ -101,7 +101,11 @@ export class LruSlab {
    */
   touch(slot: number, atLimit: boolean): void {
     const list = atLimit ? PROTECTED : NORMAL;
-    if (slot === this.newest[list] && this.list[slot] === list) return;
+    if (slot !== this.newest[list] || this.list[slot] !== list) this.moveToNewest(slot, list);
+  }
+
+  /** Moves a slot to the newest end of `list` (touch's slow path, kept out of it so it inlines). */
+  private moveToNewest(slot: number, list: number): void {
     this.unlink(slot);
     this.list[slot] = list;
     this.linkNewest(slot);

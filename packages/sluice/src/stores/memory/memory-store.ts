@@ -55,6 +55,8 @@ export interface MemoryStore extends Store {
 
 const SWEEP_BUDGET = 10_000;
 
+const closedError = () => new SluiceError('ERR_SLUICE_STORE_CLOSED', 'the memory store was closed');
+
 type NumericName = keyof typeof NUMERIC_ALGORITHMS;
 
 /** What the store keeps per policy. */
@@ -190,9 +192,19 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     while (slab.bytes + contextBytes + blocks.bytes > maxBytes && slab.size > 1) slab.evictOne(usedShare, keep);
   }
 
+  /**
+   * A check. The numeric algorithms without a block are the hot path: it and what it calls are kept
+   * small enough for V8 to inline all of it (the algorithm's step included) into the limiter's check.
+   */
   function decide(key: string, p: ResolvedPolicy, cost: number, nowMs: number, commit: boolean): Decision {
-    if (closed) throw new SluiceError('ERR_SLUICE_STORE_CLOSED', 'the memory store was closed');
+    if (closed) throw closedError();
     if (nowMs > latestNow) latestNow = nowMs;
+    if (p.blockMs > 0 || p.algorithm === 'sliding-log') return decideOther(key, p, cost, nowMs, commit);
+    return decideNumeric(key, p, cost, nowMs, commit);
+  }
+
+  /** A check under a block duration, or on a sliding log. */
+  function decideOther(key: string, p: ResolvedPolicy, cost: number, nowMs: number, commit: boolean): Decision {
     if (p.blockMs > 0) {
       const blocked = blocks.check(p.id, key, nowMs, p.limit);
       if (blocked) return blocked;
@@ -207,21 +219,24 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
 
   function decideNumeric(key: string, p: ResolvedPolicy, cost: number, nowMs: number, commit: boolean): Decision {
     // find(), written out: this is the hot path of every memory-store check.
-    const context = existingContext(p);
+    const context = p === lastPolicy ? lastContext : existingContext(p);
     const slot = context?.table.get(key);
-    if (slot !== undefined) {
-      const { algorithm } = context as PolicyContext;
-      const state = slab.state;
-      const offset = slot * SLOT_WIDTH;
-      if ((slab.expiresAt[slot] as number) <= nowMs) slab.clear(slot);
-      const decision = algorithm.check(state, offset, nowMs, p, cost, commit);
-      if (decision.allowed && commit && cost > 0) slab.expiresAt[slot] = algorithm.expiresAt(state, offset, p);
-      slab.touch(slot, decision.remaining === 0);
-      return decision;
-    }
+    if (slot === undefined) return decideNew(key, p, cost, nowMs, commit);
+    const algorithm = (context as PolicyContext).algorithm;
+    const offset = slot * SLOT_WIDTH;
+    if ((slab.expiresAt[slot] as number) <= nowMs) slab.clear(slot);
+    const decision = algorithm.check(slab.state, offset, nowMs, p, cost, commit);
+    if (decision.allowed && commit && cost > 0) slab.expiresAt[slot] = algorithm.expiresAt(slab.state, offset, p);
+    slab.touch(slot, decision.remaining === 0);
+    return decision;
+  }
+
+  /**
+   * A key with no state: decide on zeros and store only what an admitted request wrote, so rejected
+   * requests and peeks never grow the store.
+   */
+  function decideNew(key: string, p: ResolvedPolicy, cost: number, nowMs: number, commit: boolean): Decision {
     const algorithm = NUMERIC_ALGORITHMS[p.algorithm as NumericName];
-    // A key with no state: decide on zeros and store only what an admitted request wrote, so rejected
-    // requests and peeks never grow the store.
     scratch.fill(0);
     const decision = algorithm.check(scratch, 0, nowMs, p, cost, commit);
     if (decision.allowed && commit && cost > 0) {
