@@ -1,12 +1,12 @@
 import {
+  type ClientRequest,
   createServer,
-  Agent as HttpAgent,
   request as httpRequest,
   type IncomingMessage,
   type Server,
   type ServerResponse,
 } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { request as httpsRequest } from 'node:https';
 import type { Duplex } from 'node:stream';
 import type { Decision } from 'sluice';
 import { combineDecisions, isSluiceError } from 'sluice';
@@ -16,9 +16,11 @@ import type { AccessLists } from './access-lists.js';
 import type { Decided, Decider } from './decide.js';
 import { isStoreError } from './decide.js';
 import { assertRequestLengths } from './envoy-codec.js';
-import { createClientSlots } from './gateway/client-slots.js';
+import { type ClientSlots, createClientSlots } from './gateway/client-slots.js';
+import { type DeadlineEntry, DeadlineList } from './gateway/deadlines.js';
 import { forwardable, upstreamHeaders } from './gateway/forwarding.js';
 import { proxyUpgrade, rejectUpgrade } from './gateway/upgrade.js';
+import { createUpstreamAgent } from './gateway/upstream-pool.js';
 import { rejectionBody } from './headers.js';
 import type { Logger } from './logger.js';
 import type { ServiceMetrics } from './metrics.js';
@@ -69,9 +71,16 @@ export interface GatewayOptions {
 type Verdict = { verdict: 'pass' | 'limited' | 'denied'; headers: Record<string, string>; binding?: Decision };
 
 /** Whether a request may go on: where to, for whom, and the headers to add — or what to answer instead. */
-type Admission =
-  | { ok: true; target: string; ip: string; headers: Record<string, string>; release: () => void }
-  | { ok: false; answer: GatewayAnswer };
+type Admission = Admitted | { ok: false; answer: GatewayAnswer };
+
+/** A request let through: its target, client address, the headers to add, and the key its slot is held under. */
+interface Admitted {
+  ok: true;
+  target: string;
+  ip: string;
+  headers: Record<string, string>;
+  key: string;
+}
 
 /** A gateway answer written by the gateway itself: status, its headers, and a JSON error body. */
 export interface GatewayAnswer {
@@ -98,8 +107,7 @@ export function createGateway(options: GatewayOptions): Server {
   const { upstream, engine, decider, lists, metrics, logger } = options;
   const limits: GatewayLimits = { ...DEFAULT_GATEWAY_LIMITS, ...options.limits };
   const secure = upstream.protocol === 'https:';
-  const agentOptions = { keepAlive: true, maxSockets: limits.maxUpstreamSockets, timeout: limits.idleTimeoutMs };
-  const agent = secure ? new HttpsAgent(agentOptions) : new HttpAgent(agentOptions);
+  const agent = createUpstreamAgent(secure, limits.maxUpstreamSockets, limits.idleTimeoutMs);
   const send = secure ? httpsRequest : httpRequest;
   const basePath = upstream.pathname.replace(/\/$/, '');
   // Read once: URL getters are not free, and these run for every request.
@@ -119,6 +127,20 @@ export function createGateway(options: GatewayOptions): Server {
     res.end(a.body);
     metrics.gateway(a.status);
   }
+
+  const context: ExchangeContext = {
+    slots,
+    // One coarse timer for every request's upstream deadline (a deadline fires at most ~3 % late).
+    deadlines: new DeadlineList(
+      limits.upstreamTimeoutMs,
+      Math.max(10, Math.min(1000, Math.ceil(limits.upstreamTimeoutMs / 64))),
+    ),
+    metrics,
+    logger,
+    upstreamOrigin: upstream.origin,
+    upstreamTimeoutMs: limits.upstreamTimeoutMs,
+    answer,
+  };
 
   /**
    * The verdict on a request: at once when no decision is needed (a list entry, no `http:` rule
@@ -201,90 +223,34 @@ export function createGateway(options: GatewayOptions): Server {
     return path === undefined ? undefined : { path, query: q === -1 ? '' : url.slice(q) };
   }
 
-  function proxy(
-    req: IncomingMessage,
-    res: ServerResponse,
-    target: string,
-    ip: string,
-    extra: Record<string, string>,
-    release: () => void,
-  ): void {
+  function proxy(req: IncomingMessage, res: ServerResponse, admitted: Admitted): void {
     const outgoing = send({
       protocol: upstreamProtocol,
       hostname: upstreamHostname,
       port: upstreamPort,
       method: req.method,
-      path: basePath + target,
-      headers: upstreamHeaders(req, ip, options.trustsPeer(req), upstreamHost),
+      path: basePath + admitted.target,
+      headers: upstreamHeaders(req, admitted.ip, options.trustsPeer(req), upstreamHost),
       agent,
     });
-    // Once the whole request is sent, the upstream has this long to start answering. (While the body is
-    // still coming in, the request timeout is the bound; a request waiting for a pooled socket is not
-    // sent, and so is bounded by it too.)
-    let deadline: NodeJS.Timeout | undefined;
-    const startDeadline = () => {
-      deadline = setTimeout(onDeadline, limits.upstreamTimeoutMs);
-    };
-    const onDeadline = () => {
-      logger.warn({ upstream: upstream.origin, timeoutMs: limits.upstreamTimeoutMs }, 'upstream timed out');
-      answer(
-        res,
-        errorAnswer(
-          504,
-          'ERR_SLUICE_UPSTREAM_TIMEOUT',
-          `the upstream did not answer within ${limits.upstreamTimeoutMs} ms`,
-          extra,
-        ),
-      );
-      outgoing.destroy();
-    };
-    // on(), not once(), for events that fire once anyway: no wrapper per request.
-    outgoing.on('finish', startDeadline);
-    // The client's slot is held until both its connection and the upstream request are done.
-    let open = 2;
-    const done = () => {
-      if (--open === 0) release();
-    };
-    outgoing.on('close', done);
-    res.on('close', () => {
-      clearTimeout(deadline);
-      done();
-      // The client went away before the upstream finished: stop the upstream request too.
-      if (!res.writableFinished) outgoing.destroy();
-    });
-    outgoing.on('response', (incoming) => {
-      clearTimeout(deadline);
-      if (res.headersSent || res.destroyed) {
-        incoming.destroy();
-        return;
-      }
-      const out = forwardable(incoming.headers) as Record<string, string | string[]>;
-      for (const name in extra) out[name] = extra[name] as string;
-      res.writeHead(incoming.statusCode ?? 502, out);
-      metrics.gateway(incoming.statusCode ?? 502);
-      // pipe() rather than stream.pipeline(): on Node 20 pipeline() builds an AbortSignal and, when the
-      // streams finish, a DOMException per call — ~10% of the gateway's CPU per proxied request. The
-      // failures pipeline() would handle are handled here: a broken upstream response ends the client's.
-      incoming.pipe(res);
-      incoming.on('error', () => res.destroy());
-    });
-    outgoing.on('timeout', () => outgoing.destroy(new Error('upstream idle')));
-    outgoing.on('error', (error) => {
-      clearTimeout(deadline);
-      if (!res.headersSent) {
-        logger.warn({ err: error.message, upstream: upstream.origin }, 'upstream unavailable');
-        answer(res, errorAnswer(502, 'ERR_SLUICE_UPSTREAM_UNAVAILABLE', 'the upstream could not be reached', extra));
-      } else {
-        res.destroy(error);
-      }
-    });
+    const exchange = new Exchange(context, res, outgoing, admitted.headers, admitted.key);
+    setExchange(outgoing, exchange);
+    setExchange(res, exchange);
+    setExchange(req, exchange);
+    // on(), not once(), for events that fire once anyway: no wrapper per request. Module-level listeners
+    // reach the exchange through the emitter: no closure per request.
+    outgoing.on('finish', onOutgoingFinish);
+    outgoing.on('close', onOutgoingClose);
+    res.on('close', onClientClose);
+    outgoing.on('response', onUpstreamResponse);
+    outgoing.on('error', onOutgoingError);
     req.pipe(outgoing);
-    req.on('error', () => outgoing.destroy());
+    req.on('error', onRequestError);
   }
 
   /**
    * The checks every request goes through before it is proxied or tunnelled, in order: at once when no
-   * decision is needed, else a promise.
+   * decision is needed, else a promise. The closures of the promise path are made only on that path.
    */
   function admit(req: IncomingMessage): Admission | Promise<Admission> {
     const target = targetOf(req);
@@ -296,8 +262,7 @@ export function createGateway(options: GatewayOptions): Server {
     }
     const ip = options.clientIp(req);
     const key = options.clientKey(ip);
-    const release = slots.acquire(key);
-    if (release === undefined) {
+    if (!slots.acquire(key)) {
       return {
         ok: false,
         answer: errorAnswer(
@@ -308,66 +273,75 @@ export function createGateway(options: GatewayOptions): Server {
         ),
       };
     }
-    const admitted = (verdict: Verdict): Admission => {
-      let refused: GatewayAnswer | undefined;
-      try {
-        refused = refusal(verdict);
-      } catch (error) {
-        return failed(error);
-      }
-      if (refused !== undefined) {
-        release();
-        return { ok: false, answer: refused };
-      }
-      return { ok: true, target: target.path + target.query, ip, headers: verdict.headers, release };
-    };
-    const failed = (error: unknown): Admission => {
-      release();
-      return { ok: false, answer: failure(error) };
-    };
+    const targetText = target.query === '' ? target.path : target.path + target.query;
     let verdict: Verdict | Promise<Verdict>;
     try {
       verdict = decide(req, target.path, ip, key);
     } catch (error) {
-      return failed(error);
+      return failedAdmission(key, error);
     }
-    return verdict instanceof Promise ? verdict.then(admitted, failed) : admitted(verdict);
+    if (!(verdict instanceof Promise)) return admitted(verdict, targetText, ip, key);
+    return verdict.then(
+      (v) => admitted(v, targetText, ip, key),
+      (error: unknown) => failedAdmission(key, error),
+    );
+  }
+
+  /** The admission of a decided request whose client holds a slot (given back here when it is refused). */
+  function admitted(verdict: Verdict, target: string, ip: string, key: string): Admission {
+    let refused: GatewayAnswer | undefined;
+    try {
+      refused = refusal(verdict);
+    } catch (error) {
+      return failedAdmission(key, error);
+    }
+    if (refused !== undefined) {
+      slots.release(key);
+      return { ok: false, answer: refused };
+    }
+    return { ok: true, target, ip, headers: verdict.headers, key };
+  }
+
+  function failedAdmission(key: string, error: unknown): Admission {
+    slots.release(key);
+    return { ok: false, answer: failure(error) };
   }
 
   /** Proxies an admitted request, or answers for the gateway. */
-  function serve(req: IncomingMessage, res: ServerResponse, admitted: Admission): void {
-    if (admitted.ok) {
+  function serve(req: IncomingMessage, res: ServerResponse, admission: Admission): void {
+    if (admission.ok) {
       // The client may have gone while the decision was pending (a Redis round trip): its response's
       // 'close' has fired already and would never give the slot back — 64 such requests and the client
       // address was refused for good. Nothing to proxy: give the slot back now.
       if (res.closed || res.destroyed) {
-        admitted.release();
+        slots.release(admission.key);
         return;
       }
-      proxy(req, res, admitted.target, admitted.ip, admitted.headers, admitted.release);
+      proxy(req, res, admission);
       return;
     }
     req.resume();
-    answer(res, admitted.answer);
+    answer(res, admission.answer);
   }
 
   /** Tunnels an admitted upgrade, or refuses it. */
-  function serveUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, admitted: Admission): void {
-    if (!admitted.ok) {
-      metrics.gateway(admitted.answer.status);
-      rejectUpgrade(socket, admitted.answer);
+  function serveUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, admission: Admission): void {
+    if (!admission.ok) {
+      metrics.gateway(admission.answer.status);
+      rejectUpgrade(socket, admission.answer);
       return;
     }
+    const key = admission.key;
     proxyUpgrade({
       req,
       socket,
       head,
       upstream,
-      path: basePath + admitted.target,
-      headers: upstreamHeaders(req, admitted.ip, options.trustsPeer(req), upstream.host),
-      extra: admitted.headers,
+      path: basePath + admission.target,
+      headers: upstreamHeaders(req, admission.ip, options.trustsPeer(req), upstream.host),
+      extra: admission.headers,
       timeoutMs: limits.upstreamTimeoutMs,
-      release: admitted.release,
+      release: () => slots.release(key),
       metrics,
       logger,
     });
@@ -407,9 +381,154 @@ export function createGateway(options: GatewayOptions): Server {
       (error: unknown) => rejectUpgrade(socket, failure(error)),
     );
   });
-  server.on('close', () => agent.destroy());
+  server.on('close', () => {
+    agent.destroy();
+    context.deadlines.close();
+  });
   // A connection that says nothing for this long is closed (Node's default is never).
   server.timeout = limits.idleTimeoutMs;
   server.keepAliveTimeout = 5_000;
   return server;
+}
+
+/** What every proxied request of one gateway shares. */
+interface ExchangeContext {
+  slots: ClientSlots;
+  deadlines: DeadlineList;
+  metrics: ServiceMetrics;
+  logger: Logger;
+  upstreamOrigin: string;
+  upstreamTimeoutMs: number;
+  answer(res: ServerResponse, a: GatewayAnswer): void;
+}
+
+const kExchange = Symbol('sluice.gateway.exchange');
+type Carrier = { [kExchange]?: Exchange };
+
+function setExchange(emitter: object, exchange: Exchange): void {
+  (emitter as Carrier)[kExchange] = exchange;
+}
+
+function exchangeOf(emitter: object): Exchange {
+  return (emitter as Carrier)[kExchange] as Exchange;
+}
+
+/**
+ * One proxied request: the client's request and response, the upstream request, the rate-limit headers to
+ * add, and the client's in-flight slot, held until both the client's response and the upstream request
+ * are closed. Its listeners are module-level functions that find it through the emitter, so proxying a
+ * request makes this one object rather than a closure per event.
+ */
+class Exchange implements DeadlineEntry {
+  deadlineAt = 0;
+  deadlinePrev: DeadlineEntry | undefined = undefined;
+  deadlineNext: DeadlineEntry | undefined = undefined;
+  /** The upstream's response headers have come (its deadline no longer applies). */
+  responded = false;
+  /** Sides still open: the client's response and the upstream request. */
+  private open = 2;
+
+  constructor(
+    readonly context: ExchangeContext,
+    readonly res: ServerResponse,
+    readonly outgoing: ClientRequest,
+    readonly extra: Record<string, string>,
+    readonly key: string,
+  ) {}
+
+  /** One side has closed; the client's slot goes back when both have. */
+  sideClosed(): void {
+    if (--this.open === 0) this.context.slots.release(this.key);
+  }
+
+  /** The upstream did not start answering within the upstream timeout of the request being sent: 504. */
+  expire(): void {
+    const { context } = this;
+    context.logger.warn(
+      { upstream: context.upstreamOrigin, timeoutMs: context.upstreamTimeoutMs },
+      'upstream timed out',
+    );
+    context.answer(
+      this.res,
+      errorAnswer(
+        504,
+        'ERR_SLUICE_UPSTREAM_TIMEOUT',
+        `the upstream did not answer within ${context.upstreamTimeoutMs} ms`,
+        this.extra,
+      ),
+    );
+    this.outgoing.destroy();
+  }
+}
+
+/**
+ * The whole request is sent: the upstream has the upstream timeout to start answering. (While the body
+ * is still coming in, the request timeout is the bound; a request waiting for a pooled socket is not
+ * sent, and so is bounded by it too.)
+ */
+function onOutgoingFinish(this: ClientRequest): void {
+  const exchange = exchangeOf(this);
+  if (!exchange.responded) exchange.context.deadlines.add(exchange);
+}
+
+function onOutgoingClose(this: ClientRequest): void {
+  const exchange = exchangeOf(this);
+  exchange.context.deadlines.remove(exchange);
+  exchange.sideClosed();
+}
+
+function onClientClose(this: ServerResponse): void {
+  const exchange = exchangeOf(this);
+  exchange.context.deadlines.remove(exchange);
+  exchange.sideClosed();
+  // The client went away before the upstream finished: stop the upstream request too.
+  if (!this.writableFinished) exchange.outgoing.destroy();
+}
+
+function onUpstreamResponse(this: ClientRequest, incoming: IncomingMessage): void {
+  const exchange = exchangeOf(this);
+  exchange.responded = true;
+  exchange.context.deadlines.remove(exchange);
+  const res = exchange.res;
+  if (res.headersSent || res.destroyed) {
+    incoming.destroy();
+    return;
+  }
+  const out = forwardable(incoming.headers) as Record<string, string | string[]>;
+  const extra = exchange.extra;
+  for (const name in extra) out[name] = extra[name] as string;
+  const status = incoming.statusCode ?? 502;
+  res.writeHead(status, out);
+  exchange.context.metrics.gateway(status);
+  // pipe() rather than stream.pipeline(): on Node 20 pipeline() builds an AbortSignal and, when the
+  // streams finish, a DOMException per call — ~10% of the gateway's CPU per proxied request. The
+  // failures pipeline() would handle are handled here: a broken upstream response ends the client's.
+  setExchange(incoming, exchange);
+  incoming.pipe(res);
+  incoming.on('error', onIncomingError);
+}
+
+function onIncomingError(this: IncomingMessage): void {
+  exchangeOf(this).res.destroy();
+}
+
+function onOutgoingError(this: ClientRequest, error: Error): void {
+  const exchange = exchangeOf(this);
+  const { context, res } = exchange;
+  context.deadlines.remove(exchange);
+  if (res.headersSent) {
+    res.destroy(error);
+    return;
+  }
+  // A client that has gone (its going destroys the upstream request) is not an unreachable upstream.
+  if (res.destroyed) return;
+  context.logger.warn({ err: error.message, upstream: context.upstreamOrigin }, 'upstream unavailable');
+  context.answer(
+    res,
+    errorAnswer(502, 'ERR_SLUICE_UPSTREAM_UNAVAILABLE', 'the upstream could not be reached', exchange.extra),
+  );
+}
+
+function onRequestError(this: IncomingMessage): void {
+  exchangeOf(this).outgoing.destroy();
 }

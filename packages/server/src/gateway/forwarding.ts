@@ -96,10 +96,28 @@ export function upstreamHeaders(
   headers['x-forwarded-proto'] = proto;
   headers['x-forwarded-host'] = priorHost ?? host;
   headers['x-real-ip'] = clientIp;
-  const element = `for=${forwardedNode(peer)};host=${quoted(host)};proto=${proto}`;
+  const element = forwardedElement(peer, host, proto);
   headers.forwarded = priorForwarded === undefined ? element : `${priorForwarded}, ${element}`;
   headers.host = upstreamHost;
   return headers;
+}
+
+// The last `Forwarded` element made: a client's requests on one connection (and most clients of one
+// site) repeat the same peer, host and proto, and the element's quoting tests a regex.
+let lastPeer = '';
+let lastHost = '';
+let lastProto = '';
+let lastElement = '';
+
+/** This hop's `Forwarded` element (RFC 7239): `for=<peer>;host=<host>;proto=<proto>`. */
+function forwardedElement(peer: string, host: string, proto: string): string {
+  if (peer !== lastPeer || host !== lastHost || proto !== lastProto) {
+    lastElement = `for=${forwardedNode(peer)};host=${quoted(host)};proto=${proto}`;
+    lastPeer = peer;
+    lastHost = host;
+    lastProto = proto;
+  }
+  return lastElement;
 }
 
 /** An address as a `Forwarded` node (RFC 7239 §6): IPv6 in brackets and quotes. */
