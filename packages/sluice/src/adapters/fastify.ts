@@ -79,6 +79,25 @@ const access: RequestAccess<FastifyRequest> = {
   },
 };
 
+/**
+ * The symbol under which Fastify keeps a reply's headers (undefined: not looked up yet; null: absent).
+ * `reply.header(name, value)` lower-cases the name and stores it there, with a special case only for
+ * `set-cookie`; sluice's header names are lower-case already and never `set-cookie`, so storing them
+ * directly is the same, at a fraction of the cost (five headers per request by default).
+ */
+let replyHeadersKey: symbol | null | undefined;
+
+/** The reply's own header object, or undefined when this Fastify keeps it elsewhere (use reply.header). */
+function headerBagOf(reply: FastifyReply): Record<string, unknown> | undefined {
+  if (replyHeadersKey === undefined) {
+    replyHeadersKey =
+      Object.getOwnPropertySymbols(reply).find((s) => s.description === 'fastify.reply.headers') ?? null;
+  }
+  if (replyHeadersKey === null) return undefined;
+  const bag = (reply as unknown as Record<symbol, unknown>)[replyHeadersKey];
+  return bag !== null && typeof bag === 'object' ? (bag as Record<string, unknown>) : undefined;
+}
+
 const EXTRA_KEYS: ReadonlySet<string> = new Set(['handler']);
 const ROUTE_KEYS: ReadonlySet<string> = new Set(['handler', 'replaceGlobal']);
 const POLICY_KEYS = ['algorithm', 'limit', 'period', 'burst', 'blockDuration', 'limits'] as const;
@@ -174,8 +193,11 @@ export function rateLimit(options: FastifyRateLimitOptions): FastifyPluginCallba
     if (outcome.info !== undefined) request.rateLimit = outcome.info;
     if (outcome.afterResponse !== undefined) afterNodeResponse(reply.raw, outcome.afterResponse);
     const headers = outcome.headers;
-    for (let h = 0; h < headers.length; h += 2) {
-      reply.header(headers[h] as string, headers[h + 1] as string);
+    const bag = headers.length > 0 ? headerBagOf(reply) : undefined;
+    if (bag !== undefined) {
+      for (let h = 0; h < headers.length; h += 2) bag[headers[h] as string] = headers[h + 1] as string;
+    } else {
+      for (let h = 0; h < headers.length; h += 2) reply.header(headers[h] as string, headers[h + 1] as string);
     }
     if (outcome.pass) return i + 1 < chain.length ? run(chain, i + 1, request, reply, done) : done();
     if (options.handler !== undefined && outcome.rejection !== undefined) {

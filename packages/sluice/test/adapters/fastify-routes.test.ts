@@ -55,6 +55,24 @@ describe('fastify plugin', () => {
     });
   });
 
+  it("the rate-limit headers are the reply's own: a handler reads them, and a later hook can change them", async () => {
+    const app = Fastify();
+    await app.register(rateLimit({ limit: 3, period: '1m', clock: createManualClock(T0) }));
+    app.addHook('onSend', async (_request, reply) => {
+      reply.header('X-RateLimit-Limit', 'changed');
+    });
+    app.get('/', async (_request, reply) => ({
+      seen: reply.getHeader('ratelimit'),
+      has: reply.hasHeader('X-RateLimit-Remaining'),
+    }));
+    await serve(app, async (get) => {
+      const res = await get('/');
+      assert.deepEqual(await res.json(), { seen: '"default";r=2;t=60', has: true });
+      assert.equal(res.headers.get('x-ratelimit-limit'), 'changed');
+      assert.equal(res.headers.get('x-ratelimit-remaining'), '2');
+    });
+  });
+
   it('replaceGlobal: the route limit instead of the global one', async () => {
     const app = Fastify();
     await app.register(rateLimit({ limit: 1, period: '1m', clock: createManualClock(T0) }));
