@@ -18,7 +18,7 @@ import { isStoreError } from './decide.js';
 import { assertRequestLengths } from './envoy-codec.js';
 import { type ClientSlots, createClientSlots } from './gateway/client-slots.js';
 import { type DeadlineEntry, DeadlineList } from './gateway/deadlines.js';
-import { forwardable, upstreamHeaders } from './gateway/forwarding.js';
+import { forwardableRaw, upstreamHeaders } from './gateway/forwarding.js';
 import { proxyUpgrade, rejectUpgrade } from './gateway/upgrade.js';
 import { createUpstreamAgent } from './gateway/upstream-pool.js';
 import { rejectionBody } from './headers.js';
@@ -144,10 +144,10 @@ export function createGateway(options: GatewayOptions): Server {
 
   /**
    * The verdict on a request: at once when no decision is needed (a list entry, no `http:` rule
-   * matched), else once the decider has answered. Plain promise steps, not async functions: this runs
-   * for every request.
+   * matched), else once the decider has answered (one domain's decision is made a verdict by the caller,
+   * in its own promise step). Plain promise steps, not async functions: this runs for every request.
    */
-  function decide(req: IncomingMessage, path: string, ip: string, key: string): Verdict | Promise<Verdict> {
+  function decide(req: IncomingMessage, path: string, ip: string, key: string): Verdict | Promise<Decided | Verdict> {
     const list = lists.match('', 'remote_address', ip);
     if (list === 'deny') return { verdict: 'denied', headers: {} };
     if (list === 'allow') return { verdict: 'pass', headers: {} };
@@ -162,7 +162,8 @@ export function createGateway(options: GatewayOptions): Server {
       const { domain, descriptors } = groups[0] as (typeof groups)[number];
       const request = { domain, descriptors };
       assertRequestLengths(request);
-      return decider.decide(request, 'gateway').then(verdictOf);
+      // The decision itself, made a verdict by admit()'s one promise step (no step of its own here).
+      return decider.decide(request, 'gateway');
     }
     return decideGroups(groups);
   }
@@ -274,7 +275,7 @@ export function createGateway(options: GatewayOptions): Server {
       };
     }
     const targetText = target.query === '' ? target.path : target.path + target.query;
-    let verdict: Verdict | Promise<Verdict>;
+    let verdict: Verdict | Promise<Decided | Verdict>;
     try {
       verdict = decide(req, target.path, ip, key);
     } catch (error) {
@@ -282,7 +283,7 @@ export function createGateway(options: GatewayOptions): Server {
     }
     if (!(verdict instanceof Promise)) return admitted(verdict, targetText, ip, key);
     return verdict.then(
-      (v) => admitted(v, targetText, ip, key),
+      (v) => admitted('verdict' in v ? v : verdictOf(v), targetText, ip, key),
       (error: unknown) => failedAdmission(key, error),
     );
   }
@@ -494,9 +495,7 @@ function onUpstreamResponse(this: ClientRequest, incoming: IncomingMessage): voi
     incoming.destroy();
     return;
   }
-  const out = forwardable(incoming.headers) as Record<string, string | string[]>;
-  const extra = exchange.extra;
-  for (const name in extra) out[name] = extra[name] as string;
+  const out = forwardableRaw(incoming.rawHeaders, exchange.extra);
   const status = incoming.statusCode ?? 502;
   res.writeHead(status, out);
   exchange.context.metrics.gateway(status);

@@ -20,9 +20,37 @@ const HOP_BY_HOP = new Set([
  */
 const FORWARDING = new Set(['forwarded', 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-real-ip']);
 
-/** The end-to-end headers of a message: hop-by-hop ones and those its `Connection` header lists left out. */
-export function forwardable(headers: IncomingHttpHeaders): IncomingHttpHeaders {
-  return copyHeaders(headers, undefined);
+/**
+ * The end-to-end header lines of a response, straight from its raw header list (names as the upstream
+ * spelt them, repeated fields kept as they came), with `extra` (lower-case names) appended in place of any
+ * the upstream sent: the flat list `writeHead` takes.
+ * Reading `rawHeaders` rather than `headers` spares Node building the lower-cased header object of every
+ * upstream response, and the copy of it.
+ */
+export function forwardableRaw(raw: readonly string[], extra: Record<string, string>): string[] {
+  const out: string[] = [];
+  let listed: string[] | undefined;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i] as string;
+    if (name.length === 10 && name.toLowerCase() === 'connection') {
+      const value = (raw[i + 1] as string).toLowerCase();
+      if (value !== 'keep-alive' && value !== 'close') {
+        for (const token of value.split(',')) {
+          const t = token.trim();
+          if (t !== '') (listed ??= []).push(t);
+        }
+      }
+    }
+  }
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i] as string;
+    const lower = name.toLowerCase();
+    // The gateway's own rate-limit headers replace any the upstream sent.
+    if (HOP_BY_HOP.has(lower) || listed?.includes(lower) || Object.hasOwn(extra, lower)) continue;
+    out.push(name, raw[i + 1] as string);
+  }
+  for (const name in extra) out.push(name, extra[name] as string);
+  return out;
 }
 
 /** `headers` without the hop-by-hop ones, those `Connection` lists, and (when given) those in `drop`. */

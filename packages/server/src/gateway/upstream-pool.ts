@@ -33,12 +33,12 @@ export function createUpstreamAgent(secure: boolean, maxSockets: number, idleTim
       setKeepAlive(on: boolean, ms: number): void;
       unref(): void;
       setTimeout(ms: number): void;
-      _httpMessage?: ClientRequest & { res?: { headers: Record<string, string | string[] | undefined> } };
+      _httpMessage?: ClientRequest & { res?: { rawHeaders: string[] } };
     };
     s.setKeepAlive(true, 1000);
     s.unref();
-    const hint = s._httpMessage?.res?.headers['keep-alive'];
-    if (typeof hint === 'string') {
+    const hint = keepAliveHint(s._httpMessage?.res?.rawHeaders);
+    if (hint !== undefined) {
       const seconds = /^timeout=(\d+)/.exec(hint)?.[1];
       if (seconds !== undefined) {
         const ms = Number(seconds) * 1000 - 1000;
@@ -53,4 +53,17 @@ export function createUpstreamAgent(secure: boolean, maxSockets: number, idleTim
 
 function destroyIdle(this: Duplex): void {
   this.destroy();
+}
+
+/**
+ * A response's `Keep-Alive` header, read from its raw header list: `headers` would make Node build the
+ * response's whole header object, which the gateway otherwise never needs.
+ */
+function keepAliveHint(raw: readonly string[] | undefined): string | undefined {
+  if (raw === undefined) return undefined;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i] as string;
+    if (name.length === 10 && name.toLowerCase() === 'keep-alive') return raw[i + 1];
+  }
+  return undefined;
 }
