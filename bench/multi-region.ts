@@ -5,7 +5,8 @@
  * 1. decision latency p50/p99 from one region: the single-region Redis store (the floor), the
  *    multi-region store in both modes, and a write-to-every-region baseline in the manner of
  *    @upstash/ratelimit's MultiRegionRatelimit (every request written to every region's Redis, the
- *    answer taken from the first reply); plus the commands each sends across regions per decision;
+ *    answer taken from the first reply); plus each one's Redis time per decision in eu's
+ *    redis-server (INFO commandstats) and the commands it sends across regions;
  * 2. eventual mode's over-admission per window at sync intervals of 100 ms, 1 s and 10 s under even
  *    load, beside the bound it states and beside the baseline under the same load;
  * 3. escrow's under-admission under a load that moves from region to region;
@@ -13,15 +14,17 @@
  *
  *   npm run bench -- multi-region
  *   BENCH_MR_WINDOWS=2 node --import tsx bench/multi-region.ts     # shorter
+ *   BENCH_MR_ONLY=latency node --import tsx bench/multi-region.ts  # part 1 only
  *
- * Everything shares this machine's cores (the proxies too): read the numbers side by side.
+ * The delaying proxies run in a child process (the network is not in the application's process);
+ * the Redis servers and this process share the machine's cores: read the numbers side by side.
  */
 import { Redis } from 'ioredis';
 import { type PolicyOptions, resolvePolicy } from '../packages/sluice/src/core/policy.js';
 import { createMultiRegionStore, type MultiRegionStore } from '../packages/sluice/src/stores/multi-region/index.js';
 import { createRedisStore } from '../packages/sluice/src/stores/redis/index.js';
 import type { Store } from '../packages/sluice/src/stores/store.js';
-import { type DelayProxy, startDelayProxy } from '../test/helpers/delay-proxy.js';
+import { startDelayProxyProcess } from '../test/helpers/delay-proxy.js';
 import { type RedisServerHandle, startRedis } from '../test/helpers/redis-server.js';
 import { fmt, table } from './lib/measure.js';
 
@@ -29,21 +32,27 @@ const REGIONS = ['eu', 'us', 'ap'] as const;
 type Region = (typeof REGIONS)[number];
 const ONE_WAY_MS = 50;
 const WINDOWS = Number(process.env.BENCH_MR_WINDOWS ?? 4);
+/** `latency`: only part 1 (the decision latency), half a minute instead of several. */
+const ONLY = process.env.BENCH_MR_ONLY;
+/** Part 1: blocks per store, their length (ms), and the multi-region stores' sync interval. */
+const PASSES = Number(process.env.BENCH_MR_PASSES ?? 4);
+const BLOCK_MS = Number(process.env.BENCH_MR_BLOCK_MS ?? 1500);
+const SYNC_MS = 1000;
 
 // ---- topology
 
 const servers = {} as Record<Region, RedisServerHandle>;
 for (const r of REGIONS) servers[r] = await startRedis();
-const proxies: DelayProxy[] = [];
+// The links in a process of their own: the network is not in the application's process, and bytes
+// forwarded on this event loop would delay the decisions being measured.
+const links = await startDelayProxyProcess();
 /** Clients as seen from `from`: its own Redis directly, the others through a 50 ms link. */
 async function clientsFrom(from: Region): Promise<Record<Region, Redis>> {
   const out = {} as Record<Region, Redis>;
   for (const to of REGIONS) {
     let port = servers[to].port;
     if (to !== from) {
-      const proxy = await startDelayProxy(port, ONE_WAY_MS);
-      proxies.push(proxy);
-      port = proxy.port;
+      port = (await links.start(port, ONE_WAY_MS)).port;
     }
     out[to] = new Redis(port, '127.0.0.1');
   }
@@ -86,13 +95,14 @@ function upstashCheck(region: Region, key: string, limit: number, periodMs: numb
 const percentile = (sorted: readonly number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 
-/** `n` decisions from eu, 8 at a time: latencies in ms. */
-async function latencies(n: number, decide: (i: number) => Promise<unknown>): Promise<number[]> {
+/** `n` decisions from eu (or as many as `forMs` allows), 8 at a time: latencies in ms. */
+async function latencies(n: number, decide: (i: number) => Promise<unknown>, forMs = Infinity): Promise<number[]> {
   const out: number[] = [];
   let next = 0;
+  const end = performance.now() + forMs;
   await Promise.all(
     Array.from({ length: 8 }, async () => {
-      while (next < n) {
+      while (next < n && performance.now() < end) {
         const i = next++;
         const t = performance.now();
         await decide(i);
@@ -153,40 +163,93 @@ const untilNextWindow = (periodMs: number) => sleep(periodMs - (Date.now() % per
 
 // ---- 1. decision latency
 
+/** Microseconds eu's redis-server spent in commands so far (INFO commandstats, every command). */
+async function redisMicros(): Promise<number> {
+  const info = String(await clients.eu.eu.info('commandstats'));
+  let us = 0;
+  for (const m of info.matchAll(/,usec=(\d+),/g)) us += Number(m[1]);
+  return us;
+}
+
 {
   const p = resolvePolicy({ algorithm: 'fixed-window', limit: 1_000_000, period: 60_000 });
   const single = createRedisStore({ client: clients.eu.eu, clock: 'client', timeoutMs: 2000 });
-  const eventual = multi('eu', 'eventual', 1000, 'lat:ev:');
-  const escrow = multi('eu', 'escrow', 1000, 'lat:es:');
-  const N = 2000;
-  const rows: (string | number)[][] = [];
-  const run = async (label: string, decide: (i: number) => Promise<unknown>, remote: () => number) => {
-    await latencies(200, decide); // warm up: connections, scripts
-    const before = remote();
-    const ls = await latencies(N, decide);
-    rows.push([label, fmt(percentile(ls, 50), 2), fmt(percentile(ls, 99), 2), fmt((remote() - before) / N, 2)]);
+  const eventual = multi('eu', 'eventual', SYNC_MS, 'lat:ev:');
+  const escrow = multi('eu', 'escrow', SYNC_MS, 'lat:es:');
+  type Variant = {
+    label: string;
+    decide: (i: number) => Promise<unknown>;
+    remote: () => number;
+    store?: MultiRegionStore;
+    ls: number[];
+    redisUs: number;
+    remoteCommands: number;
   };
   const pushes = (s: MultiRegionStore) => () => s.syncStatus().reduce((n, x) => n + x.pushes, 0);
   const check = (s: Store) => (i: number) => s.check(`k${i % 500}`, p, 1, Date.now(), true) as Promise<unknown>;
-  // Every run of each variant twice, interleaved, so background load hits them alike.
-  for (let round = 0; round < 2; round++) {
-    await run('single-region Redis store (eu only)', check(single), () => 0);
-    await run('multi-region eventual', check(eventual), pushes(eventual));
-    await run('multi-region escrow', check(escrow), pushes(escrow));
-    await run(
+  const variant = (label: string, decide: Variant['decide'], remote: () => number, store?: MultiRegionStore) =>
+    ({ label, decide, remote, store, ls: [], redisUs: 0, remoteCommands: 0 }) as Variant;
+  const variants = [
+    variant('single-region Redis store (eu only)', check(single), () => 0),
+    variant('multi-region eventual', check(eventual), pushes(eventual), eventual),
+    variant('multi-region escrow', check(escrow), pushes(escrow), escrow),
+    variant(
       'write to every region, first reply (Upstash-style)',
       (i) => upstashCheck('eu', `k${i % 500}`, 1_000_000, 60_000, Date.now()),
       () => upstashRemoteCommands,
-    );
+    ),
+  ];
+  for (const v of variants) {
+    await latencies(500, v.decide); // warm up: connections, scripts, every key's state
+    await v.store?.sync();
   }
-  console.log(`### Decision latency from eu, 8 concurrent callers, ${N} decisions (ms; round 2 is the warm one)\n`);
-  console.log(table(['store', 'p50', 'p99', 'cross-region commands per decision'], rows));
+  // Blocks of BLOCK_MS per variant, in turn, PASSES times: load from the rest of the machine hits every
+  // variant alike, and each multi-region block is long enough to hold its own syncs (what is still
+  // pending at its end is flushed before the next block, so no variant pays for another's sync).
+  for (let pass = 0; pass < PASSES; pass++) {
+    for (const v of pass % 2 === 0 ? variants : [...variants].reverse()) {
+      const before = v.remote();
+      const usec = await redisMicros();
+      const ls = await latencies(Number.POSITIVE_INFINITY, v.decide, BLOCK_MS);
+      v.redisUs += (await redisMicros()) - usec;
+      v.remoteCommands += v.remote() - before;
+      for (const l of ls) v.ls.push(l);
+      await v.store?.sync();
+    }
+  }
+  const rows = variants.map((v) => {
+    const ls = v.ls.sort((a, b) => a - b);
+    return [
+      v.label,
+      fmt(ls.length),
+      fmt(percentile(ls, 50), 2),
+      fmt(percentile(ls, 99), 2),
+      fmt(v.redisUs / ls.length, 1),
+      fmt((1000 * v.remoteCommands) / ls.length, 2),
+    ];
+  });
+  console.log(
+    `### Decision latency from eu, 8 concurrent callers, ${PASSES} blocks of ${BLOCK_MS} ms per store in turn (ms), sync every ${SYNC_MS} ms\n`,
+  );
+  console.log(
+    table(
+      [
+        'store',
+        'decisions',
+        'p50',
+        'p99',
+        'eu Redis µs per decision (all commands, syncs included)',
+        'cross-region commands per 1,000 decisions (sync pushes; the baseline: its writes)',
+      ],
+      rows,
+    ),
+  );
   await Promise.all([single.close(), eventual.close(), escrow.close()]);
 }
 
 // ---- 2 & 4. eventual: over-admission per window, and propagation, at three sync intervals
 
-{
+if (ONLY !== 'latency') {
   const LIMIT = 100;
   const PERIOD = 10_000;
   const policy: PolicyOptions = { algorithm: 'fixed-window', limit: LIMIT, period: PERIOD };
@@ -254,7 +317,7 @@ const untilNextWindow = (periodMs: number) => sleep(periodMs - (Date.now() % per
 
 // ---- 3. escrow: under-admission while the load moves
 
-{
+if (ONLY !== 'latency') {
   const LIMIT = 50;
   const PERIOD = 2000;
   const rows: (string | number)[][] = [];
@@ -298,5 +361,5 @@ const untilNextWindow = (periodMs: number) => sleep(periodMs - (Date.now() % per
 }
 
 for (const r of REGIONS) for (const c of Object.values(clients[r])) c.disconnect();
-await Promise.all(proxies.map((p) => p.close()));
+await links.close();
 await Promise.all(Object.values(servers).map((s) => s.stop()));

@@ -7,7 +7,9 @@
  * connections, so clients reconnect (ioredis then re-sends the commands it never had answers to:
  * replays, which the multi-region merges must absorb).
  */
+import { type ChildProcess, fork } from 'node:child_process';
 import { createServer, type Server, Socket } from 'node:net';
+import { fileURLToPath } from 'node:url';
 
 /** A running delay proxy. */
 export interface DelayProxy {
@@ -76,4 +78,62 @@ export async function startDelayProxy(targetPort: number, delayMs: number): Prom
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/**
+ * The same proxies in a child process of their own (benchmarks): a wide-area link is not in the
+ * application's process, and forwarding bytes on its event loop would delay the very decisions being
+ * measured. One child serves every proxy asked of it; `cut`/`heal` reach it by message.
+ */
+export interface DelayProxyProcess {
+  /** Starts a proxy in the child; resolves once it listens. */
+  start(targetPort: number, delayMs: number): Promise<Omit<DelayProxy, 'forwarded' | 'close'>>;
+  /** Stops every proxy and the child. */
+  close(): Promise<void>;
+}
+
+type ToChild = { op: 'start'; id: number; targetPort: number; delayMs: number } | { op: 'cut' | 'heal'; id: number };
+
+/** Starts the child (this module run with `--child`, under the parent's loader flags). */
+export async function startDelayProxyProcess(): Promise<DelayProxyProcess> {
+  const child: ChildProcess = fork(fileURLToPath(import.meta.url), ['--child'], {
+    execArgv: process.execArgv,
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const waiting = new Map<number, (port: number) => void>();
+  child.on('message', (m: { id: number; port: number }) => {
+    waiting.get(m.id)?.(m.port);
+    waiting.delete(m.id);
+  });
+  let ids = 0;
+  const send = (m: ToChild) => child.send(m);
+  return {
+    async start(targetPort, delayMs) {
+      const id = ++ids;
+      const port = await new Promise<number>((resolve, reject) => {
+        waiting.set(id, resolve);
+        child.once('exit', () => reject(new Error('delay proxy process exited')));
+        send({ op: 'start', id, targetPort, delayMs });
+      });
+      return { port, cut: () => send({ op: 'cut', id }), heal: () => send({ op: 'heal', id }) };
+    },
+    async close() {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill();
+      await exited;
+    },
+  };
+}
+
+if (process.argv[2] === '--child' && process.argv[1] === fileURLToPath(import.meta.url) && process.send) {
+  const proxies = new Map<number, DelayProxy>();
+  process.on('message', async (m: ToChild) => {
+    if (m.op === 'start') {
+      const proxy = await startDelayProxy(m.targetPort, m.delayMs);
+      proxies.set(m.id, proxy);
+      process.send?.({ id: m.id, port: proxy.port });
+    } else proxies.get(m.id)?.[m.op]();
+  });
+  process.on('disconnect', () => process.exit(0));
 }

@@ -94,15 +94,23 @@ local function record(rkey)
   rec.loaded = true
   return rec
 end
+-- The fields the share is computed from (share_of, share_now): a change to one voids the cached share.
+local SHARE_FIELD = { ['g'] = true, ['r'] = true, ['rt'] = true, ['r0'] = true }
+local function void_share(rkey, rec)
+  if rec.sn and rec.sn ~= '0' then
+    rec.sn = '0'
+    call('HSET', rkey, 'sn', '0')
+  end
+end
+-- Writes a field, when it changes (a sync mostly repeats what the record holds: no write, and the
+-- cached share stays valid for the decisions that follow).
 local function setf(rkey, rec, field, value)
+  if rec[field] == value then return end
   rec[field] = value
-  if find(field, ':', 1, true) then
+  local c = find(field, ':', 1, true)
+  if c then
     call('HSET', tkey(rkey), field, value)
-    -- A transfer changed: the cached share no longer holds.
-    if rec.sn ~= '0' then
-      rec.sn = '0'
-      call('HSET', rkey, 'sn', '0')
-    end
+    if SHARE_FIELD[sub(field, 1, c - 1)] then void_share(rkey, rec) end
   else
     call('HSET', rkey, field, value)
   end
@@ -127,7 +135,7 @@ local function share_of(rec, init, proof)
   return max(0, s)
 end
 -- Learns that region j holds its record under incarnation inc (a sync either way proves it).
-local function observe(rkey, rec, j, inc, at)
+local function observe(rkey, rec, j, inc, at, proof)
   if rec['ri:' .. j] ~= inc then
     -- First contact, or j's record was created anew: whatever the old one gave is void.
     setf(rkey, rec, 'r:' .. j, '0')
@@ -140,7 +148,14 @@ local function observe(rkey, rec, j, inc, at)
     setf(rkey, rec, 'g:' .. j, '0')
     setf(rkey, rec, 'gi:' .. j, inc)
   end
-  if at > num(rec['ra:' .. j]) then setf(rkey, rec, 'ra:' .. j, fmt(at)) end
+  local ra = num(rec['ra:' .. j])
+  if at > ra then
+    -- A later proof changes the share only if the cached one was computed after the old proof ran
+    -- out (then it is valid past it, see share_now); otherwise, until the cache's end, units from j
+    -- counted and still do.
+    if num(rec.sn) > ra + proof then void_share(rkey, rec) end
+    setf(rkey, rec, 'ra:' .. j, fmt(at))
+  end
 end
 -- Credits the running total of units region j reports having given this incarnation, by max: a
 -- duplicate or a replay changes nothing. A transfer counts from its instant (plus the clocks'
@@ -340,15 +355,16 @@ local function decide(it, list, cost, commit)
   return d
 end
 -- Reads an item's 14 policy fields from ARGV at i: algorithm code, limit, period, burst, capacity,
--- scale, T, capT, blockMs, this region's initial share, record TTL, PROOF (ms), TAU (ms), cost.
-local function item(i, rkey, bkey)
+-- scale, T, capT, blockMs, this region's initial share, record TTL, PROOF (ms), TAU (ms), cost (or
+-- the cost given: the check script sends each policy's first 13 once, and per item its index and cost).
+local function item(i, rkey, bkey, cost)
   local alg = tonumber(ARGV[i])
   return { rkey = rkey, bkey = bkey, alg = alg, bucket = alg >= 4,
     limit = tonumber(ARGV[i + 1]), period = tonumber(ARGV[i + 2]), burst = tonumber(ARGV[i + 3]),
     capacity = tonumber(ARGV[i + 4]), scale = tonumber(ARGV[i + 5]), T = tonumber(ARGV[i + 6]),
     capT = tonumber(ARGV[i + 7]), block = tonumber(ARGV[i + 8]), init = tonumber(ARGV[i + 9]),
     ttl = tonumber(ARGV[i + 10]), proof = tonumber(ARGV[i + 11]), tau = tonumber(ARGV[i + 12]),
-    cost = tonumber(ARGV[i + 13]) }
+    cost = cost or tonumber(ARGV[i + 13]) }
 end
 `;
 
@@ -356,18 +372,113 @@ const ALL_CODES = Object.keys(CHECK_SNIPPETS);
 
 /** Policy fields per item, as `item()` reads them (the cost last). */
 export const ITEM_FIELDS = 14;
+/** The same without the cost: what the check script takes once per policy. */
+export const POLICY_FIELDS = ITEM_FIELDS - 1;
+
+/**
+ * The usual decision, before anything else in the check script runs: a record whose cached share
+ * still holds (sc, valid until sn), equal to its epoch's share, one epoch binding. It reads the few
+ * fields it needs (HMGET), runs the algorithm's snippet inline and returns — the PRELUDE and the
+ * epochs library (two dozen closures, built again on every call: most of the script's cost in Redis)
+ * never run. It decides exactly as the full path below would: same fields, same arithmetic, same
+ * writes. Items are decided in order; from the first one that is not usual (or for all-or-nothing
+ * calls, always) the full path takes over, from that item on (FIRST), and appends to FOUT.
+ */
+const fastPath = (code: string) => `
+local FOUT, FIRST = {}, 1
+if ARGV[5 + tonumber(ARGV[4])] ~= '1' then
+  local sub, find, sformat, floor, ceil, max, min = string.sub, string.find, string.format, math.floor, math.ceil, math.max, math.min
+  local call, tonumber, KEYS, ARGV = redis.call, tonumber, KEYS, ARGV
+  local STAMP, GRACE, SERVER = tonumber(ARGV[1]), tonumber(ARGV[2]), false
+  local A = 5 + tonumber(ARGV[4])
+  local COMMIT = ARGV[A + 1] == '1'
+  local function W(...) call(...) return true end
+  local P0 = A + 5
+  local I0 = P0 + tonumber(ARGV[A + 4]) * ${POLICY_FIELDS}
+  local k = 1
+  for i = I0, #ARGV, 2 do
+    local rkey, bkey = KEYS[k], KEYS[k + 1]
+    local h = call('HMGET', rkey, 'inc', 'hw', 'sc', 'sn', 's', 'e', 'pu', 'dr', 'dt')
+    if not h[1] or not h[3] then break end
+    local hw = tonumber(h[2] or '0')
+    local NOW = max(STAMP, hw)
+    local share = tonumber(h[3])
+    if NOW >= tonumber(h[4] or '0') or share ~= tonumber(h[5] or '0') then break end
+    local q = P0 + (tonumber(ARGV[i]) - 1) * ${POLICY_FIELDS}
+    local alg = tonumber(ARGV[q])
+    if alg < 4 and tonumber(h[7] or '0') > NOW then break end
+    local limit, period, capacity, scale, T, capT = tonumber(ARGV[q + 1]), tonumber(ARGV[q + 2]),
+      tonumber(ARGV[q + 4]), tonumber(ARGV[q + 5]), tonumber(ARGV[q + 6]), tonumber(ARGV[q + 7])
+    local pcapacity = capacity
+    if share ~= limit then
+      -- scaled() of the full path.
+      local plimit = limit
+      limit, capacity = share, share
+      if alg >= 4 then capacity = floor(tonumber(ARGV[q + 3]) * share / plimit) end
+      if share == 0 then
+        capacity, scale, T = 0, 1, period
+      else
+        local a, b = share, period
+        while b ~= 0 do a, b = b, a % b end
+        local s = share / a
+        if s <= 1500 then scale, T = s, period * s / share else scale, T = 1500, max(1, ceil(period * 1500 / share)) end
+      end
+      capT = capacity * T
+    end
+    local block, ttl, tau, cost = tonumber(ARGV[q + 8]), tonumber(ARGV[q + 10]), tonumber(ARGV[q + 12]), tonumber(ARGV[i + 1])
+    if COMMIT then
+      local d = 0
+      local dr = tonumber(h[8] or '0')
+      if dr > 0 then d = dr * math.exp(-max(0, NOW - tonumber(h[9] or '0')) / tau) * period / tau end
+      d = d * tau / period + cost
+      local now = sformat('%.17g', NOW)
+      call('HSET', rkey, 'dr', sformat('%.17g', d), 'dt', now, 'hw', now)
+    end
+    local tick = floor(ttl / 8)
+    if not h[2] or floor(hw / tick) ~= floor(NOW / tick) then
+      call('PEXPIRE', rkey, sformat('%.17g', ttl))
+      call('PEXPIRE', rkey .. '~', sformat('%.17g', ttl))
+    end
+    local ok, remaining, reset, retry, reason, delay = 0, 0, 0, 0, 0, -1
+    local b = false
+    if block > 0 then b = call('GET', bkey) end
+    if b and tonumber(b) > NOW then
+      local wait = tonumber(b) - NOW
+      remaining, reset, retry, reason = 0, wait, wait, 2
+    else
+      local key, commit = rkey .. '^' .. h[1] .. '.' .. tonumber(h[6] or '0'), COMMIT
+      repeat
+${(CHECK_SNIPPETS as Readonly<Record<string, string>>)[code]}
+      until true
+      if reason == 1 and cost <= pcapacity then reason, retry = 0, period end
+      if ok ~= 1 and COMMIT and block > 0 then
+        call('SET', bkey, sformat('%.17g', NOW + block), 'PX', sformat('%.17g', block + GRACE))
+      end
+    end
+    local n = #FOUT
+    FOUT[n + 1], FOUT[n + 2], FOUT[n + 3], FOUT[n + 4] = ok, remaining, reset, retry
+    FOUT[n + 5], FOUT[n + 6], FOUT[n + 7], FOUT[n + 8] = reason, delay, share, NOW
+    FIRST, k = FIRST + 1, k + 2
+  end
+  if I0 + (FIRST - 1) * 2 > #ARGV then return FOUT end
+end
+`;
 
 // ARGV after the prelude: all-or-nothing (1/0), commit (1/0), new incarnation, the clocks' largest
-// disagreement (ms), then per item the ITEM_FIELDS of item(). KEYS per item: the lease record, the
-// block key. Returns per item the 6 decision integers (see the Redis store's lua.ts), the share,
+// disagreement (ms), the number of policies, their POLICY_FIELDS each (item() without the cost), then
+// per item the index of its policy (from 1) and its cost. KEYS per item: the lease record, the block key. Returns per item the 6 decision integers (see the Redis store's lua.ts), the share,
 // and the instant it was decided at.
-const checkScript = (codes: readonly string[]) => `${PRELUDE}
+const checkScript = (
+  codes: readonly string[],
+) => `${codes.length === 1 ? fastPath(codes[0] as string) : 'local FOUT, FIRST = {}, 1'}
+${PRELUDE}
 ${epochsLib(codes)}
 local ALL, COMMIT, NEWINC = ARGV[A] == '1', ARGV[A + 1] == '1', ARGV[A + 2]
 SKEW = tonumber(ARGV[A + 3])
-local items, k = {}, 1
-for i = A + 4, #ARGV, ${14} do
-  items[#items + 1] = item(i, KEYS[k], KEYS[k + 1])
+local I0 = A + 5 + tonumber(ARGV[A + 4]) * ${POLICY_FIELDS}
+local items, k = {}, 2 * FIRST - 1
+for i = I0 + (FIRST - 1) * 2, #ARGV, 2 do
+  items[#items + 1] = item(A + 5 + (tonumber(ARGV[i]) - 1) * ${POLICY_FIELDS}, KEYS[k], KEYS[k + 1], tonumber(ARGV[i + 1]))
   k = k + 2
 end
 local function block(it)
@@ -409,7 +520,7 @@ if ALL and COMMIT then
     end
   end
 end
-local out = {}
+local out = FOUT
 for n, d in ipairs(looks) do
   for j = 1, 6 do out[#out + 1] = d[j] end
   out[#out + 1] = shares[n]
@@ -475,7 +586,7 @@ for i = A + 2, #ARGV, ${14 + 9} do
   local rkey = it.rkey
   local rec = record(rkey)
   ensure(rkey, rec, it.init, NEWINC)
-  observe(rkey, rec, from, finc, NOW)
+  observe(rkey, rec, from, finc, NOW, it.proof)
   credit(rkey, rec, from, units, to, at)
   setf(rkey, rec, 'os:' .. from, ARGV[m + 4])
   setf(rkey, rec, 'od:' .. from, ARGV[m + 5])
@@ -484,6 +595,12 @@ for i = A + 2, #ARGV, ${14 + 9} do
     -- Asked for units: the share and epochs as a decision here would see them now.
     local list
     list, share, rec = epochs(it, NEWINC)
+    -- epochs() reads the transfer hash only when the cached share no longer holds: the running
+    -- totals below need it whatever the cache says.
+    if not rec.loaded then
+      load(rec, tkey(rkey))
+      rec.loaded = true
+    end
     setf(rkey, rec, 'ak:' .. from, fmt(asked))
     -- What this region can spare: beyond its own demand, and (window algorithms) still unused in
     -- its window — the state of every binding epoch, looked at with cost 0.

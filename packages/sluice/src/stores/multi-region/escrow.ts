@@ -86,6 +86,26 @@ export function demandTauMs(p: ResolvedPolicy, syncIntervalMs: number): number {
   return Math.max(20, Math.min(Math.floor(p.periodMs / 4), 2 * syncIntervalMs));
 }
 
+/** The POLICY_FIELDS of a policy (escrow-lua.ts, \`item()\` without the cost). */
+export function policyFields(p: ResolvedPolicy, init: number, syncIntervalMs: number, blockMs: number): string[] {
+  const ttl = leaseTtlMs(p);
+  return [
+    String(ALGORITHM_CODES[p.algorithm]),
+    String(p.limit),
+    String(p.periodMs),
+    String(p.burst),
+    String(p.capacity),
+    String(p.scale),
+    String(p.intervalTicks),
+    String(p.capacityTicks),
+    String(blockMs),
+    String(init),
+    String(ttl),
+    String(Math.floor(ttl / 2)),
+    String(demandTauMs(p, syncIntervalMs)),
+  ];
+}
+
 /** Appends the ITEM_FIELDS of one item (escrow-lua.ts, \`item()\`) to `args`. */
 export function pushItemFields(
   args: string[],
@@ -95,11 +115,8 @@ export function pushItemFields(
   blockMs: number,
   cost: number,
 ): void {
-  const ttl = leaseTtlMs(p);
-  args.push(String(ALGORITHM_CODES[p.algorithm]), String(p.limit), String(p.periodMs), String(p.burst));
-  args.push(String(p.capacity), String(p.scale), String(p.intervalTicks), String(p.capacityTicks));
-  args.push(String(blockMs), String(init), String(ttl), String(Math.floor(ttl / 2)));
-  args.push(String(demandTauMs(p, syncIntervalMs)), String(cost));
+  for (const f of policyFields(p, init, syncIntervalMs, blockMs)) args.push(f);
+  args.push(String(cost));
 }
 
 /** Arguments every escrow script starts with. */
@@ -126,21 +143,44 @@ export function createEscrowRegion(
   onDecided: ((event: DecidedEvent) => void) | undefined,
 ): EscrowRegion {
   const peers = regions.filter((r) => r !== region).sort();
+  const head = [String(graceMs), region, String(peers.length), ...peers];
+  const skew = String(clockSkewMs);
+  /** Each policy's POLICY_FIELDS for this region, built once per policy object. */
+  const fields = new WeakMap<ResolvedPolicy, readonly string[]>();
+  const fieldsOf = (p: ResolvedPolicy) => {
+    let f = fields.get(p);
+    if (f === undefined) {
+      f = policyFields(p, initialShare(p.limit, regions, region), syncIntervalMs, p.blockMs);
+      fields.set(p, f);
+    }
+    return f;
+  };
   return {
     async check(items, nowMs, commit, all) {
       const keys: string[] = [];
-      const args = escrowHead(nowMs, graceMs, region, peers);
-      args.push(all ? '1' : '0', commit ? '1' : '0', newIncarnation(), String(clockSkewMs));
       const records: string[] = [];
+      // Each distinct policy once (a batch is mostly one), then per item its policy's index and cost.
+      const policies: ResolvedPolicy[] = [];
+      const refs: string[] = [];
+      const algorithm = (items[0] as StoreItem).policy.algorithm;
+      let one = true;
       for (const { key, policy: p, cost } of items) {
         const tag = tagOf(prefix, key);
         const rkey = leaseRecordKey(tag, p.id);
         records.push(rkey);
         keys.push(rkey, regionBlockKey(tag, p.id));
-        pushItemFields(args, p, initialShare(p.limit, regions, region), syncIntervalMs, p.blockMs, cost);
+        let at = policies.indexOf(p);
+        if (at < 0) {
+          at = policies.push(p) - 1;
+          if (p.algorithm !== algorithm) one = false;
+        }
+        refs.push(String(at + 1), String(cost));
       }
-      const code = String(ALGORITHM_CODES[(items[0] as StoreItem).policy.algorithm]);
-      const one = items.every((i) => String(ALGORITHM_CODES[i.policy.algorithm]) === code);
+      const args = [String(nowMs), ...head, all ? '1' : '0', commit ? '1' : '0', newIncarnation(), skew];
+      args.push(String(policies.length));
+      for (const p of policies) for (const f of fieldsOf(p)) args.push(f);
+      for (const r of refs) args.push(r);
+      const code = String(ALGORITHM_CODES[algorithm]);
       const r = (await runner.script(
         one ? (ESCROW_CHECK_BY_CODE[code] ?? ESCROW_CHECK) : ESCROW_CHECK,
         keys,

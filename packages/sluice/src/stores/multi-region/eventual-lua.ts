@@ -87,9 +87,12 @@ local function take(it)
   -- Long enough for the window to count (the sliding window also weighs the previous one), plus the
   -- grace that lets late syncs from other regions still find it.
   local ttl = (w + it.alg) * P - NOW + GRACE
-  call('HINCRBY', it.cur, PLUS, it.cost)
-  call('PEXPIRE', it.cur, fmt(ttl))
-  mark(it.marker, w, ttl)
+  -- The TTL and the marker name the window's end, the same instant at every take: set them at this
+  -- region's first take in the window (its field was new), not at every decision.
+  if call('HINCRBY', it.cur, PLUS, it.cost) == it.cost then
+    call('PEXPIRE', it.cur, fmt(ttl))
+    mark(it.marker, w, ttl)
+  end
 end
 local function block(it)
   if it.block > 0 then call('SET', it.bkey, fmt(NOW + it.block), 'PX', fmt(it.block + GRACE)) end

@@ -1,6 +1,7 @@
 import type { Decision } from '../../core/decision.js';
 import { SluiceError } from '../../core/errors.js';
 import { type PolicyOptions, type ResolvedPolicy, resolvePolicy } from '../../core/policy.js';
+import { createTransport, type RedisClientLike, type RedisTransport } from '../redis/client.js';
 import { slotOf } from '../redis/keys.js';
 import { createRedisStore } from '../redis/redis-store.js';
 import { Runner } from '../redis/runner.js';
@@ -12,7 +13,7 @@ import { createRecordReplicator, type RecordPart } from './escrow-sync.js';
 import { COUNTER_ALGORITHMS, createEventualRegion } from './eventual.js';
 import { type CounterPart, createCounterReplicator } from './eventual-sync.js';
 import { tagOf } from './keys.js';
-import { type MultiRegionStoreOptions, resolveMultiRegionOptions } from './options.js';
+import { type Duplicable, type MultiRegionStoreOptions, resolveMultiRegionOptions } from './options.js';
 import { type PeerStatus, SyncLoop } from './sync-loop.js';
 
 /** The multi-region store. */
@@ -72,6 +73,15 @@ export function createMultiRegionStore(options: MultiRegionStoreOptions): MultiR
   const onError = o.onError;
   // No scripts to preload (they load on first use); commands wait up to 5 s for a first connection.
   const local = new Runner(o.local, o.timeoutMs, onError, [], 5000);
+  // The sync loop's reads and credits in this region go on a connection of their own (when there is
+  // one): a sync batch is thousands of keys, and on the decisions' connection every decision sent
+  // after it would wait for it (head-of-line). Its timeout is a peer's: nothing waits on it.
+  const own =
+    o.localSync === 'duplicate'
+      ? lazyDuplicate(options.regions[o.region] as RedisClientLike & Duplicable, o.local.cluster)
+      : undefined;
+  const syncTransport = own?.transport ?? (o.localSync === 'duplicate' ? undefined : o.localSync);
+  const syncLocal = syncTransport === undefined ? local : new Runner(syncTransport, o.peerTimeoutMs, onError, [], 5000);
   const peers = o.peers.map((p) => ({
     region: p.region,
     runner: new Runner(p.transport, o.peerTimeoutMs, undefined, [], 5000),
@@ -101,7 +111,7 @@ export function createMultiRegionStore(options: MultiRegionStoreOptions): MultiR
   if (o.mode === 'eventual') {
     const counters = new SyncLoop<CounterPart>({
       ...loopOptions,
-      replicator: createCounterReplicator(local, o.local.cluster, o.region),
+      replicator: createCounterReplicator(syncLocal, o.local.cluster, o.region),
     });
     loop = counters;
     region = createEventualRegion(local, o.prefix, o.region, o.graceMs, (k) => counters.touch(k), o.onDecided);
@@ -120,7 +130,7 @@ export function createMultiRegionStore(options: MultiRegionStoreOptions): MultiR
     records = new SyncLoop<RecordPart>({
       ...loopOptions,
       replicator: createRecordReplicator({
-        local,
+        local: syncLocal,
         localCluster: o.local.cluster,
         region: o.region,
         regions: o.regionNames,
@@ -263,7 +273,49 @@ export function createMultiRegionStore(options: MultiRegionStoreOptions): MultiR
       await loop.flush().catch(() => undefined);
       await loop.stop();
       await leases.close();
-      await Promise.all([local.close(), ...peers.map((p) => p.runner.close())]);
+      const runners = [local, ...peers.map((p) => p.runner)];
+      if (syncLocal !== local) runners.push(syncLocal);
+      await Promise.all(runners.map((r) => r.close()));
+      own?.close();
     },
+  };
+}
+
+/**
+ * A second connection like `client`'s, opened when the sync loop first sends (a store that never
+ * syncs opens none), closed by `close()` — or when the caller ends `client` itself (ioredis' 'end'),
+ * so a store the caller never closed does not keep a process alive with it.
+ */
+function lazyDuplicate(
+  client: RedisClientLike & Duplicable,
+  cluster: boolean,
+): { transport: RedisTransport; close(): void } {
+  let copy: (RedisClientLike & { disconnect(): void }) | undefined;
+  let inner: RedisTransport | undefined;
+  let closed = false;
+  const close = () => {
+    closed = true;
+    client.off?.('end', close);
+    copy?.disconnect();
+  };
+  const open = (): RedisTransport => {
+    if (inner === undefined) {
+      copy = client.duplicate();
+      inner = createTransport(copy);
+      if (closed) copy.disconnect();
+      else client.once?.('end', close);
+    }
+    return inner;
+  };
+  return {
+    transport: {
+      send: (args, firstKey) => open().send(args, firstKey),
+      sendToAll: (args) => open().sendToAll(args),
+      // Before it is opened, as ready as the decisions' connection: the first command opens it.
+      ready: () => (inner === undefined ? !closed : inner.ready()),
+      connected: () => (inner === undefined ? !closed : inner.connected()),
+      cluster,
+    },
+    close,
   };
 }

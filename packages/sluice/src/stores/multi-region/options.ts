@@ -50,6 +50,14 @@ export interface MultiRegionStoreOptions {
   onDecided?: (event: DecidedEvent) => void;
   /** Run the sync loop on a timer; false = only when `store.sync()` is called (tests, tools). @default true */
   autoSync?: boolean;
+  /**
+   * A second connection to this region's Redis, for the sync loop's own reads and credits, so that a
+   * large sync batch never queues in front of decisions on the decisions' connection. By default the
+   * store opens one with `regions[region].duplicate()` (ioredis, iovalkey) and closes it with the
+   * store; a client given here is the caller's to close. Other clients without `duplicate()`
+   * (node-redis, valkey-glide) share the decisions' connection unless one is given.
+   */
+  syncClient?: RedisClientLike;
 }
 
 /** Validated options. */
@@ -57,6 +65,12 @@ export interface ResolvedMultiRegionOptions {
   readonly region: string;
   readonly regionNames: readonly string[];
   readonly local: RedisTransport;
+  /**
+   * The sync loop's connection to this region's Redis (see `syncClient`): the caller's, or `'duplicate'`
+   * (the store opens one with the decisions' client's `duplicate()` when it first syncs, and closes
+   * it), or undefined: the sync shares the decisions' connection.
+   */
+  readonly localSync: RedisTransport | 'duplicate' | undefined;
   readonly peers: readonly { region: string; transport: RedisTransport }[];
   readonly mode: 'eventual' | 'escrow';
   readonly syncIntervalMs: number;
@@ -118,6 +132,16 @@ export function resolveMultiRegionOptions(options: MultiRegionStoreOptions): Res
       throw invalid(`regions.${name}`, (error as Error).message.replace(/^client: /, ''));
     }
   }
+  let localSync: ResolvedMultiRegionOptions['localSync'];
+  if (options.syncClient !== undefined) {
+    try {
+      localSync = createTransport(options.syncClient);
+    } catch (error) {
+      throw invalid('syncClient', (error as Error).message.replace(/^client: /, ''));
+    }
+  } else if (canDuplicate(regions[region] as RedisClientLike)) {
+    localSync = 'duplicate';
+  }
   const syncIntervalMs = wholeMs(options.syncIntervalMs, 'syncIntervalMs', 1000, 10, 3_600_000);
   const onError = options.onError;
   if (onError !== undefined && typeof onError !== 'function') throw invalid('onError', 'expected a function');
@@ -127,6 +151,7 @@ export function resolveMultiRegionOptions(options: MultiRegionStoreOptions): Res
     region,
     regionNames,
     local: transports.get(region) as RedisTransport,
+    localSync,
     peers: regionNames
       .filter((r) => r !== region)
       .map((r) => ({ region: r, transport: transports.get(r) as RedisTransport })),
@@ -143,4 +168,18 @@ export function resolveMultiRegionOptions(options: MultiRegionStoreOptions): Res
     maxClockSkewMs: wholeMs(options.maxClockSkewMs, 'maxClockSkewMs', 100, 0, 600_000),
     graceMs: wholeMs(options.graceMs, 'graceMs', Math.max(5000, 3 * syncIntervalMs), 0, 86_400_000),
   };
+}
+
+/** An ioredis or iovalkey client (or Cluster): `duplicate()` opens a new connection with the same options. */
+export interface Duplicable {
+  call(...args: unknown[]): unknown;
+  duplicate(): RedisClientLike & { disconnect(): void };
+  once?(event: 'end', listener: () => void): unknown;
+  off?(event: 'end', listener: () => void): unknown;
+}
+
+/** True when the client can open a connection like its own by itself (ioredis, iovalkey). */
+export function canDuplicate(client: RedisClientLike): client is RedisClientLike & Duplicable {
+  const c = client as Partial<Duplicable>;
+  return typeof c.call === 'function' && typeof c.duplicate === 'function';
 }
