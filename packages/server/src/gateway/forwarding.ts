@@ -35,10 +35,11 @@ export function forwardableRaw(raw: readonly string[], extra: Record<string, str
     if (name.length === 10 && name.toLowerCase() === 'connection') {
       const value = (raw[i + 1] as string).toLowerCase();
       if (value !== 'keep-alive' && value !== 'close') {
-        for (const token of value.split(',')) {
-          const t = token.trim();
-          if (t !== '') (listed ??= []).push(t);
-        }
+        const tokens = value
+          .split(',')
+          .map((t) => t.trim())
+          .filter((t) => t !== '');
+        listed = listed === undefined ? tokens : [...listed, ...tokens];
       }
     }
   }
