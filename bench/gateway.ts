@@ -8,6 +8,8 @@
  *   npm run bench -- gateway
  *   SLUICE_BENCH_SECONDS=2 BENCH_GATEWAY_ROUNDS=3 npm run bench -- gateway    # quicker, noisier
  *   BENCH_GATEWAY_ONLY=memory npm run bench -- gateway      # the bare proxy and the variants named so
+ *   BENCH_GATEWAY_BASELINE=/path/to/other/checkout npm run bench -- gateway   # + that checkout's gateway
+ *                                                           # (memory store), for a before/after in one run
  *
  * Every process (upstream, proxies, Redis) starts first; then ROUNDS rounds load each proxy in turn with
  * autocannon (this process, same settings for all) and the median is reported, so a burst of background
@@ -44,6 +46,8 @@ const CONNECTIONS = Number(process.env.BENCH_GATEWAY_CONNECTIONS ?? 50);
 const WARMUP_S = 2;
 /** Comma-separated substrings of variant names to run besides the bare proxy (e.g. `memory,proxy only`). */
 const ONLY = (process.env.BENCH_GATEWAY_ONLY ?? '').split(',').filter(Boolean);
+/** Another checkout of sluice whose gateway (rules, memory store) is measured beside this one's. */
+const BASELINE = process.env.BENCH_GATEWAY_BASELINE;
 
 /** The upstream: a small JSON answer, as an API would give. */
 const UPSTREAM = `
@@ -176,10 +180,10 @@ try {
   const upstream = await start(['-e', UPSTREAM], (l) => l.port as number | undefined);
   procs.push(upstream);
   const upstreamUrl = `http://127.0.0.1:${upstream.port}`;
-  const sluice = async (name: string, config: string, extra: string[] = []) => {
+  const sluice = async (name: string, config: string, extra: string[] = [], cli = CLI) => {
     if (ONLY.length > 0 && !ONLY.some((x) => name.includes(x))) return;
     const argv = [
-      ...CLI,
+      ...cli,
       'serve',
       '--config',
       join(dir, config),
@@ -207,6 +211,14 @@ try {
   variants.push({ name: 'bare Node reverse proxy (node:http, keep-alive agent)', proc: bare });
   await sluice('sluice gateway, no http rules (proxy only)', 'none.yaml');
   await sluice('sluice gateway, rules, memory store', 'allow.yaml');
+  if (BASELINE !== undefined) {
+    await sluice(
+      `baseline ${BASELINE}: gateway, rules, memory store`,
+      'allow.yaml',
+      [],
+      ['--import', 'tsx', resolve(BASELINE, 'packages/server/src/cli/main.ts')],
+    );
+  }
   await sluice('sluice gateway, rules, Redis store', 'allow.yaml', ['--redis', redis.url, '--redis-timeout', '1s']);
   await sluice('sluice gateway, rules, nearly all rejected (429)', 'reject.yaml');
   const directProc = { name: 'the upstream itself, no proxy', proc: upstream };
