@@ -1,4 +1,4 @@
-import { costExceedsCapacity, type Decision } from '../core/decision.js';
+import { type Decision, rejection } from '../core/decision.js';
 import type { ResolvedPolicy } from '../core/policy.js';
 import type { Algorithm, Slots } from './types.js';
 
@@ -18,15 +18,14 @@ const ceilDiv = (a: number, b: number) => Math.ceil(a / b);
 /** The rejection of a request that does not fit in the bucket (`after`: its level if admitted). */
 function rejected(p: ResolvedPolicy, level: number, after: number, cost: number): Decision {
   const remaining = Math.floor((p.capacityTicks - level) / p.intervalTicks);
-  const resetMs = ceilDiv(level, p.scale);
-  if (cost > p.capacity) return costExceedsCapacity(p.limit, remaining, resetMs);
-  return {
-    allowed: false,
-    limit: p.limit,
+  return rejection(
+    p.limit,
+    p.capacity,
+    cost,
     remaining,
-    resetMs,
-    retryAfterMs: ceilDiv(after - p.capacityTicks, p.scale),
-  };
+    ceilDiv(level, p.scale),
+    ceilDiv(after - p.capacityTicks, p.scale),
+  );
 }
 
 /** Builds the bucket algorithm; `shaping` adds `delayMs` (the leaky bucket's queue position). */

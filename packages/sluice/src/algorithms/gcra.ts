@@ -1,4 +1,4 @@
-import { costExceedsCapacity, type Decision } from '../core/decision.js';
+import { type Decision, rejection } from '../core/decision.js';
 import type { ResolvedPolicy } from '../core/policy.js';
 import type { Algorithm } from './types.js';
 
@@ -45,12 +45,5 @@ export const gcra: Algorithm = {
 function rejected(p: ResolvedPolicy, backlog: number, after: number, cost: number): Decision {
   const remaining = Math.floor((p.capacityTicks - backlog) / p.intervalTicks);
   const resetMs = Math.ceil(backlog / p.scale);
-  if (cost > p.capacity) return costExceedsCapacity(p.limit, remaining, resetMs);
-  return {
-    allowed: false,
-    limit: p.limit,
-    remaining,
-    resetMs,
-    retryAfterMs: Math.ceil((after - p.capacityTicks) / p.scale),
-  };
+  return rejection(p.limit, p.capacity, cost, remaining, resetMs, Math.ceil((after - p.capacityTicks) / p.scale));
 }

@@ -1,4 +1,4 @@
-import { costExceedsCapacity, type Decision } from '../core/decision.js';
+import { type Decision, rejection } from '../core/decision.js';
 import type { ResolvedPolicy } from '../core/policy.js';
 import type { Algorithm } from './types.js';
 
@@ -52,14 +52,7 @@ export const slidingWindow: Algorithm = {
 function rejected(p: ResolvedPolicy, prev: number, curr: number, elapsed: number, cost: number): Decision {
   const remaining = remainingOf(p, prev, curr, elapsed);
   const resetMs = resetOf(p.periodMs, prev, curr, elapsed);
-  if (cost > p.capacity) return costExceedsCapacity(p.limit, remaining, resetMs);
-  return {
-    allowed: false,
-    limit: p.limit,
-    remaining,
-    resetMs,
-    retryAfterMs: retryAfterOf(p, prev, curr, elapsed, cost),
-  };
+  return rejection(p.limit, p.capacity, cost, remaining, resetMs, retryAfterOf(p, prev, curr, elapsed, cost));
 }
 
 /** Largest n with prev*(P-elapsed) + (curr+n)*P <= limit*P. */

@@ -23,6 +23,23 @@ export interface Decision {
   degraded?: boolean;
 }
 
+/**
+ * The rejection of a request of `cost` over the limit (`retryAfterMs`: when it would fit), or the one
+ * for a cost that can never fit the policy's capacity. The algorithms' rejections share it, off their
+ * hot paths.
+ */
+export function rejection(
+  limit: number,
+  capacity: number,
+  cost: number,
+  remaining: number,
+  resetMs: number,
+  retryAfterMs: number,
+): Decision {
+  if (cost > capacity) return costExceedsCapacity(limit, remaining, resetMs);
+  return { allowed: false, limit, remaining, resetMs, retryAfterMs };
+}
+
 /** The rejection for a cost that can never fit the policy's capacity. */
 export function costExceedsCapacity(limit: number, remaining: number, resetMs: number): Decision {
   return {
