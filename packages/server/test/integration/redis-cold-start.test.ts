@@ -10,9 +10,6 @@ import { after, before, describe, it } from 'node:test';
 import { type RedisServerHandle, startRedis } from '../../../../test/helpers/redis-server.js';
 import { postJson, type SluiceProcess, startSluice, unique } from './helpers.js';
 
-/** More runnable processes than twice the cores: scheduling delays alone can exceed the 50 ms timeout. */
-const overloaded = () => (os.loadavg()[0] ?? 0) > 2 * os.cpus().length;
-
 describe('two services started together on one Redis, loaded as soon as they listen', () => {
   let redis: RedisServerHandle;
   const services: SluiceProcess[] = [];
@@ -44,13 +41,19 @@ describe('two services started together on one Redis, loaded as soon as they lis
     );
     const results = loads.flat();
     const failed = results.filter((r) => r?.error !== undefined);
+    // The default Redis timeout is 50 ms: a pause of a service or of Redis on a busy machine can exceed it
+    // (the 1-minute load average lags too much to tell), and fail-closed answers it with an error, never
+    // an admission. So: no failure but a timeout, never more than the limit admitted, and nothing short
+    // of it but what timed out (a timed-out check may still have counted in Redis).
+    const codes = new Set(failed.map((r) => r?.error?.code));
+    assert.ok(
+      failed.length === 0 || (codes.size === 1 && codes.has('ERR_SLUICE_STORE_TIMEOUT')),
+      JSON.stringify([...codes]),
+    );
     if (failed.length > 0) {
-      // Only a genuine timeout on an overloaded machine may explain a decision taken without Redis.
-      assert.ok(overloaded(), `${failed.length} checks failed: ${JSON.stringify(failed[0])}`);
-      assert.ok(failed.every((r) => r?.error?.code === 'ERR_SLUICE_STORE_TIMEOUT'));
       t.diagnostic(`${failed.length} timeouts: load average ${os.loadavg()[0]} on ${os.cpus().length} cores`);
-      return;
     }
-    assert.equal(results.filter((r) => r?.allowed === true).length, 100);
+    const admitted = results.filter((r) => r?.allowed === true).length;
+    assert.ok(admitted <= 100 && admitted >= 100 - failed.length, `admitted ${admitted}, ${failed.length} timed out`);
   });
 });
