@@ -20,7 +20,9 @@
  *                  request gives nothing twice)
  *   e, s           the current epoch and its share; pe, ps, pu the previous epoch, still binding
  *   hw             the latest time stamp a decision (or a transfer) here carried
- *   dr, dt         demand: units asked, decayed exponentially (time constant TAU), as of dt
+ *   dr, dt         demand: units asked, decayed exponentially (time constant TAU), as of dt. Each
+ *                  process sums its own decisions' demand the same way (demand.ts) and adds it here
+ *                  when its sync reads the record (READ): a decision does not write it
  *   os:<j>, od:<j> region j's share and demand, as last reported
  *   sc, sn         the share, cached until the next instant it may change by itself (a transfer
  *                  starts to count, a proof runs out); any write to the transfer hash voids it
@@ -73,7 +75,12 @@ local PEERS = {}
 local npeers = tonumber(ARGV[4])
 for i = 1, npeers do PEERS[i] = ARGV[4 + i] end
 local A = 5 + npeers
-local function fmt(x) return sformat('%.17g', x) end
+-- Numbers exactly: integers (what clocks and counts mostly are) by '%d', several times cheaper in
+-- Redis's Lua than '%.17g', which prints them the same.
+local function fmt(x)
+  if x % 1 == 0 and x > -9007199254740992 and x < 9007199254740992 then return sformat('%d', x) end
+  return sformat('%.17g', x)
+end
 -- The check snippets write through W (the single-region store's refusal-aware write). Here a refused
 -- write fails the whole script, as every other write of these scripts does.
 local function W(...) call(...) return true end
@@ -398,7 +405,7 @@ if ARGV[5 + tonumber(ARGV[4])] ~= '1' then
   local k = 1
   for i = I0, #ARGV, 2 do
     local rkey, bkey = KEYS[k], KEYS[k + 1]
-    local h = call('HMGET', rkey, 'inc', 'hw', 'sc', 'sn', 's', 'e', 'pu', 'dr', 'dt')
+    local h = call('HMGET', rkey, 'inc', 'hw', 'sc', 'sn', 's', 'e', 'pu')
     if not h[1] or not h[3] then break end
     local hw = tonumber(h[2] or '0')
     local NOW = max(STAMP, hw)
@@ -407,11 +414,12 @@ if ARGV[5 + tonumber(ARGV[4])] ~= '1' then
     local q = P0 + (tonumber(ARGV[i]) - 1) * ${POLICY_FIELDS}
     local alg = tonumber(ARGV[q])
     if alg < 4 and tonumber(h[7] or '0') > NOW then break end
-    local limit, period, capacity, scale, T, capT = tonumber(ARGV[q + 1]), tonumber(ARGV[q + 2]),
-      tonumber(ARGV[q + 4]), tonumber(ARGV[q + 5]), tonumber(ARGV[q + 6]), tonumber(ARGV[q + 7])
-    local pcapacity = capacity
-    if share ~= limit then
-      -- scaled() of the full path.
+    local limit, period = tonumber(ARGV[q + 1]), tonumber(ARGV[q + 2])
+    local capacity, scale, T, capT
+    if share == limit then
+      capacity, scale, T, capT = tonumber(ARGV[q + 4]), tonumber(ARGV[q + 5]), tonumber(ARGV[q + 6]), tonumber(ARGV[q + 7])
+    else
+      -- scaled() of the full path (the policy's own capacity, scale and ticks are not needed).
       local plimit = limit
       limit, capacity = share, share
       if alg >= 4 then capacity = floor(tonumber(ARGV[q + 3]) * share / plimit) end
@@ -425,14 +433,12 @@ if ARGV[5 + tonumber(ARGV[4])] ~= '1' then
       end
       capT = capacity * T
     end
-    local block, ttl, tau, cost = tonumber(ARGV[q + 8]), tonumber(ARGV[q + 10]), tonumber(ARGV[q + 12]), tonumber(ARGV[i + 1])
-    if COMMIT then
-      local d = 0
-      local dr = tonumber(h[8] or '0')
-      if dr > 0 then d = dr * math.exp(-max(0, NOW - tonumber(h[9] or '0')) / tau) * period / tau end
-      d = d * tau / period + cost
-      local now = sformat('%.17g', NOW)
-      call('HSET', rkey, 'dr', sformat('%.17g', d), 'dt', now, 'hw', now)
+    local block, ttl, cost = tonumber(ARGV[q + 8]), tonumber(ARGV[q + 10]), tonumber(ARGV[i + 1])
+    -- The latest stamp (the full path's write, when it moved).
+    if COMMIT and NOW ~= hw then
+      local v
+      if NOW % 1 == 0 and NOW < 9007199254740992 then v = sformat('%d', NOW) else v = sformat('%.17g', NOW) end
+      call('HSET', rkey, 'hw', v)
     end
     local tick = floor(ttl / 8)
     if not h[2] or floor(hw / tick) ~= floor(NOW / tick) then
@@ -446,11 +452,11 @@ if ARGV[5 + tonumber(ARGV[4])] ~= '1' then
       local wait = tonumber(b) - NOW
       remaining, reset, retry, reason = 0, wait, wait, 2
     else
-      local key, commit = rkey .. '^' .. h[1] .. '.' .. tonumber(h[6] or '0'), COMMIT
+      local key, commit = rkey .. '^' .. h[1] .. '.' .. (h[6] or '0'), COMMIT
       repeat
 ${(CHECK_SNIPPETS as Readonly<Record<string, string>>)[code]}
       until true
-      if reason == 1 and cost <= pcapacity then reason, retry = 0, period end
+      if reason == 1 and cost <= tonumber(ARGV[q + 4]) then reason, retry = 0, period end
       if ok ~= 1 and COMMIT and block > 0 then
         call('SET', bkey, sformat('%.17g', NOW + block), 'PX', sformat('%.17g', block + GRACE))
       end
@@ -489,11 +495,8 @@ for n, it in ipairs(items) do
   local rec
   lists[n], shares[n], rec = epochs(it, NEWINC)
   ats[n] = NOW
-  if COMMIT then
-    -- Demand (asked, allowed or not) and the latest stamp, in one write.
-    local d = demand_of(rec, it.tau, it.period) * it.tau / it.period + it.cost
-    call('HSET', it.rkey, 'dr', fmt(d), 'dt', fmt(NOW), 'hw', fmt(NOW))
-  end
+  -- The latest stamp (demand is the process's to count: see dr at the top of the file).
+  if COMMIT and num(rec.hw) ~= NOW then call('HSET', it.rkey, 'hw', fmt(NOW)) end
   -- The record lives its TTL from its last use, renewed once per eighth of it (not on every call).
   local tick = floor(it.ttl / 8)
   if not rec.hw or floor(num(rec.hw) / tick) ~= floor(NOW / tick) then
@@ -529,16 +532,29 @@ end
 return out
 `;
 
-// KEYS: lease records. ARGV after the prelude: nothing. Returns per record: inc (or '' when gone),
+// KEYS: lease records. ARGV after the prelude, per record: the demand this process counted since its
+// last read (its decayed sum, the instant of that sum, TAU; 0 0 0 for none), added to the record's
+// own (both decayed to the later instant: the sum of decayed sums is the decayed sum of all).
+// Returns per record: inc (or '' when gone),
 // share, the decayed demand sum and its instant, its TTL, then per peer: units given, the
 // incarnation of that peer they were given to, and the instant of the last transfer.
 const READ_SCRIPT = `${PRELUDE}
 local out = {}
-for _, rkey in ipairs(KEYS) do
+for n, rkey in ipairs(KEYS) do
   local rec = record(rkey)
   if not rec.inc then
     out[#out + 1] = ''
   else
+    local a = A + 3 * (n - 1)
+    local add, at, tau = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+    if add > 0 then
+      local dr, dt = num(rec.dr), num(rec.dt)
+      local t = max(at, dt)
+      local sum = add * math.exp((at - t) / tau)
+      if dr > 0 then sum = sum + dr * math.exp((dt - t) / tau) end
+      rec.dr, rec.dt = fmt(sum), fmt(t)
+      call('HSET', rkey, 'dr', rec.dr, 'dt', rec.dt)
+    end
     out[#out + 1] = rec.inc
     out[#out + 1] = num(rec.s)
     out[#out + 1] = rec.dr or '0'

@@ -42,6 +42,8 @@ export interface RecordReplicatorOptions {
   readonly policyOf: (recordKey: string) => ResolvedPolicy | undefined;
   readonly syncIntervalMs: number;
   readonly maxClockSkewMs: number;
+  /** The demand this process counted for a record since the last read (demand.ts), forgotten there. */
+  readonly takeDemand: (recordKey: string) => readonly string[];
   /** Hears of every transfer this region was credited (units, from which region). */
   readonly onCredit?: (recordKey: string, from: string, total: number) => void;
 }
@@ -75,7 +77,9 @@ export function createRecordReplicator(o: RecordReplicatorOptions): Replicator<R
       const now = o.clock.now();
       const head = escrowHead(now, o.graceMs, o.region, peers);
       await eachGroup(groupBySlot(known, o.localCluster, SYNC_GROUP), async (group) => {
-        const r = (await o.local.script(ESCROW_READ, group, head)) as unknown[];
+        const args = [...head];
+        for (const k of group) for (const a of o.takeDemand(k)) args.push(a);
+        const r = (await o.local.script(ESCROW_READ, group, args)) as unknown[];
         let at = 0;
         for (const k of group) {
           const inc = String(r[at++]);

@@ -128,8 +128,9 @@ export function escrowHead(nowMs: number, graceMs: number, region: string, peers
 export const newIncarnation = () => Math.floor(Math.random() * 2 ** 48).toString(36);
 
 /**
- * The escrow operations against the local region's Redis. `touched(recordKey, policy)` hears of every
- * record a decision used, for the sync loop (which sends shares and demand, and rebalances).
+ * The escrow operations against the local region's Redis. `touched(recordKey, policy, cost, atMs, tauMs)`
+ * hears of every record a decision used, for the sync loop (which sends shares and demand, and
+ * rebalances) and the demand estimate (demand.ts).
  */
 export function createEscrowRegion(
   runner: Runner,
@@ -139,7 +140,7 @@ export function createEscrowRegion(
   graceMs: number,
   clockSkewMs: number,
   syncIntervalMs: number,
-  touched: (recordKey: string, policy: ResolvedPolicy) => void,
+  touched: (recordKey: string, policy: ResolvedPolicy, cost: number, atMs: number, tauMs: number) => void,
   onDecided: ((event: DecidedEvent) => void) | undefined,
 ): EscrowRegion {
   const peers = regions.filter((r) => r !== region).sort();
@@ -187,9 +188,12 @@ export function createEscrowRegion(
         args,
       )) as unknown[];
       return items.map((item, i) => {
-        if (commit) touched(records[i] as string, item.policy);
         const d = decodeDecision(r, i * 8, item.policy.limit);
-        onDecided?.({ ...item, decision: d, atMs: Number(r[i * 8 + 7]), share: Number(r[i * 8 + 6]) });
+        const atMs = Number(r[i * 8 + 7]);
+        if (commit) {
+          touched(records[i] as string, item.policy, item.cost, atMs, demandTauMs(item.policy, syncIntervalMs));
+        }
+        onDecided?.({ ...item, decision: d, atMs, share: Number(r[i * 8 + 6]) });
         return d;
       });
     },

@@ -8,6 +8,7 @@ import { Runner } from '../redis/runner.js';
 import type { Lease, LeaseDecision, Store, StoreItem } from '../store.js';
 import { CheckBatcher } from './batch.js';
 import { escrowBound, eventualBound, type OverAdmissionBound } from './bound.js';
+import { DemandLedger } from './demand.js';
 import { createEscrowRegion } from './escrow.js';
 import { createRecordReplicator, type RecordPart } from './escrow-sync.js';
 import { COUNTER_ALGORITHMS, createEventualRegion } from './eventual.js';
@@ -119,8 +120,10 @@ export function createMultiRegionStore(options: MultiRegionStoreOptions): MultiR
     /** The policy of every record in use, for the sync loop (bounded like the pending sets). */
     const policies = new Map<string, ResolvedPolicy>();
     let records: SyncLoop<RecordPart> | undefined;
-    const touch = (rkey: string, policy?: ResolvedPolicy) => {
-      if (policy !== undefined && policies.get(rkey) !== policy) {
+    const demand = new DemandLedger(o.maxPendingKeys);
+    const touch = (rkey: string, policy: ResolvedPolicy, cost: number, atMs: number, tauMs: number) => {
+      demand.add(rkey, cost, atMs, tauMs);
+      if (policies.get(rkey) !== policy) {
         policies.delete(rkey);
         policies.set(rkey, policy);
         if (policies.size > o.maxPendingKeys) policies.delete(policies.keys().next().value as string);
@@ -137,6 +140,7 @@ export function createMultiRegionStore(options: MultiRegionStoreOptions): MultiR
         graceMs: o.graceMs,
         clock: o.clock,
         policyOf: (k) => policies.get(k),
+        takeDemand: (k) => demand.take(k),
         syncIntervalMs: o.syncIntervalMs,
         maxClockSkewMs: o.maxClockSkewMs,
       }),
