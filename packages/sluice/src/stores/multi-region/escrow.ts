@@ -124,8 +124,14 @@ export function escrowHead(nowMs: number, graceMs: number, region: string, peers
   return [String(nowMs), String(graceMs), region, String(peers.length), ...peers];
 }
 
-/** A random incarnation id for a record this call may create. */
-export const newIncarnation = () => Math.floor(Math.random() * 2 ** 48).toString(36);
+/** This process's part of incarnation ids: random, so two processes never make the same one. */
+const incarnationBase = Math.floor(Math.random() * 2 ** 48).toString(36);
+let incarnations = 0;
+/**
+ * An incarnation id for a record this call may create: never the same twice (a record created anew
+ * must not be taken by a peer for the one before), and cheap, since every check call carries one.
+ */
+export const newIncarnation = () => `${incarnationBase}-${++incarnations}`;
 
 /**
  * The escrow operations against the local region's Redis. `touched(recordKey, policy, cost, atMs, tauMs)`

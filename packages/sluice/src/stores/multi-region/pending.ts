@@ -1,10 +1,13 @@
 /**
- * What one peer region has not been sent yet: keys in the order they last changed, each with a
- * sequence number (so a push only clears the keys that did not change again while it was in
- * flight) and the instant of its oldest change not yet sent (so the loop measures the real
- * replication lag: from a change here to the peer holding it). Bounded: past `maxKeys` the key that
- * changed longest ago is dropped (and counted) — in eventual mode the window least likely to still
- * matter; the docs state the effect on the bound.
+ * What one peer region has not been sent yet: keys in the order of their oldest change not yet
+ * sent, each with a sequence number (so a push only clears the keys that did not change again while
+ * it was in flight) and the instant of that oldest change (so the loop measures the real replication
+ * lag: from a change here to the peer holding it). A push takes the keys that have waited longest.
+ * Bounded: past `maxKeys` the key waiting longest is dropped (and counted) — in eventual mode the
+ * oldest window, the least likely to still matter; the docs state the effect on the bound.
+ *
+ * A key changed again only gets a new sequence number, in place: every decision touches its key,
+ * and moving it in the map (delete, set) for each would be most of what a decision costs here.
  */
 interface Entry {
   seq: number;
@@ -25,13 +28,20 @@ export class Pending {
   /** Marks `key` as changed at `now`. */
   touch(key: string, now: number): void {
     const old = this.keys.get(key);
-    this.keys.delete(key);
-    this.keys.set(key, { seq: ++this.seq, since: old?.since ?? now });
+    if (old !== undefined) {
+      old.seq = ++this.seq;
+      return;
+    }
+    this.keys.set(key, { seq: ++this.seq, since: now });
     if (this.keys.size > this.maxKeys) {
       const oldest = this.keys.keys().next().value as string;
       this.keys.delete(oldest);
       this.dropped++;
     }
+  }
+
+  has(key: string): boolean {
+    return this.keys.has(key);
   }
 
   /** Up to `max` keys to send, with the sequence each had when taken. */

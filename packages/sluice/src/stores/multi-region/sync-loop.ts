@@ -82,6 +82,11 @@ export interface SyncLoopOptions<P> {
 /** Replicates changed keys to every peer, on an unref'd timer. */
 export class SyncLoop<P> {
   private readonly peers: PeerState[];
+  /**
+   * Keys changed since the last tick, each with the instant of its first change: handed to every
+   * peer's pending set when the next tick starts. A decision writes one map, not one per peer.
+   */
+  private changed = new Map<string, number>();
   private timer: ReturnType<typeof setTimeout> | undefined;
   private running: Promise<void> | undefined;
   private stopped = false;
@@ -104,8 +109,22 @@ export class SyncLoop<P> {
 
   /** Marks a key as changed here: every peer gets it at the next tick. */
   touch(key: string): void {
-    const now = this.options.clock.now();
-    for (const p of this.peers) p.pending.touch(key, now);
+    if (this.changed.has(key)) return;
+    this.changed.set(key, this.options.clock.now());
+    if (this.changed.size > this.options.maxPendingKeys) {
+      // As a full pending set does: the key waiting longest goes, counted for every peer.
+      this.changed.delete(this.changed.keys().next().value as string);
+      for (const p of this.peers) p.pending.dropped++;
+    }
+  }
+
+  /** Hands the keys changed since the last tick to every peer's pending set. */
+  private absorb(): void {
+    if (this.changed.size === 0) return;
+    const changed = this.changed;
+    // A fresh map, once per tick: the old one is dropped whole (clear() would chain tables, see redis/batcher.ts).
+    this.changed = new Map();
+    for (const p of this.peers) for (const [key, since] of changed) p.pending.touch(key, since);
   }
 
   /** Starts ticking every intervalMs. */
@@ -142,9 +161,16 @@ export class SyncLoop<P> {
       maxPushMs: p.maxPushMs,
       lastLagMs: p.lastLagMs,
       maxLagMs: p.maxLagMs,
-      pendingKeys: p.pending.size,
+      pendingKeys: p.pending.size + this.notPendingIn(p.pending),
       droppedKeys: p.pending.dropped,
     }));
+  }
+
+  /** Keys changed since the last tick that `pending` does not hold yet. */
+  private notPendingIn(pending: Pending): number {
+    let n = 0;
+    for (const key of this.changed.keys()) if (!pending.has(key)) n++;
+    return n;
   }
 
   private schedule(delayMs: number): void {
@@ -162,6 +188,7 @@ export class SyncLoop<P> {
    * waiting for the others. With `wait`, also waits for those pushes (flush).
    */
   private async tick(wait: boolean): Promise<void> {
+    this.absorb();
     const idle = this.peers.filter((p) => !p.inFlight && p.pending.size > 0);
     if (idle.length === 0) return;
     const batches = idle.map((p) => p.pending.take(BATCH));
