@@ -50,7 +50,7 @@
  * growth always comes after the giver's shrink.
  */
 import { createHash } from 'node:crypto';
-import { CHECK_SNIPPETS } from '../redis/lua-checks.js';
+import { CHECK_SNIPPETS, fmt } from '../redis/lua-checks.js';
 import type { Script } from '../redis/scripts.js';
 
 function script(name: string, source: string): Script {
@@ -75,12 +75,7 @@ local PEERS = {}
 local npeers = tonumber(ARGV[4])
 for i = 1, npeers do PEERS[i] = ARGV[4 + i] end
 local A = 5 + npeers
--- Numbers exactly: integers (what clocks and counts mostly are) by '%d', several times cheaper in
--- Redis's Lua than '%.17g', which prints them the same.
-local function fmt(x)
-  if x % 1 == 0 and x > -9007199254740992 and x < 9007199254740992 then return sformat('%d', x) end
-  return sformat('%.17g', x)
-end
+local function fmt(x) return ${fmt('x')} end
 -- The check snippets write through W (the single-region store's refusal-aware write). Here a refused
 -- write fails the whole script, as every other write of these scripts does.
 local function W(...) call(...) return true end
@@ -436,14 +431,12 @@ if ARGV[5 + tonumber(ARGV[4])] ~= '1' then
     local block, ttl, cost = tonumber(ARGV[q + 8]), tonumber(ARGV[q + 10]), tonumber(ARGV[i + 1])
     -- The latest stamp (the full path's write, when it moved).
     if COMMIT and NOW ~= hw then
-      local v
-      if NOW % 1 == 0 and NOW < 9007199254740992 then v = sformat('%d', NOW) else v = sformat('%.17g', NOW) end
-      call('HSET', rkey, 'hw', v)
+      call('HSET', rkey, 'hw', ${fmt('NOW')})
     end
     local tick = floor(ttl / 8)
     if not h[2] or floor(hw / tick) ~= floor(NOW / tick) then
-      call('PEXPIRE', rkey, sformat('%.17g', ttl))
-      call('PEXPIRE', rkey .. '~', sformat('%.17g', ttl))
+      call('PEXPIRE', rkey, ${fmt('ttl')})
+      call('PEXPIRE', rkey .. '~', ${fmt('ttl')})
     end
     local ok, remaining, reset, retry, reason, delay = 0, 0, 0, 0, 0, -1
     local b = false
@@ -458,7 +451,7 @@ ${(CHECK_SNIPPETS as Readonly<Record<string, string>>)[code]}
       until true
       if reason == 1 and cost <= tonumber(ARGV[q + 4]) then reason, retry = 0, period end
       if ok ~= 1 and COMMIT and block > 0 then
-        call('SET', bkey, sformat('%.17g', NOW + block), 'PX', sformat('%.17g', block + GRACE))
+        call('SET', bkey, ${fmt('NOW + block')}, 'PX', ${fmt('block + GRACE')})
       end
     end
     local n = #FOUT

@@ -10,6 +10,7 @@
  * exact, and the others' as of their last sync) and adds to its own field: one round trip, atomic.
  */
 import { createHash } from 'node:crypto';
+import { fmt } from '../redis/lua-checks.js';
 import type { Script } from '../redis/scripts.js';
 
 function script(name: string, source: string): Script {
@@ -19,7 +20,8 @@ function script(name: string, source: string): Script {
 const PRELUDE = `
 local call, tonumber, byte = redis.call, tonumber, string.byte
 local floor, max, min = math.floor, math.max, math.min
-local function fmt(x) return string.format('%.17g', x) end
+local sformat = string.format
+local function fmt(x) return ${fmt('x')} end
 -- The window's total: the sum of every region's '+' field minus every '-' field, never below 0.
 local function total(key)
   local t = call('HGETALL', key)

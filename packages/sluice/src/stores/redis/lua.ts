@@ -33,7 +33,7 @@ export const ALGORITHM_CODES = {
   gcra: 6,
 } as const;
 
-import { CHECK_SNIPPETS } from './lua-checks.js';
+import { CHECK_SNIPPETS, fmt } from './lua-checks.js';
 
 const PRELUDE = `
 local sub, find, sformat, floor, ceil, max, min = string.sub, string.find, string.format, math.floor, math.ceil, math.max, math.min
@@ -74,7 +74,7 @@ const BLOCKED = `
     end
   end`;
 const BLOCK = `if ok == 0 and commit and blockMs > 0 then
-    W('SET', bkey, sformat('%.17g', NOW + blockMs), 'PX', sformat('%.17g', blockMs + GRACE))
+    W('SET', bkey, ${fmt('NOW + blockMs')}, 'PX', ${fmt('blockMs + GRACE')})
   end`;
 
 /**
@@ -113,7 +113,7 @@ return out
 /** Helpers of the less frequent scripts (several limits, refunds), where clarity beats speed. */
 const HELPERS = `
 local CHECK, REFUND = {}, {}
-local function fmt(x) return sformat('%.17g', x) end
+local function fmt(x) return ${fmt('x')} end
 local function nums2(v)
   local i = find(v, ':', 1, true)
   return tonumber(sub(v, 1, i - 1)), tonumber(sub(v, i + 1))
