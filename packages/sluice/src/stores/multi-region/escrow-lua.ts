@@ -23,7 +23,6 @@
  *   dr, dt         demand: units asked, decayed exponentially (time constant TAU), as of dt. Each
  *                  process sums its own decisions' demand the same way (demand.ts) and adds it here
  *                  when its sync reads the record (READ): a decision does not write it
- *   os:<j>, od:<j> region j's share and demand, as last reported
  *   sc, sn         the share, cached until the next instant it may change by itself (a transfer
  *                  starts to count, a proof runs out); any write to the transfer hash voids it
  * Only the region itself writes g:*, and it merges r:* by max, so sync messages may be duplicated,
@@ -572,8 +571,9 @@ export const MERGE_FIELDS = 9;
 // ARGV after the prelude: the receiver's new incarnation, the clocks' disagreement, then per record
 // the ITEM_FIELDS of item() (the receiver's initial share; the cost is unused), then MERGE_FIELDS:
 // the sender's incarnation, the units it gave the receiver (running total), the receiver
-// incarnation they were given to, the instant of its last transfer, the sender's share and demand,
-// the units it asks for, the stamp of that request, the sender's clock now.
+// incarnation they were given to, the instant of its last transfer, the sender's share and demand
+// (sent, not kept: nothing reads them here), the units it asks for, the stamp of that request, the
+// sender's clock now.
 // Per record: records the sender (it holds its record), credits what it gave, and gives it what it
 // asks for as far as the receiver can spare. Returns per record the receiver's incarnation, the
 // units it gave the sender (running total), the sender incarnation they were given to, the instant
@@ -597,8 +597,6 @@ for i = A + 2, #ARGV, ${14 + 9} do
   ensure(rkey, rec, it.init, NEWINC)
   observe(rkey, rec, from, finc, NOW, it.proof)
   credit(rkey, rec, from, units, to, at)
-  setf(rkey, rec, 'os:' .. from, ARGV[m + 4])
-  setf(rkey, rec, 'od:' .. from, ARGV[m + 5])
   local share = num(rec.s)
   if want > 0 and asked > num(rec['ak:' .. from]) then
     -- Asked for units: the share and epochs as a decision here would see them now.
