@@ -5,25 +5,15 @@
  * exactly what '%.17g' printed, and every other number must still come back exact.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { Redis } from 'ioredis';
-import { type RedisServerHandle, startRedis } from '../../../../test/helpers/redis-server.js';
+import { describe, it } from 'node:test';
+import { useRedis } from '../../../../test/helpers/redis-client.js';
 import { fmt } from '../../src/stores/redis/lua-checks.js';
 
 describe('Redis scripts: numbers written exactly', () => {
-  let server: RedisServerHandle;
-  let client: Redis;
-  before(async () => {
-    server = await startRedis();
-    client = new Redis(server.port, '127.0.0.1');
-  });
-  after(async () => {
-    client.disconnect();
-    await server.stop();
-  });
+  const redis = useRedis();
 
   const printed = async (values: readonly string[]) =>
-    (await client.eval(
+    (await redis.client.eval(
       `local sformat = string.format
 local out = {}
 for i, a in ipairs(ARGV) do
