@@ -40,6 +40,7 @@ export class Pending {
     }
   }
 
+  /** Whether `key` waits to be sent. */
   has(key: string): boolean {
     return this.keys.has(key);
   }
