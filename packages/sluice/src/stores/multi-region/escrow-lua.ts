@@ -25,6 +25,8 @@
  *                  when its sync reads the record (READ): a decision does not write it
  *   sc, sn         the share, cached until the next instant it may change by itself (a transfer
  *                  starts to count, a proof runs out); any write to the transfer hash voids it
+ *   fp             the fast path's copy of what a usual decision needs (binary; see keep_fp): written
+ *                  by a decision of the full path, voided by any write to a field it is made of
  * Only the region itself writes g:*, and it merges r:* by max, so sync messages may be duplicated,
  * reordered or replayed; units a region gave and the other has not credited yet (the reply was lost
  * in a partition) belong to nobody until the next sync carries the running total again.
@@ -62,18 +64,24 @@ function script(name: string, source: string): Script {
  */
 export const DEMAND_HEADROOM = 1.25;
 
-/** ARGV common to every escrow script: now, grace, this region, the peers (count, then names). */
-const PRELUDE = `
+/**
+ * What every escrow script starts with. ARGV[1] is the time; the *head* — grace, this region, the
+ * peers (count, then names) — is at HEAD[H]: ARGV[2] on (READ, MERGE: prelude('ARGV', '2')), or
+ * the words of one argument (the check script's tail: a constant string per store, one ARGV instead
+ * of six for three regions). A is the index in HEAD just after the peers.
+ */
+const prelude = (head: string, at: string) => `
 local sub, find, sformat, floor, ceil, max, min = string.sub, string.find, string.format, math.floor, math.ceil, math.max, math.min
 local call, tonumber, KEYS, ARGV = redis.call, tonumber, KEYS, ARGV
-local NOW, GRACE, ME = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
+local HEAD, H = ${head}, ${at}
+local NOW, GRACE, ME = tonumber(ARGV[1]), tonumber(HEAD[H]), HEAD[H + 1]
 local STAMP = NOW
 local SKEW = 0
 local SERVER = false
 local PEERS = {}
-local npeers = tonumber(ARGV[4])
-for i = 1, npeers do PEERS[i] = ARGV[4 + i] end
-local A = 5 + npeers
+local npeers = tonumber(HEAD[H + 2])
+for i = 1, npeers do PEERS[i] = HEAD[H + 2 + i] end
+local A = H + 3 + npeers
 local function fmt(x) return ${fmt('x')} end
 -- The check snippets write through W (the single-region store's refusal-aware write). Here a refused
 -- write fails the whole script, as every other write of these scripts does.
@@ -97,10 +105,19 @@ local function record(rkey)
 end
 -- The fields the share is computed from (share_of, share_now): a change to one voids the cached share.
 local SHARE_FIELD = { ['g'] = true, ['r'] = true, ['rt'] = true, ['r0'] = true }
+-- The fields the fast path's copy (fp, see keep_fp) is made of: a change to one voids it.
+local FP_FIELD = { ['inc'] = true, ['e'] = true, ['s'] = true, ['sc'] = true, ['sn'] = true, ['pu'] = true }
+local function void_fp(rkey, rec)
+  if rec.fp then
+    rec.fp = nil
+    call('HDEL', rkey, 'fp')
+  end
+end
 local function void_share(rkey, rec)
   if rec.sn and rec.sn ~= '0' then
     rec.sn = '0'
     call('HSET', rkey, 'sn', '0')
+    void_fp(rkey, rec)
   end
 end
 -- Writes a field, when it changes (a sync mostly repeats what the record holds: no write, and the
@@ -114,6 +131,7 @@ local function setf(rkey, rec, field, value)
     if SHARE_FIELD[sub(field, 1, c - 1)] then void_share(rkey, rec) end
   else
     call('HSET', rkey, field, value)
+    if FP_FIELD[field] then void_fp(rkey, rec) end
   end
 end
 -- Creates the record when missing: a new incarnation, holding the region's initial share.
@@ -260,6 +278,7 @@ local function share_now(it, rec)
   end
   rec.sc, rec.sn = fmt(share), fmt(valid)
   call('HSET', it.rkey, 'sc', rec.sc, 'sn', rec.sn)
+  void_fp(it.rkey, rec)
   return share
 end
 -- The epochs binding now, as {key, policy}: the current one, and the previous one while it binds.
@@ -319,6 +338,21 @@ local function epochs(it, newinc)
   end
   return list, share, rec
 end
+-- The fast path's copy of the record (fp; see fastPath), written when the next decision may take
+-- it: the cached share is valid and is the epoch's share. It holds from the end of the previous
+-- epoch's binding (window algorithms) until the cached share's end, and any write to a field it is
+-- made of voids it (FP_FIELD).
+local function keep_fp(it, rec, share)
+  if not rec.sc or num(rec.sc) ~= share or num(rec.s) ~= share then return end
+  local from = 0
+  if not it.bucket then from = num(rec.pu) end
+  local p = scaled(it, share)
+  local fp = struct.pack('${FP}', from, num(rec.sn), share, p.capacity, p.scale, p.T, p.capT) .. rec.inc .. '.' .. fmt(num(rec.e))
+  if rec.fp ~= fp then
+    rec.fp = fp
+    call('HSET', it.rkey, 'fp', fp)
+  end
+end
 -- Decides one item under every binding epoch: allowed only if every epoch allows, and then taken
 -- from each. The tightest answer is the one returned.
 local function decide(it, list, cost, commit)
@@ -355,17 +389,18 @@ local function decide(it, list, cost, commit)
   if d[5] == 1 and cost <= it.capacity then d[5], d[4] = 0, it.period end
   return d
 end
--- Reads an item's 14 policy fields from ARGV at i: algorithm code, limit, period, burst, capacity,
--- scale, T, capT, blockMs, this region's initial share, record TTL, PROOF (ms), TAU (ms), cost (or
--- the cost given: the check script sends each policy's first 13 once, and per item its index and cost).
-local function item(i, rkey, bkey, cost)
-  local alg = tonumber(ARGV[i])
-  return { rkey = rkey, bkey = bkey, alg = alg, bucket = alg >= 4,
-    limit = tonumber(ARGV[i + 1]), period = tonumber(ARGV[i + 2]), burst = tonumber(ARGV[i + 3]),
-    capacity = tonumber(ARGV[i + 4]), scale = tonumber(ARGV[i + 5]), T = tonumber(ARGV[i + 6]),
-    capT = tonumber(ARGV[i + 7]), block = tonumber(ARGV[i + 8]), init = tonumber(ARGV[i + 9]),
-    ttl = tonumber(ARGV[i + 10]), proof = tonumber(ARGV[i + 11]), tau = tonumber(ARGV[i + 12]),
-    cost = cost or tonumber(ARGV[i + 13]) }
+-- An item from its policy's 13 numbers: algorithm code, limit, period, burst, capacity, scale, T,
+-- capT, blockMs, this region's initial share, record TTL, PROOF (ms), TAU (ms).
+local function make_item(rkey, bkey, cost, alg, limit, period, burst, capacity, scale, T, capT, block, init, ttl, proof, tau)
+  return { rkey = rkey, bkey = bkey, alg = alg, bucket = alg >= 4, limit = limit, period = period,
+    burst = burst, capacity = capacity, scale = scale, T = T, capT = capT, block = block, init = init,
+    ttl = ttl, proof = proof, tau = tau, cost = cost }
+end
+-- Reads an item's ITEM_FIELDS from ARGV at i, as text: the 13 numbers, then the cost (MERGE).
+local function item(i, rkey, bkey)
+  local n = {}
+  for j = 0, 13 do n[j + 1] = tonumber(ARGV[i + j]) end
+  return make_item(rkey, bkey, n[14], unpack(n, 1, 13))
 end
 `;
 
@@ -373,61 +408,52 @@ const ALL_CODES = Object.keys(CHECK_SNIPPETS);
 
 /** Policy fields per item, as `item()` reads them (the cost last). */
 export const ITEM_FIELDS = 14;
-/** The same without the cost: what the check script takes once per policy. */
-export const POLICY_FIELDS = ITEM_FIELDS - 1;
 
 /**
- * The usual decision, before anything else in the check script runs: a record whose cached share
- * still holds (sc, valid until sn), equal to its epoch's share, one epoch binding. It reads the few
- * fields it needs (HMGET), runs the algorithm's snippet inline and returns — the PRELUDE and the
- * epochs library (two dozen closures, built again on every call: most of the script's cost in Redis)
- * never run. It decides exactly as the full path below would: same fields, same arithmetic, same
- * writes. Items are decided in order; from the first one that is not usual (or for all-or-nothing
- * calls, always) the full path takes over, from that item on (FIRST), and appends to FOUT.
+ * The check script's policies are binary: each one a single ARGV of 14 little-endian doubles (the 13
+ * numbers of make_item, then the store's grace), unpacked by Redis's struct library in C. As text
+ * they were 13 ARGV, each parsed by Lua's tonumber (glibc strtod): about half of the script's cost.
+ */
+export const PACKED_POLICY = '<dddddddddddddd';
+/**
+ * The fast path's copy of a lease record (field fp, binary): the instants it holds from and until, the
+ * share and its policy's capacity, scale, T and capT, then (text) the epoch key's suffix.
+ */
+const FP = '<ddddddd';
+
+/**
+ * The usual decision, before anything else in the check script runs: a record whose fast-path copy
+ * (fp, written by keep_fp below) holds at this instant. It reads two fields, unpacks the policy and
+ * the copy (binary: no number parsing), runs the algorithm's snippet inline and returns — the PRELUDE
+ * and the epochs library (two dozen closures, built again on every call: most of the script's cost
+ * in Redis) never run. It decides exactly as the full path below would: same fields, same arithmetic,
+ * same writes. Items are decided in order; from the first one that is not usual (or for
+ * all-or-nothing calls, always) the full path takes over, from that item on (FIRST), and appends to
+ * FOUT.
  */
 const fastPath = (code: string) => `
 local FOUT, FIRST = {}, 1
-if ARGV[5 + tonumber(ARGV[4])] ~= '1' then
+if ARGV[2] ~= '1' then
   local sub, find, sformat, floor, ceil, max, min = string.sub, string.find, string.format, math.floor, math.ceil, math.max, math.min
-  local call, tonumber, KEYS, ARGV = redis.call, tonumber, KEYS, ARGV
-  local STAMP, GRACE, SERVER = tonumber(ARGV[1]), tonumber(ARGV[2]), false
-  local A = 5 + tonumber(ARGV[4])
-  local COMMIT = ARGV[A + 1] == '1'
+  local call, tonumber, KEYS, ARGV, unpack = redis.call, tonumber, KEYS, ARGV, struct.unpack
+  local STAMP, SERVER, COMMIT = tonumber(ARGV[1]), false, ARGV[3] == '1'
+  local I0 = 5 + tonumber(ARGV[4])
   local function W(...) call(...) return true end
-  local P0 = A + 5
-  local I0 = P0 + tonumber(ARGV[A + 4]) * ${POLICY_FIELDS}
   local k = 1
-  for i = I0, #ARGV, 2 do
+  for i = I0, I0 + #KEYS - 1, 2 do
     local rkey, bkey = KEYS[k], KEYS[k + 1]
-    local h = call('HMGET', rkey, 'inc', 'hw', 'sc', 'sn', 's', 'e', 'pu')
-    if not h[1] or not h[3] then break end
-    local hw = tonumber(h[2] or '0')
+    local h = call('HMGET', rkey, 'fp', 'hw')
+    if not h[1] then break end
+    local hw = 0
+    if h[2] then hw = tonumber(h[2]) end
     local NOW = max(STAMP, hw)
-    local share = tonumber(h[3])
-    if NOW >= tonumber(h[4] or '0') or share ~= tonumber(h[5] or '0') then break end
-    local q = P0 + (tonumber(ARGV[i]) - 1) * ${POLICY_FIELDS}
-    local alg = tonumber(ARGV[q])
-    if alg < 4 and tonumber(h[7] or '0') > NOW then break end
-    local limit, period = tonumber(ARGV[q + 1]), tonumber(ARGV[q + 2])
-    local capacity, scale, T, capT
-    if share == limit then
-      capacity, scale, T, capT = tonumber(ARGV[q + 4]), tonumber(ARGV[q + 5]), tonumber(ARGV[q + 6]), tonumber(ARGV[q + 7])
-    else
-      -- scaled() of the full path (the policy's own capacity, scale and ticks are not needed).
-      local plimit = limit
-      limit, capacity = share, share
-      if alg >= 4 then capacity = floor(tonumber(ARGV[q + 3]) * share / plimit) end
-      if share == 0 then
-        capacity, scale, T = 0, 1, period
-      else
-        local a, b = share, period
-        while b ~= 0 do a, b = b, a % b end
-        local s = share / a
-        if s <= 1500 then scale, T = s, period * s / share else scale, T = 1500, max(1, ceil(period * 1500 / share)) end
-      end
-      capT = capacity * T
-    end
-    local block, ttl, cost = tonumber(ARGV[q + 8]), tonumber(ARGV[q + 10]), tonumber(ARGV[i + 1])
+    local from, till, share, capacity, scale, T, capT, at = unpack('${FP}', h[1])
+    if NOW < from or NOW >= till then break end
+    local q = 5
+    if ARGV[i] ~= '1' then q = 4 + tonumber(ARGV[i]) end
+    local _, _, period, _, pcapacity, _, _, _, block, _, ttl, _, _, GRACE = unpack('${PACKED_POLICY}', ARGV[q])
+    local limit, cost = share, 1
+    if ARGV[i + 1] ~= '1' then cost = tonumber(ARGV[i + 1]) end
     -- The latest stamp (the full path's write, when it moved).
     if COMMIT and NOW ~= hw then
       call('HSET', rkey, 'hw', ${fmt('NOW')})
@@ -444,11 +470,11 @@ if ARGV[5 + tonumber(ARGV[4])] ~= '1' then
       local wait = tonumber(b) - NOW
       remaining, reset, retry, reason = 0, wait, wait, 2
     else
-      local key, commit = rkey .. '^' .. h[1] .. '.' .. (h[6] or '0'), COMMIT
+      local key, commit = rkey .. '^' .. sub(h[1], at), COMMIT
       repeat
 ${(CHECK_SNIPPETS as Readonly<Record<string, string>>)[code]}
       until true
-      if reason == 1 and cost <= tonumber(ARGV[q + 4]) then reason, retry = 0, period end
+      if reason == 1 and cost <= pcapacity then reason, retry = 0, period end
       if ok ~= 1 and COMMIT and block > 0 then
         call('SET', bkey, ${fmt('NOW + block')}, 'PX', ${fmt('block + GRACE')})
       end
@@ -458,25 +484,31 @@ ${(CHECK_SNIPPETS as Readonly<Record<string, string>>)[code]}
     FOUT[n + 5], FOUT[n + 6], FOUT[n + 7], FOUT[n + 8] = reason, delay, share, NOW
     FIRST, k = FIRST + 1, k + 2
   end
-  if I0 + (FIRST - 1) * 2 > #ARGV then return FOUT end
+  if FIRST > #KEYS / 2 then return FOUT end
 end
 `;
 
-// ARGV after the prelude: all-or-nothing (1/0), commit (1/0), new incarnation, the clocks' largest
-// disagreement (ms), the number of policies, their POLICY_FIELDS each (item() without the cost), then
-// per item the index of its policy (from 1) and its cost. KEYS per item: the lease record, the block key. Returns per item the 6 decision integers (see the Redis store's lua.ts), the share,
-// and the instant it was decided at.
+// ARGV: the time, all-or-nothing (1/0), commit (1/0), the number of policies, each policy packed
+// (PACKED_POLICY), per item the index of its policy (from 1) and its cost, the store's constant tail
+// (words: grace, this region, the peer count, the peers, the clocks' largest disagreement), and a new
+// incarnation. KEYS per item: the lease record, the block key. Returns per item the 6 decision
+// integers (see the Redis store's lua.ts), the share, and the instant it was decided at.
 const checkScript = (
   codes: readonly string[],
 ) => `${codes.length === 1 ? fastPath(codes[0] as string) : 'local FOUT, FIRST = {}, 1'}
-${PRELUDE}
+local function words(s)
+  local t = {}
+  for w in string.gmatch(s, '%S+') do t[#t + 1] = w end
+  return t
+end
+${prelude('words(ARGV[5 + tonumber(ARGV[4]) + #KEYS])', '1')}
 ${epochsLib(codes)}
-local ALL, COMMIT, NEWINC = ARGV[A] == '1', ARGV[A + 1] == '1', ARGV[A + 2]
-SKEW = tonumber(ARGV[A + 3])
-local I0 = A + 5 + tonumber(ARGV[A + 4]) * ${POLICY_FIELDS}
+local ALL, COMMIT, NEWINC = ARGV[2] == '1', ARGV[3] == '1', ARGV[#ARGV]
+SKEW = tonumber(HEAD[A])
+local I0 = 5 + tonumber(ARGV[4])
 local items, k = {}, 2 * FIRST - 1
-for i = I0 + (FIRST - 1) * 2, #ARGV, 2 do
-  items[#items + 1] = item(A + 5 + (tonumber(ARGV[i]) - 1) * ${POLICY_FIELDS}, KEYS[k], KEYS[k + 1], tonumber(ARGV[i + 1]))
+for i = I0 + (FIRST - 1) * 2, I0 + #KEYS - 1, 2 do
+  items[#items + 1] = make_item(KEYS[k], KEYS[k + 1], tonumber(ARGV[i + 1]), struct.unpack('${PACKED_POLICY}', ARGV[4 + tonumber(ARGV[i])]))
   k = k + 2
 end
 local function block(it)
@@ -489,6 +521,7 @@ for n, it in ipairs(items) do
   ats[n] = NOW
   -- The latest stamp (demand is the process's to count: see dr at the top of the file).
   if COMMIT and num(rec.hw) ~= NOW then call('HSET', it.rkey, 'hw', fmt(NOW)) end
+  keep_fp(it, rec, shares[n])
   -- The record lives its TTL from its last use, renewed once per eighth of it (not on every call).
   local tick = floor(it.ttl / 8)
   if not rec.hw or floor(num(rec.hw) / tick) ~= floor(NOW / tick) then
@@ -530,7 +563,7 @@ return out
 // Returns per record: inc (or '' when gone),
 // share, the decayed demand sum and its instant, its TTL, then per peer: units given, the
 // incarnation of that peer they were given to, and the instant of the last transfer.
-const READ_SCRIPT = `${PRELUDE}
+const READ_SCRIPT = `${prelude('ARGV', '2')}
 local out = {}
 for n, rkey in ipairs(KEYS) do
   local rec = record(rkey)
@@ -578,7 +611,7 @@ export const MERGE_FIELDS = 9;
 // asks for as far as the receiver can spare. Returns per record the receiver's incarnation, the
 // units it gave the sender (running total), the sender incarnation they were given to, the instant
 // of that transfer, and the receiver's share and demand.
-const MERGE_SCRIPT = `${PRELUDE}
+const MERGE_SCRIPT = `${prelude('ARGV', '2')}
 ${epochsLib(ALL_CODES)}
 local NEWINC = ARGV[A]
 SKEW = tonumber(ARGV[A + 1])

@@ -8,6 +8,7 @@ import type { Decision } from '../../core/decision.js';
 import { isBucketAlgorithm, type ResolvedPolicy } from '../../core/policy.js';
 import { decodeDecision } from '../redis/decode.js';
 import { ALGORITHM_CODES } from '../redis/lua.js';
+import { packDoubles } from '../redis/packed.js';
 import type { Runner } from '../redis/runner.js';
 import { scriptArgs } from '../redis/script-args.js';
 import { REFUND_SCRIPT } from '../redis/scripts.js';
@@ -86,23 +87,23 @@ export function demandTauMs(p: ResolvedPolicy, syncIntervalMs: number): number {
   return Math.max(20, Math.min(Math.floor(p.periodMs / 4), 2 * syncIntervalMs));
 }
 
-/** The POLICY_FIELDS of a policy (escrow-lua.ts, \`item()\` without the cost). */
-export function policyFields(p: ResolvedPolicy, init: number, syncIntervalMs: number, blockMs: number): string[] {
+/** The 13 numbers of a policy, as escrow-lua.ts's \`make_item()\` takes them. */
+export function policyNumbers(p: ResolvedPolicy, init: number, syncIntervalMs: number, blockMs: number): number[] {
   const ttl = leaseTtlMs(p);
   return [
-    String(ALGORITHM_CODES[p.algorithm]),
-    String(p.limit),
-    String(p.periodMs),
-    String(p.burst),
-    String(p.capacity),
-    String(p.scale),
-    String(p.intervalTicks),
-    String(p.capacityTicks),
-    String(blockMs),
-    String(init),
-    String(ttl),
-    String(Math.floor(ttl / 2)),
-    String(demandTauMs(p, syncIntervalMs)),
+    ALGORITHM_CODES[p.algorithm],
+    p.limit,
+    p.periodMs,
+    p.burst,
+    p.capacity,
+    p.scale,
+    p.intervalTicks,
+    p.capacityTicks,
+    blockMs,
+    init,
+    ttl,
+    Math.floor(ttl / 2),
+    demandTauMs(p, syncIntervalMs),
   ];
 }
 
@@ -115,7 +116,7 @@ export function pushItemFields(
   blockMs: number,
   cost: number,
 ): void {
-  for (const f of policyFields(p, init, syncIntervalMs, blockMs)) args.push(f);
+  for (const n of policyNumbers(p, init, syncIntervalMs, blockMs)) args.push(String(n));
   args.push(String(cost));
 }
 
@@ -150,15 +151,19 @@ export function createEscrowRegion(
   onDecided: ((event: DecidedEvent) => void) | undefined,
 ): EscrowRegion {
   const peers = regions.filter((r) => r !== region).sort();
-  const head = [String(graceMs), region, String(peers.length), ...peers];
-  const skew = String(clockSkewMs);
-  /** Each policy's POLICY_FIELDS for this region, built once per policy object. */
-  const fields = new WeakMap<ResolvedPolicy, readonly string[]>();
-  const fieldsOf = (p: ResolvedPolicy) => {
-    let f = fields.get(p);
+  // What only the full path reads, as one argument (escrow-lua.ts, the check script's tail).
+  const tail = [graceMs, region, peers.length, ...peers, clockSkewMs].join(' ');
+  /** Each policy packed for this region, built once per policy object. */
+  const packed = new WeakMap<ResolvedPolicy, Buffer>();
+  const packedOf = (p: ResolvedPolicy) => {
+    let f = packed.get(p);
     if (f === undefined) {
-      f = policyFields(p, initialShare(p.limit, regions, region), syncIntervalMs, p.blockMs);
-      fields.set(p, f);
+      // The check script's PACKED_POLICY: the 13 numbers and the grace.
+      f = packDoubles([
+        ...policyNumbers(p, initialShare(p.limit, regions, region), syncIntervalMs, p.blockMs),
+        graceMs,
+      ]);
+      packed.set(p, f);
     }
     return f;
   };
@@ -183,10 +188,10 @@ export function createEscrowRegion(
         }
         refs.push(String(at + 1), String(cost));
       }
-      const args = [String(nowMs), ...head, all ? '1' : '0', commit ? '1' : '0', newIncarnation(), skew];
-      args.push(String(policies.length));
-      for (const p of policies) for (const f of fieldsOf(p)) args.push(f);
+      const args: (string | Buffer)[] = [String(nowMs), all ? '1' : '0', commit ? '1' : '0', String(policies.length)];
+      for (const p of policies) args.push(packedOf(p));
       for (const r of refs) args.push(r);
+      args.push(tail, newIncarnation());
       const code = String(ALGORITHM_CODES[algorithm]);
       const r = (await runner.script(
         one ? (ESCROW_CHECK_BY_CODE[code] ?? ESCROW_CHECK) : ESCROW_CHECK,

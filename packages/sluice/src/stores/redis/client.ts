@@ -6,9 +6,15 @@
  */
 import { SluiceError } from '../../core/errors.js';
 
+/**
+ * One argument of a command: text, or bytes (a script's packed numbers, which Lua unpacks without
+ * parsing them). Every client the store accepts sends both as bulk strings.
+ */
+export type RedisArg = string | Buffer;
+
 /** An ioredis or iovalkey `Redis` or `Cluster`, or anything with the same `call`. */
 export interface IoRedisLike {
-  call(command: string, ...args: (string | number)[]): Promise<unknown>;
+  call(command: string, ...args: (string | number | Buffer)[]): Promise<unknown>;
   /** ioredis connection state (`'ready'`, `'reconnecting'`, …); commands are not sent while down. */
   readonly status?: string;
   readonly isCluster?: boolean;
@@ -16,13 +22,13 @@ export interface IoRedisLike {
 
 /** A node-redis (v4/v5) client: `createClient()`. */
 export interface NodeRedisClientLike {
-  sendCommand(args: string[]): Promise<unknown>;
+  sendCommand(args: RedisArg[]): Promise<unknown>;
   readonly isReady?: boolean;
 }
 
 /** A node-redis (v4/v5) cluster: `createCluster()`. */
 export interface NodeRedisClusterLike {
-  sendCommand(firstKey: string | undefined, isReadonly: boolean | undefined, args: string[]): Promise<unknown>;
+  sendCommand(firstKey: string | undefined, isReadonly: boolean | undefined, args: RedisArg[]): Promise<unknown>;
   getSlotMaster(slot: number): unknown;
   readonly isOpen?: boolean;
 }
@@ -33,7 +39,7 @@ export interface NodeRedisClusterLike {
  */
 export interface GlideClientLike {
   // `decoder` is there only so that GlideClient's own options type (a decoder) matches this one.
-  customCommand(args: string[], options?: { route?: 'allPrimaries'; decoder?: unknown }): Promise<unknown>;
+  customCommand(args: RedisArg[], options?: { route?: 'allPrimaries'; decoder?: unknown }): Promise<unknown>;
   /** Present on `GlideClusterClient` only: how the store tells a cluster client. */
   readonly fcallWithRoute?: unknown;
 }
@@ -44,12 +50,12 @@ export type RedisClientLike = IoRedisLike | NodeRedisClientLike | NodeRedisClust
 /** What the store needs from a client. */
 export interface RedisTransport {
   /** Sends one command; `firstKey` routes it on a cluster. */
-  send(args: string[], firstKey: string | undefined): Promise<unknown>;
+  send(args: RedisArg[], firstKey: string | undefined): Promise<unknown>;
   /**
    * Sends a keyless command to every master (SCRIPT LOAD), or to the one server. Where a cluster
    * client cannot address its masters, one of them; the scripts reach the others through NOSCRIPT.
    */
-  sendToAll(args: string[]): Promise<unknown>;
+  sendToAll(args: RedisArg[]): Promise<unknown>;
   /** False when the client says it is disconnected, so the store fails fast instead of queueing. */
   ready(): boolean;
   /** True when the client says it is connected and ready for commands (or cannot say). */
@@ -74,7 +80,7 @@ export function createTransport(client: RedisClientLike): RedisTransport {
   }
   if (typeof (client as IoRedisLike).call === 'function') {
     const io = client as IoRedisLike;
-    const send = (args: string[]) => io.call(args[0] as string, ...args.slice(1));
+    const send = (args: RedisArg[]) => io.call(args[0] as string, ...args.slice(1));
     return {
       send,
       sendToAll(args) {
@@ -101,7 +107,7 @@ export function createTransport(client: RedisClientLike): RedisTransport {
   }
   if (typeof (client as NodeRedisClusterLike).getSlotMaster === 'function') {
     const cluster = client as NodeRedisClusterLike;
-    const send = (args: string[], firstKey: string | undefined) => cluster.sendCommand(firstKey, false, args);
+    const send = (args: RedisArg[], firstKey: string | undefined) => cluster.sendCommand(firstKey, false, args);
     return {
       send,
       sendToAll: (args) => send(args, undefined),
@@ -112,7 +118,7 @@ export function createTransport(client: RedisClientLike): RedisTransport {
   }
   if (typeof (client as NodeRedisClientLike).sendCommand === 'function') {
     const node = client as NodeRedisClientLike;
-    const send = (args: string[]) => node.sendCommand(args);
+    const send = (args: RedisArg[]) => node.sendCommand(args);
     return {
       send,
       sendToAll: send,

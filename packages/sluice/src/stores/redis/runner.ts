@@ -1,5 +1,5 @@
 import { isSluiceError, SluiceError } from '../../core/errors.js';
-import type { RedisTransport } from './client.js';
+import type { RedisArg, RedisTransport } from './client.js';
 import { Deadlines } from './deadlines.js';
 import { Readiness } from './readiness.js';
 import type { Script } from './scripts.js';
@@ -47,8 +47,8 @@ export class Runner {
   }
 
   /** Runs `script` with KEYS and ARGV. */
-  script(script: Script, keys: readonly string[], args: readonly string[]): Promise<unknown> {
-    const argv = ['EVALSHA', script.sha, String(keys.length)];
+  script(script: Script, keys: readonly string[], args: readonly RedisArg[]): Promise<unknown> {
+    const argv: RedisArg[] = ['EVALSHA', script.sha, String(keys.length)];
     for (const k of keys) argv.push(k);
     for (const a of args) argv.push(a);
     return this.send(argv, keys[0], script);
@@ -74,7 +74,7 @@ export class Runner {
     this.deadlines.clear();
   }
 
-  private send(argv: string[], firstKey: string | undefined, script: Script | undefined): Promise<unknown> {
+  private send(argv: RedisArg[], firstKey: string | undefined, script: Script | undefined): Promise<unknown> {
     if (this.closed) return Promise.reject(new SluiceError('ERR_SLUICE_STORE_CLOSED', 'the redis store was closed'));
     const starting = this.readiness.pending();
     if (starting !== undefined) {
@@ -90,7 +90,7 @@ export class Runner {
     return this.sendNow(argv, firstKey, script);
   }
 
-  private sendNow(argv: string[], firstKey: string | undefined, script: Script | undefined): Promise<unknown> {
+  private sendNow(argv: RedisArg[], firstKey: string | undefined, script: Script | undefined): Promise<unknown> {
     if (this.closed) return Promise.reject(new SluiceError('ERR_SLUICE_STORE_CLOSED', 'the redis store was closed'));
     if (!this.transport.ready()) {
       // The client knows it is disconnected: fail now rather than pile commands into its offline queue.
