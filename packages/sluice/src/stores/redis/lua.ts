@@ -7,9 +7,11 @@
  * Every script starts with the PRELUDE and takes the same first two ARGV:
  *   ARGV[1]  the caller's time in ms, or '' to read Redis `TIME` (the server clock)
  *   ARGV[2]  grace ms added to every TTL (0 with the server clock; see GRACE in redis-store.ts)
- * Policies travel once per call, 8 ARGV each (`alg limit periodMs capacity scale intervalTicks
- * capacityTicks blockMs`), and items refer to them by index. Every item has two KEYS: its state key and
- * its block key (both in the same hash slot).
+ * ARGV[3] is the number of policies. They travel once per call, at the end of ARGV, each one argument:
+ * 8 little-endian doubles (`alg limit periodMs capacity scale intervalTicks capacityTicks blockMs`,
+ * POLICY below) that `struct.unpack` reads in C — as text they were 8 arguments parsed by Lua's
+ * `tonumber` (glibc strtod), a quarter of a decision's cost in Redis. Items refer to them by index.
+ * Every item has two KEYS: its state key and its block key (both in the same hash slot).
  *
  * A decision comes back as 6 integers: allowed (1/0), remaining, resetMs, retryAfterMs (-1 = never),
  * reason (0 none, 1 cost-exceeds-capacity, 2 blocked, 3 undecided: Redis refused the write it needed),
@@ -49,7 +51,8 @@ else
   NOW = tonumber(ARGV[1])
   SERVER = false
 end
-local GRACE = tonumber(ARGV[2])
+local GRACE = 0
+if ARGV[2] ~= '0' then GRACE = tonumber(ARGV[2]) end
 local pcall = redis.pcall
 -- The first refused write's message, returned after the decisions.
 local WERR = false
@@ -77,19 +80,29 @@ const BLOCK = `if ok == 0 and commit and blockMs > 0 then
     W('SET', bkey, ${fmt('NOW + blockMs')}, 'PX', ${fmt('blockMs + GRACE')})
   end`;
 
+/** struct.unpack's format of a policy: 8 little-endian doubles. */
+const POLICY = '<dddddddd';
+
 /**
  * The batch-check script of one algorithm: independent decisions, one after the other — the same as
- * that many separate calls, in one round trip. ARGV[3] = policy count, then the policies, then per
- * item: commit (1/0), cost, policy index. The algorithm's snippet is pasted into the loop.
+ * that many separate calls, in one round trip. After ARGV[3], one argument per item: '1' for the usual
+ * item (commit, cost 1, the first policy), else 'commit:cost:policy index' (script-args.ts); then the
+ * policies. The algorithm's snippet is pasted into the loop.
  */
 function batchScript(code: number): string {
   return `${PRELUDE}
 local out, n, k = {}, 0, 1
-for i = 4 + tonumber(ARGV[3]) * 8, #ARGV, 3 do
-  local commit, cost = ARGV[i] == '1', tonumber(ARGV[i + 1])
-  local b = 4 + (tonumber(ARGV[i + 2]) - 1) * 8
-  local limit, period, capacity = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])
-  local scale, T, capT, blockMs = tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5]), tonumber(ARGV[b + 6]), tonumber(ARGV[b + 7])
+local last = #ARGV - tonumber(ARGV[3])
+local unpack = struct.unpack
+for i = 4, last do
+  local f = ARGV[i]
+  local commit, cost, b = true, 1, last + 1
+  if f ~= '1' then
+    local x = find(f, ':', 1, true)
+    local y = find(f, ':', x + 1, true)
+    commit, cost, b = sub(f, 1, x - 1) == '1', tonumber(sub(f, x + 1, y - 1)), last + tonumber(sub(f, y + 1))
+  end
+  local _, limit, period, capacity, scale, T, capT, blockMs = unpack('${POLICY}', ARGV[b])
   local key, bkey = KEYS[k], KEYS[k + 1]
   k = k + 2
   local ok, remaining, reset, retry, reason, delay = 0, 0, 0, 0, 0, -1
@@ -129,16 +142,15 @@ local function put(key, value, ttl)
   ttl = ttl + GRACE
   if ttl > 0 then call('SET', key, value, 'PX', fmt(ttl)) else call('DEL', key) end
 end
-local function read_policies(at)
-  local n = tonumber(ARGV[at])
-  local ps, i = {}, at + 1
+-- The policies (the ARGV[3] last arguments), and the index of the last argument before them.
+local function read_policies()
+  local n = tonumber(ARGV[3])
+  local ps, last = {}, #ARGV - n
   for k = 1, n do
-    ps[k] = { alg = tonumber(ARGV[i]), limit = tonumber(ARGV[i + 1]), period = tonumber(ARGV[i + 2]),
-      capacity = tonumber(ARGV[i + 3]), scale = tonumber(ARGV[i + 4]), T = tonumber(ARGV[i + 5]),
-      capT = tonumber(ARGV[i + 6]), block = tonumber(ARGV[i + 7]) }
-    i = i + 8
+    local alg, limit, period, capacity, scale, T, capT, block = struct.unpack('${POLICY}', ARGV[last + k])
+    ps[k] = { alg = alg, limit = limit, period = period, capacity = capacity, scale = scale, T = T, capT = capT, block = block }
   end
-  return ps, i
+  return ps, last
 end
 -- One decision as a table {ok, remaining, reset, retry, reason, delay}.
 local function decide(key, bkey, p, cost, commit)
@@ -256,8 +268,8 @@ end
 // store's checkMany: look at every limit first, consume only when all allow, and when one (key, policy)
 // appears twice and the second does not fit, give back what the first ones took. The requests are
 // independent (the same as that many separate calls, in one round trip); a script runs alone, so each is
-// atomic. ARGV[3] = policy count, then policies, then per request: commit (1/0), also return the looks
-// (1/0), item count, then per item: cost, policy index.
+// atomic. ARGV[3] = policy count, then per request: commit (1/0), also return the looks (1/0), item
+// count, then per item: cost, policy index; then the policies.
 const MANY = `
 local function many(items, commit)
   local looks, ok = {}, true
@@ -289,8 +301,8 @@ local function many(items, commit)
   end
   return taken, looks
 end
-local ps, i = read_policies(3)
-local out, k, nargs = {}, 1, #ARGV
+local ps, nargs = read_policies()
+local out, k, i = {}, 1, 4
 while i <= nargs do
   local commit, wantLooks, count = ARGV[i] == '1', ARGV[i + 1] == '1', tonumber(ARGV[i + 2])
   i = i + 3
@@ -310,10 +322,10 @@ if WERR then out[#out + 1] = WERR end
 return out
 `;
 
-// ARGV[3] = policy count, then policies, then per item: cost, policy index.
+// ARGV[3] = policy count, then per item: cost, policy index; then the policies.
 const REFUNDS = `
-local ps, i = read_policies(3)
-local k, nargs = 1, #ARGV
+local ps, nargs = read_policies()
+local k, i = 1, 4
 while i <= nargs do
   local p = ps[tonumber(ARGV[i + 1])]
   REFUND[p.alg](KEYS[k], p, tonumber(ARGV[i]))

@@ -189,6 +189,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     const { keys, args } = scriptArgs(
       [nowArg(first.nowMs), grace],
       jobs.length === 1 ? first.items : jobs.flatMap((j) => j.items),
+      first.script !== MANY_SCRIPT,
     );
     inFlight++;
     runner.script(first.script, keys, args).then(

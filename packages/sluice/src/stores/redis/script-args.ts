@@ -1,5 +1,6 @@
 import type { ResolvedPolicy } from '../../core/policy.js';
-import { policyArgs } from './scripts.js';
+import type { RedisArg } from './client.js';
+import { packedPolicy } from './scripts.js';
 
 /** One item of a script call: its two keys, its policy and its own ARGV fields (before the policy index). */
 export interface ScriptItem {
@@ -10,22 +11,34 @@ export interface ScriptItem {
 }
 
 /**
- * KEYS and ARGV of a script call (layout in lua.ts): `head`, the policy count, each distinct policy once
- * (8 fields), then per item its fields and the 1-based index of its policy.
+ * KEYS and ARGV of a script call (layout in lua.ts): `head`, the policy count, per item its fields and
+ * the 1-based index of its policy, then each distinct policy once (packed). With `compact` (the batch
+ * script), an item's fields and index are one argument, 'fields:…:index', and the usual item — fields
+ * ['1', '1'] (commit, cost 1) with the first policy — is just '1': a batch of N requests is 2N keys
+ * and N short arguments, which the client encodes and Redis reads in a fraction of the time of 3N.
  */
-export function scriptArgs(head: readonly string[], items: readonly ScriptItem[]): { keys: string[]; args: string[] } {
+export function scriptArgs(
+  head: readonly string[],
+  items: readonly ScriptItem[],
+  compact = false,
+): { keys: string[]; args: RedisArg[] } {
   const policies: ResolvedPolicy[] = [];
   const keys: string[] = [];
-  const tail: string[] = [];
+  const args: RedisArg[] = [...head, ''];
   for (const item of items) {
     let index = policies.indexOf(item.policy);
     if (index === -1) index = policies.push(item.policy) - 1;
     keys.push(item.key, item.bkey);
-    for (const f of item.fields) tail.push(f);
-    tail.push(String(index + 1));
+    if (!compact) {
+      for (const f of item.fields) args.push(f);
+      args.push(String(index + 1));
+    } else if (index === 0 && item.fields.length === 2 && item.fields[0] === '1' && item.fields[1] === '1') {
+      args.push('1');
+    } else {
+      args.push(`${item.fields.join(':')}:${index + 1}`);
+    }
   }
-  const args = [...head, String(policies.length)];
-  for (const p of policies) for (const a of policyArgs(p)) args.push(a);
-  for (const a of tail) args.push(a);
+  args[head.length] = String(policies.length);
+  for (const p of policies) args.push(packedPolicy(p));
   return { keys, args };
 }
