@@ -440,7 +440,7 @@ if ARGV[2] ~= '1' then
   local I0 = 5 + tonumber(ARGV[4])
   local function W(...) call(...) return true end
   local k = 1
-  for i = I0, I0 + #KEYS - 1, 2 do
+  for i = I0, I0 + #KEYS / 2 - 1 do
     local rkey, bkey = KEYS[k], KEYS[k + 1]
     local h = call('HMGET', rkey, 'fp', 'hw')
     if not h[1] then break end
@@ -449,11 +449,13 @@ if ARGV[2] ~= '1' then
     local NOW = max(STAMP, hw)
     local from, till, share, capacity, scale, T, capT, at = unpack('${FP}', h[1])
     if NOW < from or NOW >= till then break end
-    local q = 5
-    if ARGV[i] ~= '1' then q = 4 + tonumber(ARGV[i]) end
+    local q, cost = 5, 1
+    if ARGV[i] ~= '1' then
+      local x = find(ARGV[i], ':', 1, true)
+      q, cost = 4 + tonumber(sub(ARGV[i], 1, x - 1)), tonumber(sub(ARGV[i], x + 1))
+    end
     local _, _, period, _, pcapacity, _, _, _, block, _, ttl, _, _, GRACE = unpack('${PACKED_POLICY}', ARGV[q])
-    local limit, cost = share, 1
-    if ARGV[i + 1] ~= '1' then cost = tonumber(ARGV[i + 1]) end
+    local limit = share
     -- The latest stamp (the full path's write, when it moved).
     if COMMIT and NOW ~= hw then
       call('HSET', rkey, 'hw', ${fmt('NOW')})
@@ -489,9 +491,9 @@ end
 `;
 
 // ARGV: the time, all-or-nothing (1/0), commit (1/0), the number of policies, each policy packed
-// (PACKED_POLICY), per item the index of its policy (from 1) and its cost, the store's constant tail
-// (words: grace, this region, the peer count, the peers, the clocks' largest disagreement), and a new
-// incarnation. KEYS per item: the lease record, the block key. Returns per item the 6 decision
+// (PACKED_POLICY), per item one argument: '1' (the first policy, cost 1) or 'policy index:cost', the
+// store's constant tail (words: grace, this region, the peer count, the peers, the clocks' largest
+// disagreement), and a new incarnation. KEYS per item: the lease record, the block key. Returns per item the 6 decision
 // integers (see the Redis store's lua.ts), the share, and the instant it was decided at.
 const checkScript = (
   codes: readonly string[],
@@ -501,14 +503,19 @@ local function words(s)
   for w in string.gmatch(s, '%S+') do t[#t + 1] = w end
   return t
 end
-${prelude('words(ARGV[5 + tonumber(ARGV[4]) + #KEYS])', '1')}
+${prelude('words(ARGV[5 + tonumber(ARGV[4]) + #KEYS / 2])', '1')}
 ${epochsLib(codes)}
 local ALL, COMMIT, NEWINC = ARGV[2] == '1', ARGV[3] == '1', ARGV[#ARGV]
 SKEW = tonumber(HEAD[A])
 local I0 = 5 + tonumber(ARGV[4])
 local items, k = {}, 2 * FIRST - 1
-for i = I0 + (FIRST - 1) * 2, I0 + #KEYS - 1, 2 do
-  items[#items + 1] = make_item(KEYS[k], KEYS[k + 1], tonumber(ARGV[i + 1]), struct.unpack('${PACKED_POLICY}', ARGV[4 + tonumber(ARGV[i])]))
+for i = I0 + FIRST - 1, I0 + #KEYS / 2 - 1 do
+  local index, cost = 1, 1
+  if ARGV[i] ~= '1' then
+    local x = find(ARGV[i], ':', 1, true)
+    index, cost = tonumber(sub(ARGV[i], 1, x - 1)), tonumber(sub(ARGV[i], x + 1))
+  end
+  items[#items + 1] = make_item(KEYS[k], KEYS[k + 1], cost, struct.unpack('${PACKED_POLICY}', ARGV[4 + index]))
   k = k + 2
 end
 local function block(it)

@@ -186,7 +186,8 @@ export function createEscrowRegion(
           at = policies.push(p) - 1;
           if (p.algorithm !== algorithm) one = false;
         }
-        refs.push(String(at + 1), String(cost));
+        // The usual item (first policy, cost 1) is '1'; others 'index:cost' (escrow-lua.ts, the check script).
+        refs.push(at === 0 && cost === 1 ? '1' : `${at + 1}:${cost}`);
       }
       const args: (string | Buffer)[] = [String(nowMs), all ? '1' : '0', commit ? '1' : '0', String(policies.length)];
       for (const p of policies) args.push(packedOf(p));
