@@ -33,6 +33,55 @@ describe('Redis store batching', () => {
     await store.close();
   });
 
+  it('decides a batch of mixed items — peeks, costs above one, two policies — as separate calls would', async () => {
+    // A batch item is one argument: '1' for the usual one (commit, cost 1, first policy), else
+    // 'commit:cost:index' (script-args.ts). Every other form is here, against the same checks sent one
+    // call each.
+    const a = resolvePolicy({ limit: 5, period: '1m' });
+    const b = resolvePolicy({ limit: 3, period: '1m' });
+    const checks: [string, typeof a, number, boolean][] = [
+      ['k1', a, 1, true],
+      ['k1', b, 2, true],
+      ['k1', a, 1, false],
+      ['k2', b, 4, true],
+      ['k1', a, 3, true],
+      ['k1', b, 1, true],
+      ['k1', a, 2, false],
+      ['k1', b, 1, false],
+      ['k1', a, 1, true],
+    ];
+    const run = async (batch: boolean) => {
+      const store = createRedisStore({
+        client: redis.client,
+        prefix: `batching-3${batch}:`,
+        timeoutMs: 2000,
+        batch,
+        clock: 'client',
+      });
+      await store.ready();
+      const base = store.stats().commands - store.stats().scriptLoads;
+      const busy = store.check('busy', a, 1, 0, true); // in flight: the checks below queue behind it
+      const decisions = await Promise.all(checks.map(([k, p, cost, commit]) => store.check(k, p, cost, 0, commit)));
+      await busy;
+      const calls = store.stats().commands - store.stats().scriptLoads - base;
+      await store.close();
+      return { decisions, calls };
+    };
+    const batched = await run(true);
+    const single = await run(false);
+    assert.equal(batched.calls, 2, 'one call for the busy check, one for the batch');
+    assert.equal(single.calls, checks.length + 1);
+    assert.deepEqual(batched.decisions, single.decisions);
+    // The story did exercise what it means to: a peek that takes nothing, a cost over the capacity.
+    assert.equal(batched.decisions[2]?.remaining, 4);
+    assert.equal(batched.decisions[3]?.allowed, false);
+    assert.deepEqual(
+      [batched.decisions[8]?.allowed, batched.decisions[8]?.remaining],
+      [true, 0],
+      'k1 under a: 1 + 3 + 1',
+    );
+  });
+
   it('with batch: false, sends every check on its own', async () => {
     const store = createRedisStore({ client: redis.client, prefix: 'batching-2:', timeoutMs: 2000, batch: false });
     await store.ready();
