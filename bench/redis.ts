@@ -4,18 +4,18 @@
  *
  * 1. decisions per second and p50/p99 latency at 1, 64 and 512 concurrent callers on one connection,
  *    for every algorithm, with micro-batching on (the default) and, for the fixed window, off;
- * 2. the ceiling: EVALSHA of each algorithm's own script, 50 connections × 16 calls in flight, encoded
- *    beforehand (lib/pipelined.ts: what `redis-benchmark -c 50 -P 16` measures, with a binary argument);
+ * 2. the ceiling: `redis-benchmark -c 50 -P 16` running EVALSHA of each algorithm's own script;
  * 3. Redis memory per key (INFO used_memory delta over 100 000 keys);
  * 4. a flood on one over-limit key: Redis commands per second with the local cache on and off.
  *
  *   node --import tsx bench/redis.ts
  *   BENCH_REDIS_MS=3000 BENCH_REDIS_ROUNDS=5 node --import tsx bench/redis.ts
  *
- * Client, Redis and the ceiling's driver share this machine's cores; read the ratios within one run. Each
+ * Client, Redis and redis-benchmark share this machine's cores; read the ratios within one run. Each
  * throughput variant is measured ROUNDS times, interleaved with the others (so a burst of background
  * load hits them alike), and the median run is reported.
  */
+import { spawnSync } from 'node:child_process';
 import { cpus } from 'node:os';
 import { Redis } from 'ioredis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
@@ -23,10 +23,9 @@ import { ALGORITHMS, type AlgorithmName, resolvePolicy } from '../packages/sluic
 import { createLimiter } from '../packages/sluice/src/limiter/create-limiter.js';
 import { createRedisStore, type RedisStore } from '../packages/sluice/src/stores/redis/index.js';
 import { keyIdOf } from '../packages/sluice/src/stores/redis/keys.js';
-import { CHECK_SCRIPTS, packedPolicy } from '../packages/sluice/src/stores/redis/scripts.js';
+import { CHECK_SCRIPTS, policyArgs } from '../packages/sluice/src/stores/redis/scripts.js';
 import { startRedis } from '../test/helpers/redis-server.js';
 import { fmt, table } from './lib/measure.js';
-import { pipelinedRate } from './lib/pipelined.js';
 
 const RUN_MS = Number(process.env.BENCH_REDIS_MS ?? 1500);
 /** Each throughput variant is measured this many times, interleaved with the others; medians are reported. */
@@ -118,32 +117,26 @@ function peerOp(points = LIMIT, keyPrefix = 'rlflx') {
 
 // ---------------------------------------------------------------- 2. the ceiling (run first: it is used below)
 
-/** The ceiling of an algorithm's script: Redis running nothing else, 50 connections × 16 calls in flight. */
-function scriptCeiling(algorithm: AlgorithmName): Promise<number> {
+function redisBenchmark(algorithm: AlgorithmName): number {
   const script = CHECK_SCRIPTS[algorithm];
   const p = resolvePolicy({ algorithm, limit: limitOf(algorithm), period: PERIOD_MS });
-  // One check, exactly as the store sends it: server clock, no grace, the usual item ('1'), the policy.
-  return pipelinedRate(server.port, (i) => {
-    const key = `sluice:{user:${(i * 7919) % KEYS}}`;
-    return [
-      'EVALSHA',
-      script.sha,
-      '2',
-      `${key}:${keyIdOf(p)}`,
-      `${key}!${keyIdOf(p)}`,
-      '',
-      '0',
-      '1',
-      '1',
-      packedPolicy(p),
-    ];
-  });
+  const args = ['-p', String(server.port), '-c', '50', '-P', '16', '-n', '400000', '-r', String(KEYS), '--csv'];
+  const key = `sluice:{user:__rand_int__}`;
+  // One check, exactly as the store sends it: server clock, no grace, one policy, the usual item
+  // ('1': commit, cost 1, policy 1), the policy.
+  args.push('EVALSHA', script.sha, '2', `${key}:${keyIdOf(p)}`, `${key}!${keyIdOf(p)}`, '', '0', '1', '1');
+  args.push(...policyArgs(p));
+  const run = spawnSync('redis-benchmark', args, { encoding: 'utf8' });
+  const last = run.stdout.trim().split('\n').pop() ?? '';
+  const rps = Number(last.split(',')[1]?.replace(/"/g, ''));
+  if (!Number.isFinite(rps)) throw new Error(`redis-benchmark failed: ${run.stdout} ${run.stderr}`);
+  return rps;
 }
 
 await client.flushall();
 for (const s of Object.values(CHECK_SCRIPTS)) await client.script('LOAD', s.source);
 const ceiling = new Map<AlgorithmName, number>();
-for (const algorithm of ALGORITHMS) ceiling.set(algorithm, await scriptCeiling(algorithm));
+for (const algorithm of ALGORITHMS) ceiling.set(algorithm, redisBenchmark(algorithm));
 
 // ---------------------------------------------------------------- 1. throughput and latency
 
@@ -284,7 +277,7 @@ if (peer64 && fw64) {
       `decisions/s, p99 ${fmt(fw64.p99, 2)} ms vs ${fmt(peer64.p99, 2)} ms.`,
   );
 }
-console.log('\n### Ceiling: EVALSHA of each script, 50 connections × 16 in flight (one check per call)\n');
+console.log('\n### Ceiling: `redis-benchmark -c 50 -P 16` running EVALSHA of each script (one check per call)\n');
 console.log(
   table(
     ['algorithm', 'scripts/s', 'sluice at 64 callers', 'ratio'],

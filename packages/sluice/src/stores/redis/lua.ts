@@ -7,10 +7,11 @@
  * Every script starts with the PRELUDE and takes the same first two ARGV:
  *   ARGV[1]  the caller's time in ms, or '' to read Redis `TIME` (the server clock)
  *   ARGV[2]  grace ms added to every TTL (0 with the server clock; see GRACE in redis-store.ts)
- * ARGV[3] is the number of policies. They travel once per call, at the end of ARGV, each one argument:
- * 8 little-endian doubles (`alg limit periodMs capacity scale intervalTicks capacityTicks blockMs`,
- * POLICY below) that `struct.unpack` reads in C — as text they were 8 arguments parsed by Lua's
- * `tonumber` (glibc strtod), a quarter of a decision's cost in Redis. Items refer to them by index.
+ * ARGV[3] is the number of policies. They travel once per call, at the end of ARGV, 8 arguments each
+ * (`alg limit periodMs capacity scale intervalTicks capacityTicks blockMs`), and items refer to them
+ * by index; the batch script parses the first policy once per call, not once per item (Lua's
+ * `tonumber` is glibc's strtod, about a microsecond of Redis time per number). They stay text: a binary argument would make ioredis encode
+ * the whole command its slower way, which costs the client more than Redis saves.
  * Every item has two KEYS: its state key and its block key (both in the same hash slot).
  *
  * A decision comes back as 6 integers: allowed (1/0), remaining, resetMs, retryAfterMs (-1 = never),
@@ -80,9 +81,6 @@ const BLOCK = `if ok == 0 and commit and blockMs > 0 then
     W('SET', bkey, ${fmt('NOW + blockMs')}, 'PX', ${fmt('blockMs + GRACE')})
   end`;
 
-/** struct.unpack's format of a policy: 8 little-endian doubles. */
-const POLICY = '<dddddddd';
-
 /**
  * The batch-check script of one algorithm: independent decisions, one after the other — the same as
  * that many separate calls, in one round trip. After ARGV[3], one argument per item: '1' for the usual
@@ -92,17 +90,25 @@ const POLICY = '<dddddddd';
 function batchScript(code: number): string {
   return `${PRELUDE}
 local out, n, k = {}, 0, 1
-local last = #ARGV - tonumber(ARGV[3])
-local unpack = struct.unpack
+local last = #ARGV - tonumber(ARGV[3]) * 8
+-- A policy's numbers (the algorithm's code aside: the script is the algorithm's own).
+local function policy(index)
+  local b = last + (index - 1) * 8
+  return tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5]),
+    tonumber(ARGV[b + 6]), tonumber(ARGV[b + 7]), tonumber(ARGV[b + 8])
+end
+-- The first policy, parsed once per call: a batch is mostly one policy.
+local L1, P1, C1, S1, T1, CT1, B1 = policy(1)
 for i = 4, last do
   local f = ARGV[i]
-  local commit, cost, b = true, 1, last + 1
+  local commit, cost, index = true, 1, 1
   if f ~= '1' then
     local x = find(f, ':', 1, true)
     local y = find(f, ':', x + 1, true)
-    commit, cost, b = sub(f, 1, x - 1) == '1', tonumber(sub(f, x + 1, y - 1)), last + tonumber(sub(f, y + 1))
+    commit, cost, index = sub(f, 1, x - 1) == '1', tonumber(sub(f, x + 1, y - 1)), tonumber(sub(f, y + 1))
   end
-  local _, limit, period, capacity, scale, T, capT, blockMs = unpack('${POLICY}', ARGV[b])
+  local limit, period, capacity, scale, T, capT, blockMs = L1, P1, C1, S1, T1, CT1, B1
+  if index ~= 1 then limit, period, capacity, scale, T, capT, blockMs = policy(index) end
   local key, bkey = KEYS[k], KEYS[k + 1]
   k = k + 2
   local ok, remaining, reset, retry, reason, delay = 0, 0, 0, 0, 0, -1
@@ -142,13 +148,15 @@ local function put(key, value, ttl)
   ttl = ttl + GRACE
   if ttl > 0 then call('SET', key, value, 'PX', fmt(ttl)) else call('DEL', key) end
 end
--- The policies (the ARGV[3] last arguments), and the index of the last argument before them.
+-- The policies (ARGV[3] of them, 8 arguments each, at the end), and the index of the last argument before them.
 local function read_policies()
   local n = tonumber(ARGV[3])
-  local ps, last = {}, #ARGV - n
+  local ps, last = {}, #ARGV - n * 8
   for k = 1, n do
-    local alg, limit, period, capacity, scale, T, capT, block = struct.unpack('${POLICY}', ARGV[last + k])
-    ps[k] = { alg = alg, limit = limit, period = period, capacity = capacity, scale = scale, T = T, capT = capT, block = block }
+    local i = last + (k - 1) * 8
+    ps[k] = { alg = tonumber(ARGV[i + 1]), limit = tonumber(ARGV[i + 2]), period = tonumber(ARGV[i + 3]),
+      capacity = tonumber(ARGV[i + 4]), scale = tonumber(ARGV[i + 5]), T = tonumber(ARGV[i + 6]),
+      capT = tonumber(ARGV[i + 7]), block = tonumber(ARGV[i + 8]) }
   end
   return ps, last
 end

@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { AlgorithmName, ResolvedPolicy } from '../../core/policy.js';
 import { ALGORITHM_CODES, checkScriptSource, SCRIPT_SOURCES } from './lua.js';
-import { packDoubles } from './packed.js';
 
 /** A Lua script and its SHA1, for EVALSHA. */
 export interface Script {
@@ -37,13 +36,13 @@ export const ALL_SCRIPTS: readonly Script[] = [
   RELEASE_SCRIPT,
 ];
 
-const packed = new WeakMap<ResolvedPolicy, Buffer>();
+const encoded = new WeakMap<ResolvedPolicy, readonly string[]>();
 
-/** A policy as the scripts read it (lua.ts, POLICY): one argument of 8 doubles, cached per policy object. */
-export function packedPolicy(p: ResolvedPolicy): Buffer {
-  let arg = packed.get(p);
-  if (arg === undefined) {
-    arg = packDoubles([
+/** A policy as the 8 ARGV the scripts read (cached per policy object). */
+export function policyArgs(p: ResolvedPolicy): readonly string[] {
+  let args = encoded.get(p);
+  if (args === undefined) {
+    args = [
       ALGORITHM_CODES[p.algorithm],
       p.limit,
       p.periodMs,
@@ -52,8 +51,8 @@ export function packedPolicy(p: ResolvedPolicy): Buffer {
       p.intervalTicks,
       p.capacityTicks,
       p.blockMs,
-    ]);
-    packed.set(p, arg);
+    ].map(String);
+    encoded.set(p, args);
   }
-  return arg;
+  return args;
 }
