@@ -8,12 +8,14 @@ import type {
   DescriptorStatus,
   RateLimitRequest,
   RateLimitResponse,
+  RequestDescriptor,
   RulesEngine,
   RulesEngineOptions,
 } from './engine-types.js';
 import { createFailover, type FailItem } from './failover.js';
 import { type DescriptorPlan, OverrideCache, planRequest } from './plan.js';
-import { validateRequest } from './request.js';
+import { matchDescriptor } from './match.js';
+import { validateRequest, validateSingle } from './request.js';
 import { limitedStatus, noLimitStatus, unlimitedStatus } from './status.js';
 import type { RuleSet } from './types.js';
 
@@ -53,12 +55,63 @@ export function createRulesEngine(options: RulesEngineOptions): RulesEngine {
    * all are. envoy's global shadow mode then answers OK, leaving the statuses as they are.
    */
   function respond(statuses: DescriptorStatus[], rejected: boolean): RateLimitResponse {
-    const over = rejected || statuses.some((s) => s.code === 'OVER_LIMIT' && !s.quota);
+    let over = rejected;
+    for (let i = 0; i < statuses.length && !over; i++) {
+      const s = statuses[i] as DescriptorStatus;
+      over = s.code === 'OVER_LIMIT' && !s.quota;
+    }
     if (over && globalShadow) return { overallCode: 'OK', statuses, shadowed: true };
     return { overallCode: over ? 'OVER_LIMIT' : 'OK', statuses };
   }
 
+  /**
+   * The usual request — one descriptor, matched to a rule with enforced limits and nothing that needs the
+   * general path (no `limit` override, shadow, quota or `replaces`) — decided with no plan list, no
+   * entry lists and no closures: the same answer as {@link decide}'s general path, in fewer allocations
+   * (this runs for every decision). Undefined when the request needs the general path.
+   */
+  function decideSingle(request: RateLimitRequest): MaybePromise<RateLimitResponse> | undefined {
+    const cost = validateSingle(request);
+    const descriptor = request.descriptors[0] as RequestDescriptor;
+    if (globalQuota || (descriptor.limit !== undefined && descriptor.limit !== null)) return undefined;
+    const rules = ruleSet.domains.get(request.domain);
+    const match = rules === undefined ? undefined : matchDescriptor(rules, descriptor.entries);
+    if (match === undefined) return respond([noLimitStatus()], false);
+    const node = match.node;
+    if (node.replaces.length > 0 || node.shadow || node.quotaMode) return undefined;
+    if (node.unlimited) return respond([unlimitedStatus(node.id)], false);
+    if (node.limits.length === 0) return respond([noLimitStatus()], false);
+    const plan: Limited = {
+      kind: 'limited',
+      node,
+      limits: node.limits,
+      key: match.key,
+      cost,
+      shadow: false,
+      fail: node.fail,
+      entries: descriptor.entries,
+    };
+    const nowMs = clock.now();
+    const checked = failover.check(itemsOf(plan), nowMs, true);
+    if (checked instanceof Promise) return checked.then((decisions) => settleSingle(plan, decisions, nowMs, request));
+    return settleSingle(plan, checked, nowMs, request);
+  }
+
+  function settleSingle(
+    plan: Limited,
+    decisions: readonly Decision[],
+    nowMs: number,
+    request: RateLimitRequest,
+  ): RateLimitResponse {
+    const status = limitedStatus(plan, decisions, nowMs, false, request.domain);
+    return respond([status], status.code === 'OVER_LIMIT');
+  }
+
   function decide(request: RateLimitRequest): MaybePromise<RateLimitResponse> {
+    if (Array.isArray(request?.descriptors) && request.descriptors.length === 1) {
+      const single = decideSingle(request);
+      if (single !== undefined) return single;
+    }
     const costs = validateRequest(request);
     const plans = planRequest(ruleSet, request, costs, overrides);
     const nowMs = clock.now();

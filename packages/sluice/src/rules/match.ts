@@ -19,9 +19,11 @@ export function matchDescriptor(
   entries: readonly { key: string; value: string }[],
 ): RuleMatch | undefined {
   let level = rules.root;
-  const parts: string[] = [];
+  // The key is built as the walk goes (no array of parts, no iterator): this runs for every descriptor.
+  let key = '';
   const last = entries.length - 1;
-  for (const [i, entry] of entries.entries()) {
+  for (let i = 0; i <= last; i++) {
+    const entry = entries[i] as { key: string; value: string };
     let node = level.exact.get(entry.key)?.get(entry.value);
     let viaWildcard = false;
     if (node === undefined) {
@@ -37,8 +39,9 @@ export function matchDescriptor(
     if (node === undefined) return undefined;
     // share_threshold: every value matching the wildcard counts under the pattern itself.
     const value = viaWildcard && node.shareThreshold ? (node.value as string) : entry.value;
-    parts.push(`${encodePart(entry.key)}=${encodePart(value)}`);
-    if (i === last) return { node, key: parts.join('/') };
+    const part = `${encodePart(entry.key)}=${encodePart(value)}`;
+    key = i === 0 ? part : `${key}/${part}`;
+    if (i === last) return { node, key };
     if (node.children.all.length === 0) return undefined;
     level = node.children;
   }
