@@ -182,6 +182,30 @@ describe('RLS wire codec', () => {
     assert.deepEqual(encodeDecisionFrame(decided), encodeRateLimitResponseFrame(responseToMessage(decided) as never));
   });
 
+  it('gives every decided frame bytes of its own (a frame still being sent is not overwritten by the next)', () => {
+    const decide = (code: 'OK' | 'OVER_LIMIT', remaining: number, header: string) => ({
+      overallCode: code,
+      statuses: [{ code, limitRemaining: remaining, durationUntilResetMs: 0 }],
+      headers: { 'x-note': header },
+    });
+    const first = encodeDecisionFrame(decide('OK', 7, 'a'));
+    const expected = Buffer.from(first);
+    // A response larger than any before (past the reused buffer's size), then small ones again.
+    const large = encodeDecisionFrame(decide('OVER_LIMIT', 0, 'x'.repeat(100_000)));
+    const second = encodeDecisionFrame(decide('OVER_LIMIT', 3, 'b'));
+    assert.deepEqual(first, expected);
+    assert.equal(decodeOverallCode(second.subarray(5)), 'OVER_LIMIT');
+    assert.equal(large.readUInt32BE(1), large.length - 5);
+    assert.deepEqual(
+      method.responseDeserialize(large.subarray(5)).responseHeadersToAdd,
+      [{ key: 'x-note', value: 'x'.repeat(100_000) }],
+    );
+    assert.deepEqual(
+      second,
+      encodeRateLimitResponseFrame(responseToMessage({ ...decide('OVER_LIMIT', 3, 'b') }) as never),
+    );
+  });
+
   it('keeps a descriptor hits_addend of 0 apart from no hits_addend', () => {
     const bytes = encodeRateLimitRequestFrame({
       domain: 'd',

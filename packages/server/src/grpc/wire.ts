@@ -146,25 +146,30 @@ class Reader {
 /** Decodes a `RateLimitRequest`. @throws WireError on malformed bytes. */
 export function decodeRateLimitRequest(buf: Buffer): WireRequest {
   const r = new Reader(buf, 0, buf.length);
-  const out: WireRequest = { domain: '', descriptors: [], hitsAddend: 0 };
+  let domain = '';
+  // Lists start as one-element literals: a push onto `[]` allocates room for 17 (most requests have one).
+  let descriptors: WireDescriptor[] | undefined;
+  let hitsAddend = 0;
   while (r.pos < r.end) {
     const tag = r.varint();
     const field = tag >>> 3;
     const type = tag & 7;
-    if (field === 1 && type === 2) out.domain = r.string();
+    if (field === 1 && type === 2) domain = r.string();
     else if (field === 2 && type === 2) {
       const outer = r.enter();
-      out.descriptors.push(decodeDescriptor(r));
+      const descriptor = decodeDescriptor(r);
+      if (descriptors === undefined) descriptors = [descriptor];
+      else descriptors.push(descriptor);
       r.leave(outer);
-    } else if (field === 3 && type === 0) out.hitsAddend = r.uint32();
+    } else if (field === 3 && type === 0) hitsAddend = r.uint32();
     else r.skip(type);
   }
-  return out;
+  return { domain, descriptors: descriptors ?? [], hitsAddend };
 }
 
 /** Decodes the `RateLimitDescriptor` the reader is narrowed to. */
 function decodeDescriptor(r: Reader): WireDescriptor {
-  const out: WireDescriptor = { entries: [] };
+  const out: WireDescriptor = { entries: EMPTY };
   while (r.pos < r.end) {
     const tag = r.varint();
     const field = tag >>> 3;
@@ -179,7 +184,8 @@ function decodeDescriptor(r: Reader): WireDescriptor {
         else r.skip(t & 7);
       }
       r.leave(outer);
-      out.entries.push(entry);
+      if (out.entries === EMPTY) out.entries = [entry];
+      else out.entries.push(entry);
     } else if (field === 2 && type === 2) {
       const outer = r.enter();
       const limit = { requestsPerUnit: 0, unit: 'UNKNOWN' as string | number };
@@ -205,8 +211,12 @@ function decodeDescriptor(r: Reader): WireDescriptor {
       out.hitsAddend = hits;
     } else r.skip(type);
   }
+  if (out.entries === EMPTY) out.entries = [];
   return out;
 }
+
+/** Stands for "no entries yet" while a descriptor is decoded; never handed out. */
+const EMPTY: { key: string; value: string }[] = [];
 
 /**
  * Collects bytes. A nested message is written in place after a one-byte length placeholder
@@ -324,7 +334,27 @@ class Writer {
   finish(): Buffer {
     return this.buf.subarray(0, this.length);
   }
+
+  /** Starts over, keeping the buffer unless a large message grew it past 64 KB. */
+  reset(): this {
+    if (this.buf.length > 64 * 1024) this.buf = Buffer.allocUnsafe(512);
+    this.length = 0;
+    return this;
+  }
+
+  /** The bytes written, copied into a buffer of their own (one allocation: the Writer can be reused). */
+  copy(): Buffer {
+    const out = Buffer.allocUnsafe(this.length);
+    this.buf.copy(out, 0, 0, this.length);
+    return out;
+  }
 }
+
+/**
+ * The writer {@link encodeDecisionFrame} builds in, reused from call to call (encoding is synchronous):
+ * a frame then costs one buffer, its own, and no writer.
+ */
+const DECISION_WRITER = new Writer(512);
 
 /**
  * Encodes a `RateLimitResponse` as a gRPC length-prefixed message: 1 byte "not compressed", 4 bytes
@@ -389,7 +419,7 @@ const clampUint32 = (n: number) => (Number.isFinite(n) ? Math.min(UINT32_MAX, Ma
  * service's hot path.
  */
 export function encodeDecisionFrame(response: DecisionResponse): Buffer {
-  const w = new Writer(512);
+  const w = DECISION_WRITER.reset();
   w.varint(0).varint(0).varint(0).varint(0).varint(0);
   w.uint(1, CODE_NUMBERS[response.overallCode] ?? 0);
   for (const s of response.statuses) {
@@ -418,7 +448,7 @@ export function encodeDecisionFrame(response: DecisionResponse): Buffer {
     w.end(at);
   }
   if (response.dynamicMetadata !== undefined) w.bytes(6, encodeStruct(response.dynamicMetadata));
-  const frame = w.finish();
+  const frame = w.copy();
   frame[0] = 0;
   frame.writeUInt32BE(frame.length - 5, 1);
   return frame;
