@@ -31,6 +31,12 @@ export type HeaderMode = 'sluice' | 'none' | EnvoyHeaderNames;
 export interface Decider {
   /** `carrier`: the call's headers (gRPC metadata or HTTP headers), read only for tracing. */
   decide(request: RateLimitRequest, source: DecisionSource, carrier?: Carrier): Promise<Decided>;
+  /**
+   * `decide` with no promise when the answer is ready at once (the memory store's): the decision itself,
+   * or a promise of it; it throws what `decide` would reject with. For the gRPC hot path; a decider
+   * without it (a wrapper) is asked through `decide`.
+   */
+  decideNow?(request: RateLimitRequest, source: DecisionSource, carrier?: Carrier): Decided | Promise<Decided>;
 }
 
 /** Options of {@link createDecider}. */
@@ -107,22 +113,43 @@ export function createDecider(options: DeciderOptions): Decider {
     return { response: { overallCode: denied ? 'OVER_LIMIT' : asked.overallCode, statuses }, marks };
   }
 
-  return {
-    decide(request, source) {
-      if (lists.size !== 0) {
-        return withLists(request).then(({ response, marks }) => settle(request, response, marks, source));
-      }
-      // The common case in one promise step (ask() and a second .then() would be two): this runs for
-      // every decision.
-      const started = performance.now();
-      return engine.shouldRateLimit(request).then(
+  function decideNow(request: RateLimitRequest, source: DecisionSource): Decided | Promise<Decided> {
+    if (lists.size !== 0) {
+      return withLists(request).then(({ response, marks }) => settle(request, response, marks, source));
+    }
+    const started = performance.now();
+    // The common case with no promise at all when the engine answers at once (the memory store), else in
+    // one promise step (ask() and a second .then() would be two): this runs for every decision.
+    const decideAtOnce = engine.decide;
+    let answer: RateLimitResponse | Promise<RateLimitResponse>;
+    try {
+      answer = decideAtOnce === undefined ? engine.shouldRateLimit(request) : decideAtOnce(request);
+    } catch (error) {
+      storeFailed(started, error);
+    }
+    if (answer instanceof Promise) {
+      return answer.then(
         (response) => {
           metrics.observeStore((performance.now() - started) / 1000, false);
           return settle(request, response, undefined, source);
         },
         (error: unknown) => storeFailed(started, error),
       );
+    }
+    metrics.observeStore((performance.now() - started) / 1000, false);
+    return settle(request, answer, undefined, source);
+  }
+
+  return {
+    decide(request, source) {
+      try {
+        const decided = decideNow(request, source);
+        return decided instanceof Promise ? decided : Promise.resolve(decided);
+      } catch (error) {
+        return Promise.reject(error);
+      }
     },
+    decideNow,
   };
 
   function settle(

@@ -2,7 +2,7 @@ import { constants, type IncomingHttpHeaders, type OutgoingHttpHeaders, type Ser
 import { TLSSocket } from 'node:tls';
 import { gunzip, inflate } from 'node:zlib';
 import { isSluiceError } from 'sluice';
-import type { Decider } from '../decide.js';
+import type { Decided, Decider } from '../decide.js';
 import { isStoreError } from '../decide.js';
 import { requestFromWire } from '../envoy-codec.js';
 import type { Logger } from '../logger.js';
@@ -75,6 +75,9 @@ const WORDS: Record<GrpcDialect, DialectWords> = {
     encodeMessage: encodeURI,
   },
 };
+
+/** The options of every answer that carries a message (`respond` copies them; one object serves all). */
+const WAIT_FOR_TRAILERS = Object.freeze({ waitForTrailers: true });
 
 /** grpc-js's reading of `grpc-timeout` (server-interceptors.ts). */
 const DEADLINE = /(\d{1,8})\s*([HMSmun])/;
@@ -157,8 +160,9 @@ export function createGrpcResponder(dialect: GrpcDialect, metrics: ServiceMetric
       metrics.grpc('OK');
       if (!isAnswerable(stream) || stream.headersSent) return;
       try {
-        stream.respond(words.headers, { waitForTrailers: true });
-        stream.once('wantTrailers', onTrailers);
+        stream.respond(words.headers, WAIT_FOR_TRAILERS);
+        // `on`, not `once`: a stream asks for its trailers once, and `once` costs a wrapper per call.
+        stream.on('wantTrailers', onTrailers);
         stream.end(frame);
       } catch {
         abandon(stream);
@@ -226,10 +230,23 @@ export function createRlsCallHandler(
       else fail(stream, GRPC_STATUS.INVALID_ARGUMENT, (error as Error).message);
       return;
     }
-    decider.decide(request, 'grpc', headers).then(
-      (decided) => reply(stream, encodeDecisionFrame(decided)),
-      (error: unknown) => failDecision(stream, error),
-    );
+    // Answered at once when the decision is ready at once (the memory store): no promise, no closures.
+    let decided: Decided | Promise<Decided>;
+    try {
+      decided =
+        decider.decideNow === undefined
+          ? decider.decide(request, 'grpc', headers)
+          : decider.decideNow(request, 'grpc', headers);
+    } catch (error) {
+      failDecision(stream, error);
+      return;
+    }
+    if (decided instanceof Promise) {
+      decided.then(
+        (answer) => reply(stream, encodeDecisionFrame(answer)),
+        (error: unknown) => failDecision(stream, error),
+      );
+    } else reply(stream, encodeDecisionFrame(decided));
   }
 
   function failDecision(stream: ServerHttp2Stream, error: unknown): void {

@@ -227,6 +227,7 @@ export function createRulesEngine(options: RulesEngineOptions): RulesEngine {
         return Promise.reject(error);
       }
     },
+    decide,
     async reset(request) {
       validateRequest(request);
       const work: unknown[] = [];
