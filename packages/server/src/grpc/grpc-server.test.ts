@@ -25,21 +25,31 @@ const DECIDED: Decided = {
   headers: { 'x-ratelimit-limit': '10' },
 };
 
-/** A server with a decider that answers by domain, and the carriers and gRPC metrics it saw. */
-async function server(rateLimitOnGrpcJs: boolean) {
+/**
+ * A server with a decider that answers by domain, and the carriers and gRPC metrics it saw. `atOnce`: the
+ * decider also has `decideNow`, which answers (or throws) synchronously, as the service's own does on the
+ * memory store; without it every answer comes through a promise.
+ */
+async function server(rateLimitOnGrpcJs: boolean, atOnce = false) {
   const carriers: (Carrier | undefined)[] = [];
   const codes: string[] = [];
+  const decideNow = (request: RateLimitRequest, _source: unknown, carrier?: Carrier): Decided | Promise<Decided> => {
+    carriers.push(carrier);
+    if (request.domain === 'store') throw new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', 'the store is down');
+    if (request.domain === 'broken') throw new Error('a bug');
+    // Never answers: the call's grpc-timeout does.
+    if (request.domain === 'slow') return new Promise(() => {});
+    return DECIDED;
+  };
   const decider: Decider = {
-    decide(request: RateLimitRequest, _source, carrier) {
-      carriers.push(carrier);
-      if (request.domain === 'store') {
-        return Promise.reject(new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', 'the store is down'));
+    decide(request: RateLimitRequest, source, carrier) {
+      try {
+        return Promise.resolve(decideNow(request, source, carrier));
+      } catch (error) {
+        return Promise.reject(error);
       }
-      if (request.domain === 'broken') return Promise.reject(new Error('a bug'));
-      // Never answers: the call's grpc-timeout does.
-      if (request.domain === 'slow') return new Promise(() => {});
-      return Promise.resolve(DECIDED);
     },
+    ...(atOnce ? { decideNow } : {}),
   };
   const handle: GrpcHandle = await startGrpcServer({
     host: '127.0.0.1',
@@ -138,27 +148,38 @@ const CASES: [string, Buffer, Record<string, string>][] = [
 
 describe('the default gRPC server: ShouldRateLimit on the lean path, the rest on grpc-js', () => {
   let hybrid: Awaited<ReturnType<typeof server>>;
+  let atOnce: Awaited<ReturnType<typeof server>>;
   let grpcJs: Awaited<ReturnType<typeof server>>;
   let toHybrid: ClientHttp2Session;
+  let toAtOnce: ClientHttp2Session;
   let toGrpcJs: ClientHttp2Session;
   before(async () => {
-    [hybrid, grpcJs] = await Promise.all([server(false), server(true)]);
+    [hybrid, atOnce, grpcJs] = await Promise.all([server(false), server(false, true), server(true)]);
     toHybrid = connect(`http://127.0.0.1:${hybrid.handle.port}`);
+    toAtOnce = connect(`http://127.0.0.1:${atOnce.handle.port}`);
     toGrpcJs = connect(`http://127.0.0.1:${grpcJs.handle.port}`);
   });
   after(async () => {
     toHybrid?.close();
+    toAtOnce?.close();
     toGrpcJs?.close();
-    await Promise.all([hybrid?.handle.close(1000), grpcJs?.handle.close(1000)]);
+    await Promise.all([hybrid?.handle.close(1000), atOnce?.handle.close(1000), grpcJs?.handle.close(1000)]);
   });
 
   for (const [name, body, headers] of CASES) {
-    it(`answers ${name} as grpc-js does, and counts it alike`, async () => {
+    it(`answers ${name} as grpc-js does, and counts it alike (decisions by promise and at once)`, async () => {
       hybrid.codes.length = 0;
+      atOnce.codes.length = 0;
       grpcJs.codes.length = 0;
-      const [mine, theirs] = await Promise.all([call(toHybrid, body, headers), call(toGrpcJs, body, headers)]);
+      const [mine, now, theirs] = await Promise.all([
+        call(toHybrid, body, headers),
+        call(toAtOnce, body, headers),
+        call(toGrpcJs, body, headers),
+      ]);
       assert.deepEqual(mine, theirs);
+      assert.deepEqual(now, theirs);
       assert.deepEqual(hybrid.codes, grpcJs.codes);
+      assert.deepEqual(atOnce.codes, grpcJs.codes);
     });
   }
 

@@ -196,10 +196,9 @@ describe('RLS wire codec', () => {
     assert.deepEqual(first, expected);
     assert.equal(decodeOverallCode(second.subarray(5)), 'OVER_LIMIT');
     assert.equal(large.readUInt32BE(1), large.length - 5);
-    assert.deepEqual(
-      method.responseDeserialize(large.subarray(5)).responseHeadersToAdd,
-      [{ key: 'x-note', value: 'x'.repeat(100_000) }],
-    );
+    assert.deepEqual(method.responseDeserialize(large.subarray(5)).responseHeadersToAdd, [
+      { key: 'x-note', value: 'x'.repeat(100_000) },
+    ]);
     assert.deepEqual(
       second,
       encodeRateLimitResponseFrame(responseToMessage({ ...decide('OVER_LIMIT', 3, 'b') }) as never),

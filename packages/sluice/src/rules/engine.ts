@@ -13,8 +13,8 @@ import type {
   RulesEngineOptions,
 } from './engine-types.js';
 import { createFailover, type FailItem } from './failover.js';
-import { type DescriptorPlan, OverrideCache, planRequest } from './plan.js';
 import { matchDescriptor } from './match.js';
+import { type DescriptorPlan, OverrideCache, planRequest } from './plan.js';
 import { validateRequest, validateSingle } from './request.js';
 import { limitedStatus, noLimitStatus, unlimitedStatus } from './status.js';
 import type { RuleSet } from './types.js';
