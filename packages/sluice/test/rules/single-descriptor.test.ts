@@ -7,12 +7,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import type {
-  DescriptorEntry,
-  RateLimitRequest,
-  RateLimitResponse,
-  RequestDescriptor,
-} from '../../src/rules/index.js';
+import type { DescriptorEntry, RateLimitRequest, RateLimitResponse, RequestDescriptor } from '../../src/rules/index.js';
 import { harness, rules } from './helpers.js';
 
 const RULES = rules(`
