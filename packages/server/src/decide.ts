@@ -178,20 +178,24 @@ export function createDecider(options: DeciderOptions): Decider {
           ? 'over_limit'
           : outcomeOf(true, limit?.limit, status.limitRemaining, nearLimitRatio);
       const descriptor = request.descriptors[i];
-      // Built field by field (no spreads): this runs for every decision.
-      const event: { -readonly [K in keyof DecisionEvent]: DecisionEvent[K] } = {
-        source,
-        domain,
-        rule: status.ruleId ?? '',
-        key: descriptor === undefined ? '' : keyOf(descriptor.entries),
-        outcome,
-        atMs,
-      };
-      if (limit !== undefined) {
-        event.limit = limit.limit;
-        event.remaining = status.limitRemaining;
-        event.resetMs = status.durationUntilResetMs;
-      }
+      const rule = status.ruleId ?? '';
+      const key = descriptor === undefined ? '' : keyOf(descriptor.entries);
+      // One literal per shape, fields in the same order (no spreads, and no fields added to a built
+      // object, which would cost it a second backing store): this runs for every decision.
+      const event: { -readonly [K in keyof DecisionEvent]: DecisionEvent[K] } =
+        limit === undefined
+          ? { source, domain, rule, key, outcome, atMs }
+          : {
+              source,
+              domain,
+              rule,
+              key,
+              outcome,
+              atMs,
+              limit: limit.limit,
+              remaining: status.limitRemaining,
+              resetMs: status.durationUntilResetMs,
+            };
       if (list !== undefined) event.list = list;
       if (status.metricKey !== undefined) event.metricKey = status.metricKey;
       hub.emit(event);
@@ -220,19 +224,17 @@ export function createDecider(options: DeciderOptions): Decider {
       bindingName = 'denied';
       bindingWindow = 1000;
     }
-    const decided: Decided = {
-      overallCode: response.overallCode,
-      statuses: response.statuses,
-      headers:
-        headerMode === 'sluice'
-          ? binding === undefined
-            ? {}
-            : rateLimitHeaders(binding, bindingName, bindingWindow)
-          : headerMode === 'none'
-            ? {}
-            : envoyHeaders(response.statuses, headerMode),
-    };
-    if (binding !== undefined) decided.binding = binding;
+    const headers =
+      headerMode === 'sluice'
+        ? binding === undefined
+          ? {}
+          : rateLimitHeaders(binding, bindingName, bindingWindow)
+        : headerMode === 'none'
+          ? {}
+          : envoyHeaders(response.statuses, headerMode);
+    const overallCode = response.overallCode;
+    const decided: Decided =
+      binding === undefined ? { overallCode, statuses, headers } : { overallCode, statuses, headers, binding };
     if (options.dynamicMetadata === true) decided.dynamicMetadata = dynamicMetadata(request, response.statuses);
     return decided;
   }

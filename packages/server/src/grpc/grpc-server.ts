@@ -151,8 +151,9 @@ function guardStream(stream: ServerHttp2Stream, guard: ReceiveGuard, metrics: Se
   };
   stream.on('data', onData);
   // The request is complete (or will never be): its bytes are grpc-js's to hold no more.
-  stream.on('end', reception.release);
-  stream.on('close', reception.release);
+  const release = () => reception.release();
+  stream.on('end', release);
+  stream.on('close', release);
   stream.on('finish', closeUnfinished);
 }
 

@@ -54,11 +54,8 @@ export function describeFailure(
 export interface Reception {
   /** Counts `bytes` more of this call's request; the failure when that crosses a bound (reported once). */
   add(bytes: number): ReceiveFailure | undefined;
-  /**
-   * The message is complete (or the call is over): gives the bytes back and stops the timer. Idempotent,
-   * and bound to its reception (it can be passed as an event listener as it is).
-   */
-  readonly release: () => void;
+  /** The message is complete (or the call is over): gives the bytes back and stops the timer. Idempotent. */
+  release(): void;
 }
 
 /**
@@ -72,9 +69,10 @@ export interface ReceiveGuard {
   readonly heldBytes: number;
   /**
    * Starts one call's reception on `connection` (its HTTP/2 session: any object that stands for it);
-   * `onTimeout` runs once if the message is still unfinished in time.
+   * `onTimeout` runs once if the message is still unfinished in time, with `self` as `this` (so that one
+   * function serves every call, with no closure per call).
    */
-  open(connection: object | undefined, onTimeout: () => void): Reception;
+  open<T>(connection: object | undefined, onTimeout: (this: T) => void, self?: T): Reception;
 }
 
 /**
@@ -104,7 +102,7 @@ export function createReceiveGuard(limits: Partial<ReceiveLimits> = {}): Receive
     get heldBytes() {
       return totals.held;
     },
-    open(connection, onTimeout) {
+    open(connection, onTimeout, self) {
       let account = connection === undefined ? noSession : perSession.get(connection);
       if (account === undefined) {
         account = { held: 0 };
@@ -116,7 +114,8 @@ export function createReceiveGuard(limits: Partial<ReceiveLimits> = {}): Receive
         totals,
         open,
         performance.now() + resolved.messageTimeoutMs,
-        onTimeout,
+        onTimeout as (this: unknown) => void,
+        self,
       );
       open.add(reception);
       if (sweeper === undefined) {
@@ -133,10 +132,7 @@ interface Account {
   held: number;
 }
 
-/**
- * One call's reception: one object per call (it is also its entry in the sweep's set), with `release`
- * bound so that it can be handed to a stream as a listener.
- */
+/** One call's reception: one object per call (it is also its entry in the sweep's set). */
 class CallReception implements Reception {
   private mine = 0;
   private done = false;
@@ -147,7 +143,8 @@ class CallReception implements Reception {
     private readonly totals: Account,
     private readonly open: Set<CallReception>,
     readonly deadline: number,
-    private readonly onTimeout: () => void,
+    private readonly onTimeout: (this: unknown) => void,
+    private readonly self: unknown,
   ) {}
 
   add(bytes: number): ReceiveFailure | undefined {
@@ -166,18 +163,18 @@ class CallReception implements Reception {
     return undefined;
   }
 
-  readonly release = (): void => {
+  release(): void {
     if (this.done) return;
     this.done = true;
     this.open.delete(this);
     this.conn.held -= this.mine;
     this.totals.held -= this.mine;
     this.mine = 0;
-  };
+  }
 
   expire(): void {
     this.release();
-    this.onTimeout();
+    this.onTimeout.call(this.self);
   }
 }
 

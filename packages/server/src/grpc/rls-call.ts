@@ -404,6 +404,15 @@ export function createRlsCallHandler(
     }
   }
 
+  /** The request did not arrive in time (`this` is the call: one function for every call, no closure). */
+  function onReceiveTimeout(this: RlsCall): void {
+    try {
+      if (!this.cut) cutOff(this, 'timeout', -1);
+    } catch (error) {
+      failed(this.stream, error);
+    }
+  }
+
   function onClose(this: CallStream): void {
     this[CALL].reception.release();
   }
@@ -412,13 +421,7 @@ export function createRlsCallHandler(
     const timeout = headers['grpc-timeout'];
     if (timeout !== undefined && !startDeadline(stream, String(timeout))) return;
     const call = new RlsCall(stream, headers);
-    call.reception = guard.open(stream.session, () => {
-      try {
-        if (!call.cut) cutOff(call, 'timeout', -1);
-      } catch (error) {
-        failed(stream, error);
-      }
-    });
+    call.reception = guard.open(stream.session, onReceiveTimeout, call);
     (stream as CallStream)[CALL] = call;
     stream.on('close', onClose);
     stream.on('data', onData);
