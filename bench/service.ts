@@ -40,6 +40,8 @@ interface Service {
   pid: number;
   http: number;
   grpc: number;
+  /** Garbage collections so far (`--trace-gc`): young-generation scavenges and full mark-compacts. */
+  gcs(): { young: number; full: number };
   stop(): Promise<void>;
 }
 
@@ -64,24 +66,51 @@ process.on('SIGTERM', () => process.exit(0));
 `;
 
 async function serve(args: string[]): Promise<Service> {
+  // --trace-gc prints a line per collection on stdout: the rows count them (what sets the tail latency).
   const argv =
     args[0] === 'floor'
-      ? ['-e', FLOOR]
-      : [...CLI, 'serve', '--host', '127.0.0.1', '--port', '0', '--grpc-port', '0', '--log-level', 'info', ...args];
+      ? ['--trace-gc', '-e', FLOOR]
+      : [
+          '--trace-gc',
+          ...CLI,
+          'serve',
+          '--host',
+          '127.0.0.1',
+          '--port',
+          '0',
+          '--grpc-port',
+          '0',
+          '--log-level',
+          'info',
+          ...args,
+        ];
   const child = spawn(process.execPath, argv, { cwd: ROOT, stdio: ['ignore', 'pipe', 'ignore'] });
   const ports = await new Promise<{ http: number; grpc: number }>((done, fail) => {
     let out = '';
-    child.stdout.on('data', (c: Buffer) => {
+    const onData = (c: Buffer) => {
       out += c.toString();
       const line = out.split('\n').find((l) => l.includes('"listening"'));
-      if (line) done(JSON.parse(line));
-    });
+      if (line === undefined) return;
+      child.stdout.off('data', onData);
+      done(JSON.parse(line));
+    };
+    child.stdout.on('data', onData);
     child.once('exit', (code) => fail(new Error(`sluice serve exited ${code}`)));
   });
-  child.stdout.resume();
+  const gcs = { young: 0, full: 0 };
+  let partial = '';
+  child.stdout.on('data', (c: Buffer) => {
+    const lines = (partial + c.toString()).split('\n');
+    partial = lines.pop() ?? '';
+    for (const line of lines) {
+      if (line.includes(': Scavenge')) gcs.young++;
+      else if (line.includes(': Mark-Compact')) gcs.full++;
+    }
+  });
   return {
     pid: child.pid as number,
     ...ports,
+    gcs: () => ({ ...gcs }),
     stop: () =>
       new Promise((done) => {
         child.once('exit', () => done());
@@ -130,6 +159,9 @@ interface Row {
   name: string;
   result: BenchJson;
   cpuUsPerDecision: number;
+  /** Collections per 10,000 decisions during the measured run. */
+  youngPer10k: number;
+  fullPer10k: number;
 }
 
 /**
@@ -206,9 +238,20 @@ async function scenario(
   try {
     load(2); // warm up the JIT and the connections' peers
     const before = cpuSeconds(service.pid);
+    const gcBefore = service.gcs();
     const result = load(SECONDS);
     const used = cpuSeconds(service.pid) - before;
-    return { name, result, cpuUsPerDecision: (used * 1e6) / Math.max(1, result.decisions) };
+    // Lines printed during the run may still be on their way through the pipe.
+    await new Promise((done) => setTimeout(done, 200));
+    const gcAfter = service.gcs();
+    const per10k = (n: number) => (n * 10_000) / Math.max(1, result.decisions);
+    return {
+      name,
+      result,
+      cpuUsPerDecision: (used * 1e6) / Math.max(1, result.decisions),
+      youngPer10k: per10k(gcAfter.young - gcBefore.young),
+      fullPer10k: per10k(gcAfter.full - gcBefore.full),
+    };
   } finally {
     await service.stop();
   }
@@ -271,6 +314,7 @@ console.log(
       'errors',
       'service CPU µs/decision',
       'decisions per service CPU-s',
+      'GCs per 10k decisions: young / full',
       'decisions/s vs gRPC memory',
     ],
     ran.map((r) => [
@@ -281,6 +325,7 @@ console.log(
       fmt(r.result.errors),
       fmt(r.cpuUsPerDecision, 1),
       fmt(1e6 / r.cpuUsPerDecision),
+      `${fmt(r.youngPer10k, 1)} / ${fmt(r.fullPer10k, 2)}`,
       `${fmt(r.result.decisionsPerS / base.result.decisionsPerS, 2)}×`,
     ]),
   ),
