@@ -67,23 +67,11 @@ process.on('SIGTERM', () => process.exit(0));
 
 async function serve(args: string[]): Promise<Service> {
   // --trace-gc prints a line per collection on stdout: the rows count them (what sets the tail latency).
-  const argv =
+  const program =
     args[0] === 'floor'
-      ? ['--trace-gc', '-e', FLOOR]
-      : [
-          '--trace-gc',
-          ...CLI,
-          'serve',
-          '--host',
-          '127.0.0.1',
-          '--port',
-          '0',
-          '--grpc-port',
-          '0',
-          '--log-level',
-          'info',
-          ...args,
-        ];
+      ? ['-e', FLOOR]
+      : [...CLI, 'serve', '--host', '127.0.0.1', '--port', '0', '--grpc-port', '0', '--log-level', 'info', ...args];
+  const argv = ['--trace-gc', ...program];
   const child = spawn(process.execPath, argv, { cwd: ROOT, stdio: ['ignore', 'pipe', 'ignore'] });
   const ports = await new Promise<{ http: number; grpc: number }>((done, fail) => {
     let out = '';
