@@ -124,18 +124,28 @@ export function bucketExcess(ts: readonly number[], burst: number, limit: number
   return ts.length === 0 ? 0 : worst;
 }
 
-/** Events in virtual time: a min-heap would do; traces are sorted and syncs regular, so a sorted insert is enough. */
+/**
+ * Events in virtual time: a min-heap would do; traces are sorted and syncs regular, so a sorted insert
+ * is enough. Events at the same instant run in the order of their `lane`, then in the order they were
+ * scheduled: a link's messages are scheduled when real Redis answers, and answers from different
+ * connections arrive in whatever order the machine's load gives them — two regions' sync pushes
+ * reaching a third at the same instant must not take its spare units in a different order each run.
+ */
 class Scheduler {
   now = 0;
-  private readonly queue: { at: number; seq: number; run: () => void }[] = [];
+  private readonly queue: { at: number; lane: number; seq: number; run: () => void }[] = [];
   private seq = 0;
   /** Real Redis commands not answered yet. */
   inFlight = 0;
 
-  at(at: number, run: () => void): void {
-    const task = { at: Math.max(at, this.now), seq: this.seq++, run };
+  at(at: number, run: () => void, lane = 0): void {
+    const task = { at: Math.max(at, this.now), lane, seq: this.seq++, run };
     let i = this.queue.length;
-    while (i > 0 && (this.queue[i - 1] as { at: number }).at > task.at) i--;
+    while (i > 0) {
+      const before = this.queue[i - 1] as { at: number; lane: number };
+      if (before.at < task.at || (before.at === task.at && before.lane <= task.lane)) break;
+      i--;
+    }
     this.queue.splice(i, 0, task);
   }
 
@@ -180,7 +190,8 @@ class Scheduler {
 }
 
 /** A node-redis-shaped client reaching `target` after `latencyMs` of virtual time each way. */
-function link(target: RawRedis, latencyMs: number, clock: Scheduler): RedisClientLike {
+/** `lane`: this link's place among the links (see Scheduler), the same in every run. */
+function link(target: RawRedis, latencyMs: number, clock: Scheduler, lane: number): RedisClientLike {
   const run = (args: string[]) => {
     clock.inFlight++;
     return target.call(args[0] as string, ...args.slice(1)).finally(() => {
@@ -192,12 +203,16 @@ function link(target: RawRedis, latencyMs: number, clock: Scheduler): RedisClien
     sendCommand(args: string[]): Promise<unknown> {
       if (latencyMs === 0) return run(args);
       return new Promise((resolve, reject) => {
-        clock.at(clock.now + latencyMs, () => {
-          run(args).then(
-            (reply) => clock.at(clock.now + latencyMs, () => resolve(reply)),
-            (error: unknown) => clock.at(clock.now + latencyMs, () => reject(error)),
-          );
-        });
+        clock.at(
+          clock.now + latencyMs,
+          () => {
+            run(args).then(
+              (reply) => clock.at(clock.now + latencyMs, () => resolve(reply), lane),
+              (error: unknown) => clock.at(clock.now + latencyMs, () => reject(error), lane),
+            );
+          },
+          lane,
+        );
       });
     },
   };
@@ -350,6 +365,7 @@ async function throughStores(
   tick: () => void,
 ): Promise<Pick<RegionModeRun, 'statedBound' | 'maxLagMs'>> {
   const { regions, latencyMs, syncIntervalMs } = options;
+  const n = regions.length;
   const events = options.trace.events;
   const clock = new Scheduler();
   clock.now = events[0]?.atMs ?? 0;
@@ -360,7 +376,7 @@ async function throughStores(
       createMultiRegionStore({
         region,
         regions: Object.fromEntries(
-          regions.map((other, j) => [other, link(raw[j] as RawRedis, i === j ? 0 : latencyMs, clock)]),
+          regions.map((other, j) => [other, link(raw[j] as RawRedis, i === j ? 0 : latencyMs, clock, 1 + i * n + j)]),
         ),
         mode,
         prefix: keys,
