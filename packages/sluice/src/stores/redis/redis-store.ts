@@ -218,6 +218,9 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     );
   }
 
+  /** The fields of the usual check (commit, cost 1), shared: no array and no string per check. */
+  const USUAL_FIELDS: readonly string[] = ['1', '1'];
+
   function check(key: string, policy: ResolvedPolicy, cost: number, nowMs: number, commit: boolean) {
     if (runner.closed) return Promise.reject(closedError());
     decisions++;
@@ -232,7 +235,12 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
         queueKey: queueKey(script, skey, nowMs),
         nowMs,
         items: [
-          { key: skey, bkey: blockKey(tag, keyIdOf(policy)), policy, fields: [commit ? '1' : '0', String(cost)] },
+          {
+            key: skey,
+            bkey: blockKey(tag, keyIdOf(policy)),
+            policy,
+            fields: commit && cost === 1 ? USUAL_FIELDS : [commit ? '1' : '0', String(cost)],
+          },
         ],
         width: 1,
         settle(r, offset, refused) {
