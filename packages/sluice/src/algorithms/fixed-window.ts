@@ -20,11 +20,15 @@ export const fixedWindow: Algorithm = {
       s[o + 1] = count + taken;
     }
     const after = count + taken;
+    // Math.floor and Math.ceil are identities on these whole numbers (a fractional clock's reset rounds
+    // up, as every algorithm's does): they hand V8 small integers, which it stores in the decision as
+    // they are, where a count read from the Float64Array would be stored as a boxed double — one more
+    // allocation per check for every decision of the process (they share one hidden class).
     return {
       allowed: true,
       limit: p.limit,
-      remaining: p.limit - after,
-      resetMs: after > 0 ? (window + 1) * p.periodMs - now : 0,
+      remaining: Math.floor(p.limit - after),
+      resetMs: after > 0 ? Math.ceil((window + 1) * p.periodMs - now) : 0,
       retryAfterMs: 0,
     };
   },
@@ -41,7 +45,8 @@ export const fixedWindow: Algorithm = {
 
 /** The rejection of a request that does not fit in the current window (or in any window). */
 function rejected(p: ResolvedPolicy, count: number, cost: number, window: number, now: number): Decision {
-  const windowEndMs = (window + 1) * p.periodMs - now;
+  // Whole numbers, as in check(): small integers, not boxed doubles, in the decision.
+  const windowEndMs = Math.ceil((window + 1) * p.periodMs - now);
   if (cost > p.capacity) {
     return costExceedsCapacity(p.limit, Math.max(0, p.limit - count), count > 0 ? windowEndMs : 0);
   }
@@ -49,7 +54,7 @@ function rejected(p: ResolvedPolicy, count: number, cost: number, window: number
   return {
     allowed: false,
     limit: p.limit,
-    remaining: p.limit - count,
+    remaining: Math.floor(p.limit - count),
     resetMs: windowEndMs,
     retryAfterMs: windowEndMs,
   };

@@ -52,19 +52,29 @@ export const slidingWindow: Algorithm = {
 function rejected(p: ResolvedPolicy, prev: number, curr: number, elapsed: number, cost: number): Decision {
   const remaining = remainingOf(p, prev, curr, elapsed);
   const resetMs = resetOf(p.periodMs, prev, curr, elapsed);
-  return rejection(p.limit, p.capacity, cost, remaining, resetMs, retryAfterOf(p, prev, curr, elapsed, cost));
+  return rejection(
+    p.limit,
+    p.capacity,
+    cost,
+    remaining,
+    resetMs,
+    Math.ceil(retryAfterOf(p, prev, curr, elapsed, cost)),
+  );
 }
+
+// The counts come from a Float64Array: remainingOf and resetOf round (identities on whole numbers; a
+// fractional clock's reset rounds up) so that V8 stores small integers in the decision, not boxed doubles.
 
 /** Largest n with prev*(P-elapsed) + (curr+n)*P <= limit*P. */
 function remainingOf(p: ResolvedPolicy, prev: number, curr: number, elapsed: number): number {
   const P = p.periodMs;
-  return Math.max(0, Math.floor((p.limit * P - prev * (P - elapsed)) / P) - curr);
+  return Math.max(0, Math.floor((p.limit * P - prev * (P - elapsed)) / P - curr));
 }
 
 /** Until both counters have aged out: the end of the next window if the current one has counts. */
 function resetOf(P: number, prev: number, curr: number, elapsed: number): number {
-  if (curr > 0) return 2 * P - elapsed;
-  if (prev > 0) return P - elapsed;
+  if (curr > 0) return Math.ceil(2 * P - elapsed);
+  if (prev > 0) return Math.ceil(P - elapsed);
   return 0;
 }
 
