@@ -70,6 +70,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const { limits, store, clock, failure } = resolveLimiterOptions(options);
   const multi = options.limits !== undefined;
   const single = limits[0] as ResolvedLimit;
+  const { policy } = single;
   const oneSync = !multi && store.synchronous;
 
   /**
@@ -81,7 +82,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     const k = typeof key === 'string' ? key : singleKey(key, single.name);
     const nowMs = clock.now();
     try {
-      return store.check(k, single.policy, cost, nowMs, commit) as Decision;
+      return store.check(k, policy, cost, nowMs, commit) as Decision;
     } catch (error) {
       return failSingle(error, k, cost, nowMs, commit);
     }

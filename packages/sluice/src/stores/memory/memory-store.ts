@@ -55,9 +55,24 @@ export interface MemoryStore extends Store {
 
 const SWEEP_BUDGET = 10_000;
 
+/** How a policy is decided: the numeric algorithms' hot path, a sliding log, or under a block duration. */
+const NUMERIC = 0;
+const LOG = 1;
+const BLOCKED = 2;
+
 const closedError = () => new SluiceError('ERR_SLUICE_STORE_CLOSED', 'the memory store was closed');
 
 type NumericName = keyof typeof NUMERIC_ALGORITHMS;
+
+/** A check of `key` under `p`, given the policy's context in the store (undefined: none yet). */
+type ContextCheck = (
+  context: PolicyContext | undefined,
+  key: string,
+  p: ResolvedPolicy,
+  cost: number,
+  nowMs: number,
+  commit: boolean,
+) => Decision;
 
 /** What the store keeps per policy. */
 interface PolicyContext {
@@ -112,6 +127,9 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
   // object on every check, so this spares the hot path the lookup by id.
   let lastPolicy: ResolvedPolicy | undefined;
   let lastContext: PolicyContext | undefined;
+  // How lastPolicy is decided (NUMERIC, LOG or BLOCKED), known once per policy so that a check
+  // compares no algorithm names.
+  let lastPath = NUMERIC;
   const slab = new LruSlab(maxKeys, (table) => {
     const context = contextByTable.get(table);
     if (context === undefined) return;
@@ -124,15 +142,17 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
   const leases = new LeaseTable(maxKeys);
   /** State of a key not stored yet: checked here first, copied into a slot only if it consumed. */
   const scratch = new Float64Array(SLOT_WIDTH);
-  let latestNow = 0;
+  // The latest time the store has seen, in a Float64Array: moving it on (every new millisecond) then
+  // allocates no number and takes no write barrier, as a `let` holding a double would.
+  const latest = new Float64Array(1);
   let swept = 0;
   let closed = false;
 
   const timer =
     sweepIntervalMs > 0
       ? setInterval(() => {
-          swept += slab.sweep(latestNow, SWEEP_BUDGET);
-          blocks.prune(latestNow);
+          swept += slab.sweep(latest[0] as number, SWEEP_BUDGET);
+          blocks.prune(latest[0] as number);
         }, sweepIntervalMs)
       : undefined;
   // Node and Bun return a Timeout with unref(); Cloudflare Workers, Deno and browsers return a number.
@@ -142,6 +162,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
   function existingContext(policy: ResolvedPolicy): PolicyContext | undefined {
     if (policy === lastPolicy) return lastContext;
     lastPolicy = policy;
+    lastPath = policy.blockMs > 0 ? BLOCKED : policy.algorithm === 'sliding-log' ? LOG : NUMERIC;
     lastContext = contexts.get(policy.id);
     return lastContext;
   }
@@ -168,15 +189,15 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
 
   /** How much of its quota a stored key has used now, 0 (as good as fresh) to 1: the eviction order. */
   function usedShare(slot: number): number {
-    if ((slab.expiresAt[slot] as number) <= latestNow) return 0;
+    if ((slab.expiresAt[slot] as number) <= (latest[0] as number)) return 0;
     const context = contextByTable.get(slab.tableOf(slot) as Map<string, number>);
     if (context === undefined) return 0;
     const p = context.policy;
     if (p.capacity === 0) return 1;
     const d =
       p.algorithm === 'sliding-log'
-        ? slidingLog.check(slab.logs[slot] ?? new SlidingLogState(), 0, latestNow, p, 0, false)
-        : context.algorithm.check(slab.state, slot * SLOT_WIDTH, latestNow, p, 0, false);
+        ? slidingLog.check(slab.logs[slot] ?? new SlidingLogState(), 0, latest[0] as number, p, 0, false)
+        : context.algorithm.check(slab.state, slot * SLOT_WIDTH, latest[0] as number, p, 0, false);
     return 1 - d.remaining / p.capacity;
   }
 
@@ -193,36 +214,30 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
   }
 
   /**
-   * A check. The numeric algorithms without a block are the hot path: it and what it calls are kept
-   * small enough for V8 to inline all of it (the algorithm's step included) into the limiter's check.
+   * A check. A stored key under a numeric algorithm without a block is the hot path: it and what it
+   * calls (decideAt, the algorithm's step, touch) are kept small enough — their bytecode within V8's
+   * inlining budget, with the limiter's — for V8 to inline all of it into the limiter's check. Every
+   * other case leaves it at its first test.
    */
   function decide(key: string, p: ResolvedPolicy, cost: number, nowMs: number, commit: boolean): Decision {
     if (closed) throw closedError();
-    if (nowMs > latestNow) latestNow = nowMs;
-    if (p.blockMs > 0 || p.algorithm === 'sliding-log') return decideOther(key, p, cost, nowMs, commit);
-    return decideNumeric(key, p, cost, nowMs, commit);
-  }
-
-  /** A check under a block duration, or on a sliding log. */
-  function decideOther(key: string, p: ResolvedPolicy, cost: number, nowMs: number, commit: boolean): Decision {
-    if (p.blockMs > 0) {
-      const blocked = blocks.check(p.id, key, nowMs, p.limit);
-      if (blocked) return blocked;
-    }
-    const decision =
-      p.algorithm === 'sliding-log'
-        ? decideLog(key, p, cost, nowMs, commit)
-        : decideNumeric(key, p, cost, nowMs, commit);
-    if (!decision.allowed && commit && p.blockMs > 0) blocks.block(p.id, key, nowMs + p.blockMs);
-    return decision;
-  }
-
-  function decideNumeric(key: string, p: ResolvedPolicy, cost: number, nowMs: number, commit: boolean): Decision {
-    // find(), written out: this is the hot path of every memory-store check.
+    if (nowMs > (latest[0] as number)) latest[0] = nowMs;
     const context = p === lastPolicy ? lastContext : existingContext(p);
-    const slot = context?.table.get(key);
-    if (slot === undefined) return decideNew(key, p, cost, nowMs, commit);
-    const algorithm = (context as PolicyContext).algorithm;
+    const slot = lastPath === NUMERIC ? context?.table.get(key) : undefined;
+    if (slot === undefined) return decideOther(context, key, p, cost, nowMs, commit);
+    return decideAt(context as PolicyContext, slot, p, cost, nowMs, commit);
+  }
+
+  /** A numeric algorithm's step on a stored key, with the key's expiry and place in the LRU. */
+  function decideAt(
+    context: PolicyContext,
+    slot: number,
+    p: ResolvedPolicy,
+    cost: number,
+    nowMs: number,
+    commit: boolean,
+  ): Decision {
+    const { algorithm } = context;
     const offset = slot * SLOT_WIDTH;
     if ((slab.expiresAt[slot] as number) <= nowMs) slab.clear(slot);
     const decision = algorithm.check(slab.state, offset, nowMs, p, cost, commit);
@@ -230,6 +245,24 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     slab.touch(slot, decision.remaining === 0);
     return decision;
   }
+
+  /** A new key, a sliding log, or a check under a block duration (decide has set lastPath for `p`). */
+  const decideOther: ContextCheck = (context, key, p, cost, nowMs, commit) => {
+    if (lastPath === NUMERIC) return decideNew(key, p, cost, nowMs, commit);
+    if (lastPath === LOG) return decideLog(context, key, p, cost, nowMs, commit);
+    // Blocked: a blocked key is rejected, and a rejection blocks it.
+    const blocked = blocks.check(p.id, key, nowMs, p.limit);
+    if (blocked) return blocked;
+    const slot = context?.table.get(key);
+    const decision =
+      p.algorithm === 'sliding-log'
+        ? decideLog(context, key, p, cost, nowMs, commit)
+        : slot === undefined
+          ? decideNew(key, p, cost, nowMs, commit)
+          : decideAt(context as PolicyContext, slot, p, cost, nowMs, commit);
+    if (!decision.allowed && commit) blocks.block(p.id, key, nowMs + p.blockMs);
+    return decision;
+  };
 
   /**
    * A key with no state: decide on zeros and store only what an admitted request wrote, so rejected
@@ -248,9 +281,39 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     return decision;
   }
 
-  function decideLog(key: string, p: ResolvedPolicy, cost: number, nowMs: number, commit: boolean): Decision {
-    const slot = find(p, key, nowMs);
-    const log = (slot === -1 ? undefined : slab.logs[slot]) ?? new SlidingLogState();
+  /** A sliding log's check: a stored log is the hot path (find() written out, as in decide). */
+  const decideLog: ContextCheck = (context, key, p, cost, nowMs, commit) => {
+    const slot = context?.table.get(key);
+    if (slot === undefined) return decideNewLog(key, p, cost, nowMs, commit, -1);
+    if ((slab.expiresAt[slot] as number) <= nowMs) slab.clear(slot);
+    const log = slab.logs[slot];
+    if (log === undefined) return decideNewLog(key, p, cost, nowMs, commit, slot);
+    const decision = slidingLog.check(log, 0, nowMs, p, cost, commit);
+    if (decision.allowed && commit && cost > 0) logTook(slot, key, log, nowMs + p.periodMs);
+    slab.touch(slot, decision.remaining === 0);
+    return decision;
+  };
+
+  /**
+   * A stored log took units: it now expires one period after its newest entry, which is at `nowMs`
+   * (slidingLog.expiresAt, computed by the caller without a boxed return), and may have grown.
+   */
+  function logTook(slot: number, key: string, log: SlidingLogState, expiresAt: number): void {
+    slab.expiresAt[slot] = expiresAt;
+    slab.setBytes(slot, keyBytes(key) + logBytes(log));
+    fitBytes(slot);
+  }
+
+  /** A key with no log (new, or expired: `slot` is then still its own): one is kept only if it took units. */
+  function decideNewLog(
+    key: string,
+    p: ResolvedPolicy,
+    cost: number,
+    nowMs: number,
+    commit: boolean,
+    slot: number,
+  ): Decision {
+    const log = new SlidingLogState();
     const decision = slidingLog.check(log, 0, nowMs, p, cost, commit);
     if (decision.allowed && commit && cost > 0) {
       const target = slot === -1 ? store(key, p) : slot;
@@ -320,7 +383,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     },
 
     acquire(key, limit, leaseMs, nowMs) {
-      if (nowMs > latestNow) latestNow = nowMs;
+      if (nowMs > (latest[0] as number)) latest[0] = nowMs;
       return leases.acquire(key, limit, leaseMs, nowMs);
     },
 
@@ -336,7 +399,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
       swept,
     }),
 
-    sweep(nowMs = latestNow) {
+    sweep(nowMs = latest[0] as number) {
       const freed = slab.sweep(nowMs, Number.POSITIVE_INFINITY);
       blocks.prune(nowMs);
       swept += freed;
