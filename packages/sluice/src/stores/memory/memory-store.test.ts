@@ -44,4 +44,53 @@ describe('memory store', () => {
     await store.close();
     assert.throws(() => store.check('k', p, 1, 0, true), { code: 'ERR_SLUICE_STORE_CLOSED' });
   });
+  it('one store keeps policies of every kind apart when checks alternate between them', () => {
+    // The store remembers how the policy it saw last is decided (numeric, log, under a block): a check
+    // on another policy must not be decided the way of the previous one.
+    const store = createMemoryStore();
+    const window = resolvePolicy({ algorithm: 'fixed-window', limit: 2, period: 1000 });
+    const log = resolvePolicy({ algorithm: 'sliding-log', limit: 1, period: 1000 });
+    const blocking = resolvePolicy({ algorithm: 'gcra', limit: 1, period: 1000, blockDuration: 5000 });
+    const seen: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      for (const [name, policy] of [
+        ['window', window],
+        ['log', log],
+        ['blocking', blocking],
+      ] as const) {
+        const d = store.check('k', policy, 1, 100, true);
+        seen.push(`${name}:${d.allowed}:${d.remaining}:${d.retryAfterMs}`);
+      }
+    }
+    assert.deepEqual(seen, [
+      'window:true:1:0',
+      'log:true:0:0',
+      'blocking:true:0:0',
+      'window:true:0:0',
+      'log:false:0:1000',
+      'blocking:false:0:1000', // the rejection that blocks reports the algorithm's own wait
+      'window:false:0:900',
+      'log:false:0:1000',
+      'blocking:false:0:5000',
+    ]);
+  });
+
+  it('reports whole milliseconds on a clock with fractions, rounding waits up', () => {
+    const store = createMemoryStore();
+    const at = 1000.25;
+    for (const algorithm of ['fixed-window', 'sliding-window', 'sliding-log'] as const) {
+      const policy = resolvePolicy({ algorithm, limit: 1, period: 1000 });
+      const allowed = store.check(algorithm, policy, 1, at, true);
+      const rejected = store.check(algorithm, policy, 1, at, true);
+      for (const d of [allowed, rejected]) {
+        assert.ok(
+          Number.isInteger(d.resetMs) && Number.isInteger(d.retryAfterMs),
+          `${algorithm}: ${JSON.stringify(d)}`,
+        );
+      }
+      assert.equal(rejected.allowed, false);
+      // Retrying after retryAfterMs must pass: rounding down would be too early by a fraction of a ms.
+      assert.equal(store.check(algorithm, policy, 1, at + rejected.retryAfterMs, false).allowed, true, algorithm);
+    }
+  });
 });
