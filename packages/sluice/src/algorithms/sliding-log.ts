@@ -33,9 +33,10 @@ function resetOf(log: SlidingLogState, now: number, p: ResolvedPolicy, count: nu
 /** Sliding log: exact — never more than `limit` units in any window of one period — at O(limit) memory. */
 export const slidingLog: Algorithm<SlidingLogState> = {
   name: 'sliding-log',
+
   check(log, _o, now, p, cost, commit): Decision {
-    // The expired prefix, found in place (expiredUnits() would return an object): this step is kept
-    // small enough for V8 to inline into the store's check, and a rejection is decided off it.
+    // The expired prefix, found in place (expiredUnits() returns an object), and a rejection decided
+    // off this path: the step a hot key takes on every check stays short.
     const { entries } = log;
     const edge = now - p.periodMs;
     let expired = 0;
@@ -63,6 +64,7 @@ export const slidingLog: Algorithm<SlidingLogState> = {
       retryAfterMs: 0,
     };
   },
+
   refund(log, _o, now, p, cost) {
     const expired = expiredUnits(log, now, p.periodMs);
     drop(log, expired.index, expired.units);
