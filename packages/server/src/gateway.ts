@@ -7,6 +7,7 @@ import {
   type ServerResponse,
 } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import { isIP } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Decision } from 'sluice';
 import { combineDecisions, isSluiceError } from 'sluice';
@@ -18,7 +19,7 @@ import { isStoreError } from './decide.js';
 import { assertRequestLengths } from './envoy-codec.js';
 import { type ClientSlots, createClientSlots } from './gateway/client-slots.js';
 import { type DeadlineEntry, DeadlineList } from './gateway/deadlines.js';
-import { forwardableRaw, upstreamHeaders } from './gateway/forwarding.js';
+import { forwardableRaw, upstreamHeaderList, upstreamHeaders } from './gateway/forwarding.js';
 import { proxyUpgrade, rejectUpgrade } from './gateway/upgrade.js';
 import { createUpstreamAgent } from './gateway/upstream-pool.js';
 import { rejectionBody } from './headers.js';
@@ -113,8 +114,9 @@ export function createGateway(options: GatewayOptions): Server {
   // Read once: URL getters are not free, and these run for every request.
   const upstreamHostname = upstream.hostname.replace(/^\[|\]$/g, '');
   const upstreamPort = upstream.port || (secure ? 443 : 80);
-  const upstreamProtocol = upstream.protocol;
   const upstreamHost = upstream.host;
+  // The TLS server name Node's agent would derive from the Host header (the upstream's) on every request.
+  const upstreamServername = isIP(upstreamHostname) === 0 ? upstreamHostname : '';
   const slots = createClientSlots(limits.maxClientInFlight);
 
   function answer(res: ServerResponse, a: GatewayAnswer): void {
@@ -225,13 +227,14 @@ export function createGateway(options: GatewayOptions): Server {
   }
 
   function proxy(req: IncomingMessage, res: ServerResponse, admitted: Admitted): void {
+    // No `protocol`: `send` and the agent already say which (every option here is copied per request).
     const outgoing = send({
-      protocol: upstreamProtocol,
       hostname: upstreamHostname,
       port: upstreamPort,
       method: req.method,
       path: basePath + admitted.target,
-      headers: upstreamHeaders(req, admitted.ip, options.trustsPeer(req), upstreamHost),
+      headers: upstreamHeaderList(req, admitted.ip, options.trustsPeer(req), upstreamHost),
+      servername: upstreamServername,
       agent,
     });
     const exchange = new Exchange(context, res, outgoing, admitted.headers, admitted.key);

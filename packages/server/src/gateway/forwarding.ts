@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import { cidrContains, PROXY_GROUPS, parseCidr, parseIp } from 'sluice/http';
 
 /** Hop-by-hop headers (RFC 9110 §7.6.1) are the proxy's own business and never forwarded. */
@@ -54,24 +54,23 @@ export function forwardableRaw(raw: readonly string[], extra: Record<string, str
   return out;
 }
 
-/** `headers` without the hop-by-hop ones, those `Connection` lists, and (when given) those in `drop`. */
-function copyHeaders(headers: IncomingHttpHeaders, drop: ReadonlySet<string> | undefined): IncomingHttpHeaders {
-  const out: IncomingHttpHeaders = {};
-  const connection = headers.connection;
+/**
+ * Request headers never copied upstream as the client sent them: the hop-by-hop ones, the forwarding ones
+ * (rebuilt) and `Host` (the upstream's own).
+ */
+const NOT_COPIED = new Set([...HOP_BY_HOP, ...FORWARDING, 'host']);
+
+/** Methods for which Node's client frames a request without a body length as having no body at all. */
+const BODYLESS_BY_DEFAULT = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS', 'TRACE', 'CONNECT']);
+
+/** The header names a `Connection` header lists (besides keep-alive/close), lower-cased; undefined for none. */
+function connectionListed(connection: string | undefined): string[] | undefined {
   // Most requests name no header in Connection beyond keep-alive/close: skip the split then.
-  const listed =
-    connection === undefined || connection === 'keep-alive' || connection === 'close'
-      ? undefined
-      : String(connection)
-          .split(',')
-          .map((s) => s.trim().toLowerCase())
-          .filter(Boolean);
-  for (const name in headers) {
-    const value = headers[name];
-    if (value === undefined || HOP_BY_HOP.has(name) || drop?.has(name) || listed?.includes(name)) continue;
-    out[name] = value;
-  }
-  return out;
+  if (connection === undefined || connection === 'keep-alive' || connection === 'close') return undefined;
+  return connection
+    .split(',')
+    .map((s) => s.trim().toLowerCase())
+    .filter(Boolean);
 }
 
 /** True when `peer` is one of the proxies whose forwarding headers are believed. */
@@ -100,34 +99,79 @@ function first(value: string | string[] | undefined): string | undefined {
 }
 
 /**
- * The request headers sent upstream: the end-to-end ones, with the forwarding headers rebuilt from what
- * the gateway can vouch for. A trusted proxy's `X-Forwarded-For`, `-Proto`, `-Host` and `Forwarded` are
- * extended with this hop (so `X-Forwarded-Proto: https` from a TLS-terminating proxy survives); from any
- * other peer they are replaced, as is `X-Real-IP`, which always names the client the gateway resolved.
+ * The request headers sent upstream, as the flat `[name, value, ...]` list Node's `http.request` takes:
+ * the end-to-end ones, with the forwarding headers rebuilt from what the gateway can vouch for. A trusted
+ * proxy's `X-Forwarded-For`, `-Proto`, `-Host` and `Forwarded` are extended with this hop (so
+ * `X-Forwarded-Proto: https` from a TLS-terminating proxy survives); from any other peer they are
+ * replaced, as is `X-Real-IP`, which always names the client the gateway resolved.
+ *
+ * A list rather than an object: Node writes a list as it is, where an object costs a `setHeader` per
+ * field (validation, a lower-cased copy of the name and an entry per field) before the same write. Node
+ * builds the request's head at once from a list, so what it would decide at the end of an empty body for
+ * an object is decided here: a request that may carry a body but has no length (`POST` with neither
+ * `Content-Length` nor `Transfer-Encoding`) has none, and goes with `Content-Length: 0`, not chunked.
  */
+export function upstreamHeaderList(
+  req: IncomingMessage,
+  clientIp: string,
+  trusted: boolean,
+  upstreamHost: string,
+): string[] {
+  const headers = req.headers;
+  const out: string[] = ['host', upstreamHost];
+  const listed = connectionListed(headers.connection);
+  for (const name in headers) {
+    if (NOT_COPIED.has(name) || listed?.includes(name)) continue;
+    const value = headers[name];
+    if (typeof value === 'string') out.push(name, value);
+    else if (value !== undefined) for (const one of value) out.push(name, one);
+  }
+  if (
+    headers['content-length'] === undefined &&
+    headers['transfer-encoding'] === undefined &&
+    !BODYLESS_BY_DEFAULT.has(req.method ?? 'GET')
+  ) {
+    out.push('content-length', '0');
+  }
+  const peer = req.socket.remoteAddress ?? clientIp;
+  const host = first(headers.host) ?? '';
+  const priorFor = trusted ? first(headers['x-forwarded-for']) : undefined;
+  const priorProto = trusted ? first(headers['x-forwarded-proto'])?.split(',')[0]?.trim().toLowerCase() : undefined;
+  const proto = priorProto === 'https' || priorProto === 'http' ? priorProto : 'http';
+  const priorHost = trusted ? first(headers['x-forwarded-host']) : undefined;
+  const priorForwarded = trusted ? first(headers.forwarded) : undefined;
+  const element = forwardedElement(peer, host, proto);
+  out.push(
+    'x-forwarded-for',
+    priorFor === undefined ? peer : `${priorFor}, ${peer}`,
+    'x-forwarded-proto',
+    proto,
+    'x-forwarded-host',
+    priorHost ?? host,
+    'x-real-ip',
+    clientIp,
+    'forwarded',
+    priorForwarded === undefined ? element : `${priorForwarded}, ${element}`,
+  );
+  return out;
+}
+
+/** {@link upstreamHeaderList} as an object (a repeated field as a list), for the upgrade path. */
 export function upstreamHeaders(
   req: IncomingMessage,
   clientIp: string,
   trusted: boolean,
   upstreamHost: string,
-): IncomingHttpHeaders {
-  // Left out as the headers are copied, not deleted after: a `delete` turns the object into a slow
-  // dictionary for everything that reads it later (Node's header validation and serialisation).
-  const headers = copyHeaders(req.headers, FORWARDING);
-  const peer = req.socket.remoteAddress ?? clientIp;
-  const host = first(req.headers.host) ?? '';
-  const priorFor = trusted ? first(req.headers['x-forwarded-for']) : undefined;
-  const priorProto = trusted ? first(req.headers['x-forwarded-proto'])?.split(',')[0]?.trim().toLowerCase() : undefined;
-  const proto = priorProto === 'https' || priorProto === 'http' ? priorProto : 'http';
-  const priorHost = trusted ? first(req.headers['x-forwarded-host']) : undefined;
-  const priorForwarded = trusted ? first(req.headers.forwarded) : undefined;
-  headers['x-forwarded-for'] = priorFor === undefined ? peer : `${priorFor}, ${peer}`;
-  headers['x-forwarded-proto'] = proto;
-  headers['x-forwarded-host'] = priorHost ?? host;
-  headers['x-real-ip'] = clientIp;
-  const element = forwardedElement(peer, host, proto);
-  headers.forwarded = priorForwarded === undefined ? element : `${priorForwarded}, ${element}`;
-  headers.host = upstreamHost;
+): OutgoingHttpHeaders {
+  const list = upstreamHeaderList(req, clientIp, trusted, upstreamHost);
+  const headers: OutgoingHttpHeaders = {};
+  for (let i = 0; i + 1 < list.length; i += 2) {
+    const name = list[i] as string;
+    const value = list[i + 1] as string;
+    const existing = headers[name];
+    headers[name] =
+      existing === undefined ? value : [...(Array.isArray(existing) ? existing : [String(existing)]), value];
+  }
   return headers;
 }
 

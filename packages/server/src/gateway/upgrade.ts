@@ -1,4 +1,4 @@
-import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, STATUS_CODES } from 'node:http';
+import { request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders, STATUS_CODES } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { Duplex } from 'node:stream';
 import type { Logger } from '../logger.js';
@@ -41,7 +41,7 @@ export interface UpgradeProxy {
   /** Path and query to request upstream. */
   path: string;
   /** End-to-end headers with the forwarding headers rebuilt; `Connection`/`Upgrade` are added here. */
-  headers: IncomingHttpHeaders;
+  headers: OutgoingHttpHeaders;
   /** The rate-limit headers to add to the upstream's answer. */
   extra: Record<string, string>;
   /** Longest wait for the upstream's answer to the upgrade. */

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { createServer, request, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, connect } from 'node:net';
 import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { type SluiceProcess, startSluice, tempFile, unique } from './helpers.js';
@@ -28,6 +28,21 @@ http:
 `;
 
 const MB = 1024 * 1024;
+
+/** Sends `text` on a new connection and resolves to everything the server sends back until it closes. */
+function rawExchange(port: number, text: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    // write(), not end(): a client that half-closes may be answered by a closed connection.
+    const socket = connect(port, '127.0.0.1', () => socket.write(text));
+    let out = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => {
+      out += chunk;
+    });
+    socket.on('end', () => resolve(out));
+    socket.on('error', reject);
+  });
+}
 
 /** Bytes of a deterministic pattern, so both ends can check what went through. */
 function pattern(size: number): Readable {
@@ -75,6 +90,19 @@ describe('gateway', () => {
         const { forwarded, 'x-forwarded-for': xff, 'x-forwarded-proto': proto, 'x-real-ip': realIp } = req.headers;
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ forwarded, xff, proto, realIp }));
+        return;
+      }
+      if (req.url === '/echo-framing') {
+        let size = 0;
+        req.on('data', (c: Buffer) => {
+          size += c.length;
+        });
+        req.on('end', () => {
+          const { host, 'content-length': length, 'transfer-encoding': te, 'x-custom': custom } = req.headers;
+          const body = JSON.stringify({ method: req.method, host, length, te, custom, size });
+          res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+          res.end(body);
+        });
         return;
       }
       if (req.url?.startsWith('/download')) {
@@ -149,6 +177,43 @@ describe('gateway', () => {
       { xff: '127.0.0.1', proto: 'http', realIp: '127.0.0.1' },
     );
     assert.match(seen.forwarded ?? '', /^for=127\.0\.0\.1;host=[^,]*;proto=http$/);
+  });
+
+  it("frames the request body as the client did, with the upstream's Host", async () => {
+    const port = (upstream.address() as AddressInfo).port;
+    const echo = async (method: string, init: RequestInit = {}) =>
+      (await (await fetch(`${gateway}/echo-framing`, { method, ...init })).json()) as Record<string, unknown>;
+    // A POST with neither a length nor chunks has no body (RFC 9112 §6.3): it goes with Content-Length: 0.
+    const raw = await rawExchange(
+      Number(sluice.proxy),
+      'POST /echo-framing HTTP/1.1\r\nHost: shop.example\r\nX-Custom: a\r\nConnection: close\r\n\r\n',
+    );
+    assert.deepEqual(JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4)), {
+      method: 'POST',
+      host: `127.0.0.1:${port}`,
+      length: '0',
+      custom: 'a',
+      size: 0,
+    });
+    assert.deepEqual(await echo('POST', { body: 'twelve bytes' }), {
+      method: 'POST',
+      host: `127.0.0.1:${port}`,
+      length: '12',
+      size: 12,
+    });
+    const streamed = await echo('PUT', {
+      body: Readable.toWeb(pattern(100_000)) as ReadableStream,
+      duplex: 'half',
+    } as RequestInit);
+    assert.deepEqual(
+      { te: streamed.te, length: streamed.length, size: streamed.size },
+      {
+        te: 'chunked',
+        length: undefined,
+        size: 100_000,
+      },
+    );
+    assert.deepEqual(await echo('GET'), { method: 'GET', host: `127.0.0.1:${port}`, size: 0 });
   });
 
   it('streams large bodies both ways', async () => {
