@@ -11,12 +11,13 @@ import { isIP } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Decision } from 'sluice';
 import { combineDecisions, isSluiceError } from 'sluice';
-import type { RulesEngine } from 'sluice/rules';
+import type { HttpDomainDescriptors, RulesEngine } from 'sluice/rules';
 import { httpDescriptorsFor, normalizePath } from 'sluice/rules';
 import type { AccessLists } from './access-lists.js';
 import type { Decided, Decider } from './decide.js';
 import { isStoreError } from './decide.js';
 import { assertRequestLengths } from './envoy-codec.js';
+import { AddressDescriptors } from './gateway/address-descriptors.js';
 import { type ClientSlots, createClientSlots } from './gateway/client-slots.js';
 import { type DeadlineEntry, DeadlineList } from './gateway/deadlines.js';
 import { forwardableRaw, upstreamHeaderList, upstreamHeaders } from './gateway/forwarding.js';
@@ -118,6 +119,8 @@ export function createGateway(options: GatewayOptions): Server {
   // The TLS server name Node's agent would derive from the Host header (the upstream's) on every request.
   const upstreamServername = isIP(upstreamHostname) === 0 ? upstreamHostname : '';
   const slots = createClientSlots(limits.maxClientInFlight);
+  // The usual config limits per client address only: its descriptors are worked out once per client.
+  const addressDescriptors = new AddressDescriptors();
 
   function answer(res: ServerResponse, a: GatewayAnswer): void {
     if (res.headersSent || res.destroyed) return;
@@ -153,20 +156,22 @@ export function createGateway(options: GatewayOptions): Server {
     const list = lists.match('', 'remote_address', ip);
     if (list === 'deny') return { verdict: 'denied', headers: {} };
     if (list === 'allow') return { verdict: 'pass', headers: {} };
-    const groups = httpDescriptorsFor(engine.ruleSet, {
-      method: req.method ?? 'GET',
-      path,
-      headers: req.headers,
-      remoteAddress: key,
-    });
-    if (groups.length === 0) return { verdict: 'pass', headers: {} };
-    if (groups.length === 1) {
-      const { domain, descriptors } = groups[0] as (typeof groups)[number];
-      const request = { domain, descriptors };
-      assertRequestLengths(request);
-      // The decision itself, made a verdict by admit()'s one promise step (no step of its own here).
-      return decider.decide(request, 'gateway');
+    const ruleSet = engine.ruleSet;
+    let groups = addressDescriptors.get(ruleSet, key);
+    if (groups === undefined) {
+      groups = httpDescriptorsFor(ruleSet, {
+        method: req.method ?? 'GET',
+        path,
+        headers: req.headers,
+        remoteAddress: key,
+      });
+      for (const group of groups) assertRequestLengths(group);
+      addressDescriptors.set(key, groups);
     }
+    if (groups.length === 0) return { verdict: 'pass', headers: {} };
+    // The decision itself, made a verdict by admit()'s one promise step (no step of its own here). A
+    // group is a request as it is ({ domain, descriptors }), checked when it was worked out.
+    if (groups.length === 1) return decider.decide(groups[0] as (typeof groups)[number], 'gateway');
     return decideGroups(groups);
   }
 
@@ -182,13 +187,9 @@ export function createGateway(options: GatewayOptions): Server {
   }
 
   /** Several domains' rules matched: decided one after another, the closest to exhaustion reported. */
-  async function decideGroups(groups: ReturnType<typeof httpDescriptorsFor>): Promise<Verdict> {
+  async function decideGroups(groups: readonly HttpDomainDescriptors[]): Promise<Verdict> {
     const answers: Decided[] = [];
-    for (const { domain, descriptors } of groups) {
-      const request = { domain, descriptors };
-      assertRequestLengths(request);
-      answers.push(await decider.decide(request, 'gateway'));
-    }
+    for (const group of groups) answers.push(await decider.decide(group, 'gateway'));
     const bindings = answers.flatMap((a) => (a.binding === undefined ? [] : [a.binding]));
     const binding = bindings.length === 0 ? undefined : combineDecisions(bindings);
     const chosen = answers.find((a) => a.binding === binding) ?? answers[0];
