@@ -17,9 +17,6 @@ function script(name: string, source: string): Script {
   return { name, source, sha: createHash('sha1').update(source).digest('hex') };
 }
 
-/** A policy as the check script reads it: 5 little-endian doubles, unpacked in C (no text parsing). */
-const EVENTUAL_POLICY = '<ddddd';
-
 const PRELUDE = `
 local call, tonumber, byte = redis.call, tonumber, string.byte
 local floor, max, min = math.floor, math.max, math.min
@@ -52,22 +49,19 @@ local function mark(marker, window, ttl)
 end
 `;
 
-// ARGV: now, grace, this region, all-or-nothing (1/0), commit (1/0), then per item its policy packed
-// (EVENTUAL_POLICY: algorithm (1 fixed, 2 sliding), limit, period, capacity, blockMs; the Redis
-// store's packed.ts) and its cost. KEYS per item: the window's hash, the previous window's hash, the
-// marker, the block key.
+// ARGV: now, grace, this region, all-or-nothing (1/0), commit (1/0), then per item 6 fields:
+// algorithm (1 fixed, 2 sliding), limit, period, capacity, blockMs, cost. KEYS per item: the window's
+// hash, the previous window's hash, the marker, the block key.
 // Returns per item: status (1 fits, 0 does not, 2 blocked), previous total, current total (before
 // this item took anything), block end (or 0).
 const CHECK = `${PRELUDE}
 local NOW, GRACE, ME, ALL, COMMIT = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], ARGV[4] == '1', ARGV[5] == '1'
 local PLUS = '+' .. ME
 local items, k = {}, 1
-for i = 6, #ARGV, 2 do
-  local alg, limit, period, capacity, block = struct.unpack('${EVENTUAL_POLICY}', ARGV[i])
-  local cost = 1
-  if ARGV[i + 1] ~= '1' then cost = tonumber(ARGV[i + 1]) end
+for i = 6, #ARGV, 6 do
   items[#items + 1] = { cur = KEYS[k], prev = KEYS[k + 1], marker = KEYS[k + 2], bkey = KEYS[k + 3],
-    alg = alg, limit = limit, period = period, capacity = capacity, block = block, cost = cost }
+    alg = tonumber(ARGV[i]), limit = tonumber(ARGV[i + 1]), period = tonumber(ARGV[i + 2]),
+    capacity = tonumber(ARGV[i + 3]), block = tonumber(ARGV[i + 4]), cost = tonumber(ARGV[i + 5]) }
   k = k + 4
 end
 local function look(it)

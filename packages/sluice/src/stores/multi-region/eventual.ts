@@ -9,8 +9,6 @@ import { slidingWindow } from '../../algorithms/sliding-window.js';
 import type { Decision } from '../../core/decision.js';
 import { SluiceError } from '../../core/errors.js';
 import type { AlgorithmName, ResolvedPolicy } from '../../core/policy.js';
-import type { RedisArg } from '../redis/client.js';
-import { packDoubles } from '../redis/packed.js';
 import type { Runner } from '../redis/runner.js';
 import type { StoreItem } from '../store.js';
 import type { DecidedEvent } from './escrow.js';
@@ -100,27 +98,19 @@ export function createEventualRegion(
   onDecided: ((event: DecidedEvent) => void) | undefined,
 ): EventualRegion {
   const grace = String(graceMs);
-  /** Each policy as the check script reads it (eventual-lua.ts, EVENTUAL_POLICY), built once. */
-  const packed = new WeakMap<ResolvedPolicy, Buffer>();
-  const packedOf = (p: ResolvedPolicy) => {
-    let b = packed.get(p);
-    if (b === undefined) {
-      b = packDoubles([Number(ALG_CODE[p.algorithm]), p.limit, p.periodMs, p.capacity, p.blockMs]);
-      packed.set(p, b);
-    }
-    return b;
-  };
   return {
     async check(items, nowMs, commit, all) {
       const keys: string[] = [];
-      const args: RedisArg[] = [String(nowMs), grace, region, all ? '1' : '0', commit ? '1' : '0'];
+      const args = [String(nowMs), grace, region, all ? '1' : '0', commit ? '1' : '0'];
       const where: CounterKeys[] = [];
       for (const { key, policy, cost } of items) {
         assertCounterPolicy(policy);
         const k = counterKeys(prefix, key, policy, nowMs);
         where.push(k);
         keys.push(k.cur, k.prev, k.marker, k.bkey);
-        args.push(packedOf(policy), String(cost));
+        const p = policy;
+        args.push(ALG_CODE[p.algorithm] as string, String(p.limit), String(p.periodMs), String(p.capacity));
+        args.push(String(p.blockMs), String(cost));
       }
       const r = (await runner.script(EVENTUAL_CHECK, keys, args)) as unknown[];
       const seen: Seen[] = items.map((_, i) => ({
