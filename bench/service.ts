@@ -14,7 +14,7 @@
  *   SLUICE_BENCH_SECONDS=5 node --import tsx bench/service.ts
  *   SLUICE_BENCH_RATE=20000 SLUICE_BENCH_ONLY=h2load node --import tsx bench/service.ts   # rows whose name has it
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -120,8 +120,34 @@ interface BenchJson {
   latencyMs: { p50: number; p99: number };
 }
 
-function bench(args: string[], seconds: number): BenchJson {
-  const run = spawnSync(
+/**
+ * Runs a load generator to its end without blocking this process: the service writes a line per
+ * garbage collection to the pipe this process reads, and with the event loop blocked (spawnSync) the
+ * pipe filled during a run on an idle machine — the service then stopped in its write, and the run
+ * never ended.
+ */
+function run(
+  command: string,
+  args: readonly string[],
+  options: { cwd?: string } = {},
+): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (c: string) => {
+    stdout += c;
+  });
+  child.stderr.setEncoding('utf8').on('data', (c: string) => {
+    stderr += c;
+  });
+  return new Promise((done, fail) => {
+    child.once('error', fail);
+    child.once('close', (status) => done({ status, stdout, stderr }));
+  });
+}
+
+async function bench(args: string[], seconds: number): Promise<BenchJson> {
+  const result = await run(
     process.execPath,
     [
       ...CLI,
@@ -137,10 +163,10 @@ function bench(args: string[], seconds: number): BenchJson {
       String(CONCURRENCY),
       ...args,
     ],
-    { cwd: ROOT, encoding: 'utf8' },
+    { cwd: ROOT },
   );
-  if (run.status !== 0) throw new Error(`sluice bench failed: ${run.stderr}`);
-  return JSON.parse(run.stdout.trim().split('\n').at(-1) as string) as BenchJson;
+  if (result.status !== 0) throw new Error(`sluice bench failed: ${result.stderr}`);
+  return JSON.parse(result.stdout.trim().split('\n').at(-1) as string) as BenchJson;
 }
 
 interface Row {
@@ -161,7 +187,7 @@ interface Row {
 const H2LOAD = ['/usr/bin/h2load', '/usr/local/bin/h2load'].find((p) => existsSync(p));
 
 /** Runs h2load for `seconds`: as fast as the service answers, or at `rate` calls per second offered. */
-function h2load(s: Service, seconds: number, rate?: number): BenchJson {
+async function h2load(s: Service, seconds: number, rate?: number): Promise<BenchJson> {
   const dir = mkdtempSync(join(tmpdir(), 'sluice-h2load-'));
   try {
     const request = join(dir, 'request.bin');
@@ -173,29 +199,25 @@ function h2load(s: Service, seconds: number, rate?: number): BenchJson {
       }),
     );
     const log = join(dir, 'requests.log');
-    const run = spawnSync(
-      H2LOAD as string,
-      [
-        '-D',
-        String(seconds),
-        '-c',
-        '1',
-        '-m',
-        String(CONCURRENCY),
-        '-d',
-        request,
-        '-H',
-        'content-type: application/grpc',
-        '-H',
-        'te: trailers',
-        `--log-file=${log}`,
-        // One client: its rate is the offered rate (calls still wait for one of the 64 streams).
-        ...(rate === undefined ? [] : [`--rps=${rate}`]),
-        `http://127.0.0.1:${s.grpc}/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit`,
-      ],
-      { encoding: 'utf8' },
-    );
-    if (run.status !== 0) throw new Error(`h2load failed: ${run.stderr}`);
+    const result = await run(H2LOAD as string, [
+      '-D',
+      String(seconds),
+      '-c',
+      '1',
+      '-m',
+      String(CONCURRENCY),
+      '-d',
+      request,
+      '-H',
+      'content-type: application/grpc',
+      '-H',
+      'te: trailers',
+      `--log-file=${log}`,
+      // One client: its rate is the offered rate (calls still wait for one of the 64 streams).
+      ...(rate === undefined ? [] : [`--rps=${rate}`]),
+      `http://127.0.0.1:${s.grpc}/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit`,
+    ]);
+    if (result.status !== 0) throw new Error(`h2load failed: ${result.stderr}`);
     const lines = readFileSync(log, 'utf8').trim().split('\n');
     const ms = Float64Array.from(lines, (l) => Number(l.split('\t')[2]) / 1000).sort();
     const q = (p: number) => ms[Math.min(ms.length - 1, Math.ceil(p * ms.length) - 1)] ?? 0;
@@ -224,10 +246,12 @@ async function scenario(
       ? bench(benchArgs(service), seconds)
       : h2load(service, seconds, generator === 'h2load' ? undefined : generator.rate);
   try {
-    load(2); // warm up the JIT and the connections' peers
+    await load(2); // warm up the JIT and the connections' peers
+    // Lines printed during the warm-up may still be on their way through the pipe.
+    await new Promise((done) => setTimeout(done, 200));
     const before = cpuSeconds(service.pid);
     const gcBefore = service.gcs();
-    const result = load(SECONDS);
+    const result = await load(SECONDS);
     const used = cpuSeconds(service.pid) - before;
     // Lines printed during the run may still be on their way through the pipe.
     await new Promise((done) => setTimeout(done, 200));
