@@ -10,8 +10,9 @@
  * ARGV[3] is the number of policies. They travel once per call, at the end of ARGV, 8 arguments each
  * (`alg limit periodMs capacity scale intervalTicks capacityTicks blockMs`), and items refer to them
  * by index; the batch script parses the first policy once per call, not once per item (Lua's
- * `tonumber` is glibc's strtod, about a microsecond of Redis time per number). They stay text: a binary argument would make ioredis encode
- * the whole command its slower way, which costs the client more than Redis saves.
+ * `tonumber` is glibc's strtod, about a microsecond of Redis time per number). They stay text: a
+ * binary argument would make ioredis encode the whole command its slower way, which costs the client
+ * more than Redis saves.
  * Every item has two KEYS: its state key and its block key (both in the same hash slot).
  *
  * A decision comes back as 6 integers: allowed (1/0), remaining, resetMs, retryAfterMs (-1 = never),
@@ -148,7 +149,8 @@ local function put(key, value, ttl)
   ttl = ttl + GRACE
   if ttl > 0 then call('SET', key, value, 'PX', fmt(ttl)) else call('DEL', key) end
 end
--- The policies (ARGV[3] of them, 8 arguments each, at the end), and the index of the last argument before them.
+-- The policies (ARGV[3] of them, 8 arguments each, at the end), and the index of the last
+-- argument before them.
 local function read_policies()
   local n = tonumber(ARGV[3])
   local ps, last = {}, #ARGV - n * 8
