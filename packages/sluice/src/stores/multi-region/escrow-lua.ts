@@ -414,7 +414,7 @@ export const ITEM_FIELDS = 14;
  * numbers of make_item, then the store's grace), unpacked by Redis's struct library in C. As text
  * they were 13 ARGV, each parsed by Lua's tonumber (glibc strtod): about half of the script's cost.
  */
-export const PACKED_POLICY = '<dddddddddddddd';
+const PACKED_POLICY = '<dddddddddddddd';
 /**
  * The fast path's copy of a lease record (field fp, binary): the instants it holds from and until, the
  * share and its policy's capacity, scale, T and capT, then (text) the epoch key's suffix.
