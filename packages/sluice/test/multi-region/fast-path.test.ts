@@ -91,6 +91,18 @@ describe('multi-region escrow: the fast path decides as the full path', () => {
           const commit = step % 9 !== 0;
           out.push([algorithm, step, await eu.check('k', p, cost, t, commit)]);
           if (step % 13 === 0) await us.check('k', p, 1, t, true);
+          if (step % 10 === 5) {
+            // Checks that arrive together share a call: two policies in turn, costs above one.
+            const q = resolvePolicy({ algorithm, limit: 20, period: 1000 });
+            const together = [
+              eu.check('k', p, 1, t, true),
+              eu.check('k', q, 1, t, true),
+              eu.check('k2', p, 2, t, true),
+              eu.check('k', q, 1, t, true),
+              eu.check('k2', p, 1, t, true),
+            ];
+            out.push([algorithm, step, await Promise.all(together)]);
+          }
           if (step % 10 === 9) {
             for (const s of [eu, us, ap, eu]) await s.sync();
           }

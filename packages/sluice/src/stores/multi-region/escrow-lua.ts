@@ -440,6 +440,7 @@ if ARGV[2] ~= '1' then
   local I0 = 5 + tonumber(ARGV[4])
   local function W(...) call(...) return true end
   local k = 1
+  local PQ, _, period, pcapacity, block, ttl, GRACE
   for i = I0, I0 + #KEYS / 2 - 1 do
     local rkey, bkey = KEYS[k], KEYS[k + 1]
     local h = call('HMGET', rkey, 'fp', 'hw')
@@ -454,7 +455,11 @@ if ARGV[2] ~= '1' then
       local x = find(ARGV[i], ':', 1, true)
       q, cost = 4 + tonumber(sub(ARGV[i], 1, x - 1)), tonumber(sub(ARGV[i], x + 1))
     end
-    local _, _, period, _, pcapacity, _, _, _, block, _, ttl, _, _, GRACE = unpack('${PACKED_POLICY}', ARGV[q])
+    -- The policy's numbers, unpacked once per policy in a call (a batch is mostly one).
+    if q ~= PQ then
+      PQ = q
+      _, _, period, _, pcapacity, _, _, _, block, _, ttl, _, _, GRACE = unpack('${PACKED_POLICY}', ARGV[q])
+    end
     local limit = share
     -- The latest stamp (the full path's write, when it moved).
     if COMMIT and NOW ~= hw then
