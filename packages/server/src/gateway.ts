@@ -147,12 +147,21 @@ export function createGateway(options: GatewayOptions): Server {
     answer,
   };
 
+  // The decider's synchronous entry (it throws what decide() would reject with), when it has one.
+  const decideNow = decider.decideNow?.bind(decider);
+
   /**
    * The verdict on a request: at once when no decision is needed (a list entry, no `http:` rule
-   * matched), else once the decider has answered (one domain's decision is made a verdict by the caller,
-   * in its own promise step). Plain promise steps, not async functions: this runs for every request.
+   * matched) or the decider answers at once (one domain on the memory store), else once the decider has
+   * answered (one domain's decision is made a verdict by the caller, in its own promise step). Plain
+   * promise steps, not async functions: this runs for every request.
    */
-  function decide(req: IncomingMessage, path: string, ip: string, key: string): Verdict | Promise<Decided | Verdict> {
+  function decide(
+    req: IncomingMessage,
+    path: string,
+    ip: string,
+    key: string,
+  ): Verdict | Decided | Promise<Decided | Verdict> {
     const list = lists.match('', 'remote_address', ip);
     if (list === 'deny') return { verdict: 'denied', headers: {} };
     if (list === 'allow') return { verdict: 'pass', headers: {} };
@@ -169,9 +178,12 @@ export function createGateway(options: GatewayOptions): Server {
       addressDescriptors.set(key, groups);
     }
     if (groups.length === 0) return { verdict: 'pass', headers: {} };
-    // The decision itself, made a verdict by admit()'s one promise step (no step of its own here). A
-    // group is a request as it is ({ domain, descriptors }), checked when it was worked out.
-    if (groups.length === 1) return decider.decide(groups[0] as (typeof groups)[number], 'gateway');
+    // The decision itself: at once when the store answers at once (the memory store: no promise, no
+    // closure, no microtask), else made a verdict by admit()'s one promise step (no step of its own here).
+    // A group is a request as it is ({ domain, descriptors }), checked when it was worked out.
+    const group = groups[0] as (typeof groups)[number];
+    if (groups.length === 1)
+      return decideNow === undefined ? decider.decide(group, 'gateway') : decideNow(group, 'gateway');
     return decideGroups(groups);
   }
 
@@ -279,13 +291,15 @@ export function createGateway(options: GatewayOptions): Server {
       };
     }
     const targetText = target.query === '' ? target.path : target.path + target.query;
-    let verdict: Verdict | Promise<Decided | Verdict>;
+    let verdict: Verdict | Decided | Promise<Decided | Verdict>;
     try {
       verdict = decide(req, target.path, ip, key);
     } catch (error) {
       return failedAdmission(key, error);
     }
-    if (!(verdict instanceof Promise)) return admitted(verdict, targetText, ip, key);
+    if (!(verdict instanceof Promise)) {
+      return admitted('verdict' in verdict ? verdict : verdictOf(verdict), targetText, ip, key);
+    }
     return verdict.then(
       (v) => admitted('verdict' in v ? v : verdictOf(v), targetText, ip, key),
       (error: unknown) => failedAdmission(key, error),
