@@ -29,7 +29,8 @@ async function runSimulate(...argv: string[]): Promise<{ code: number; out: stri
   return { code, out, err };
 }
 
-describe('sluice simulate --regions', { timeout: 120_000 }, () => {
+// Generous: the charts check simulates five two-minute runs, and a loaded CI machine runs it several times slower.
+describe('sluice simulate --regions', { timeout: 600_000 }, () => {
   let server: RedisServerHandle;
   let clients: Redis[] = [];
   before(async () => {
