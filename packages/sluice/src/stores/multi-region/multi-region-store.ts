@@ -234,8 +234,9 @@ export function createMultiRegionStore(options: MultiRegionStoreOptions): MultiR
     region: o.region,
     mode: o.mode,
 
-    async check(key, policy, cost, nowMs, commit) {
-      if (closed) throw closedError();
+    // Not async: the batcher's promise is the answer (an async wrapper would add a promise per check).
+    check(key, policy, cost, nowMs, commit) {
+      if (closed) return Promise.reject(closedError());
       return singles.check({ key, policy, cost }, nowMs, commit);
     },
     checkMany,
