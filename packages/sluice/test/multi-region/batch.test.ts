@@ -79,4 +79,19 @@ describe('multi-region: concurrent checks share script calls', () => {
       await store.close();
     }
   });
+  it('a closed store refuses checks with ERR_SLUICE_STORE_CLOSED (a rejected promise, not a throw)', async () => {
+    const store = createMultiRegionStore({
+      region: 'eu',
+      regions: { eu: client },
+      mode: 'escrow',
+      prefix: 'b:closed:',
+    });
+    await store.close();
+    const p = resolvePolicy({ algorithm: 'fixed-window', limit: 5, period: 60_000 });
+    let answer: Promise<unknown> | undefined;
+    assert.doesNotThrow(() => {
+      answer = store.check('k', p, 1, 1_800_000_000_000, true);
+    });
+    await assert.rejects(answer as Promise<unknown>, { code: 'ERR_SLUICE_STORE_CLOSED' });
+  });
 });
