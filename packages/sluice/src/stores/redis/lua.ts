@@ -9,10 +9,10 @@
  *   ARGV[2]  grace ms added to every TTL (0 with the server clock; see GRACE in redis-store.ts)
  * ARGV[3] is the number of policies. They travel once per call, at the end of ARGV, 8 arguments each
  * (`alg limit periodMs capacity scale intervalTicks capacityTicks blockMs`), and items refer to them
- * by index; the batch script parses the first policy once per call, not once per item (Lua's
- * `tonumber` is glibc's strtod, about a microsecond of Redis time per number). They stay text: a
- * binary argument would make ioredis encode the whole command its slower way, which costs the client
- * more than Redis saves.
+ * by index; the batch script parses the first policy once per call, not once per item. They are
+ * hexadecimal text (scripts.ts, policyArgs), read with `tonumber(s, 16)` (C's strtoul; decimal would
+ * take glibc's strtod, the dearer by far), and not binary: a binary argument would make ioredis encode
+ * the whole command its slower way, which costs the client more than Redis saves.
  * Every item has two KEYS: its state key and its block key (both in the same hash slot).
  *
  * A decision comes back as 6 integers: allowed (1/0), remaining, resetMs, retryAfterMs (-1 = never),
@@ -95,8 +95,8 @@ local last = #ARGV - tonumber(ARGV[3]) * 8
 -- A policy's numbers (the algorithm's code aside: the script is the algorithm's own).
 local function policy(index)
   local b = last + (index - 1) * 8
-  return tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5]),
-    tonumber(ARGV[b + 6]), tonumber(ARGV[b + 7]), tonumber(ARGV[b + 8])
+  return tonumber(ARGV[b + 2], 16), tonumber(ARGV[b + 3], 16), tonumber(ARGV[b + 4], 16), tonumber(ARGV[b + 5], 16),
+    tonumber(ARGV[b + 6], 16), tonumber(ARGV[b + 7], 16), tonumber(ARGV[b + 8], 16)
 end
 -- The first policy, parsed once per call: a batch is mostly one policy.
 local L1, P1, C1, S1, T1, CT1, B1 = policy(1)
@@ -156,9 +156,9 @@ local function read_policies()
   local ps, last = {}, #ARGV - n * 8
   for k = 1, n do
     local i = last + (k - 1) * 8
-    ps[k] = { alg = tonumber(ARGV[i + 1]), limit = tonumber(ARGV[i + 2]), period = tonumber(ARGV[i + 3]),
-      capacity = tonumber(ARGV[i + 4]), scale = tonumber(ARGV[i + 5]), T = tonumber(ARGV[i + 6]),
-      capT = tonumber(ARGV[i + 7]), block = tonumber(ARGV[i + 8]) }
+    ps[k] = { alg = tonumber(ARGV[i + 1], 16), limit = tonumber(ARGV[i + 2], 16), period = tonumber(ARGV[i + 3], 16),
+      capacity = tonumber(ARGV[i + 4], 16), scale = tonumber(ARGV[i + 5], 16), T = tonumber(ARGV[i + 6], 16),
+      capT = tonumber(ARGV[i + 7], 16), block = tonumber(ARGV[i + 8], 16) }
   end
   return ps, last
 end

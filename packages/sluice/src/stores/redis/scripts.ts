@@ -38,7 +38,11 @@ export const ALL_SCRIPTS: readonly Script[] = [
 
 const encoded = new WeakMap<ResolvedPolicy, readonly string[]>();
 
-/** A policy as the 8 ARGV the scripts read (cached per policy object). */
+/**
+ * A policy as the 8 ARGV the scripts read (cached per policy object), in hexadecimal: every number of a
+ * ResolvedPolicy is a whole number below 2^53, and Lua's `tonumber(s, 16)` reads it with C's strtoul,
+ * where decimal goes through glibc's strtod (6 % of a lone decision's instructions in Redis).
+ */
 export function policyArgs(p: ResolvedPolicy): readonly string[] {
   let args = encoded.get(p);
   if (args === undefined) {
@@ -51,8 +55,14 @@ export function policyArgs(p: ResolvedPolicy): readonly string[] {
       p.intervalTicks,
       p.capacityTicks,
       p.blockMs,
-    ].map(String);
+    ].map(hex);
     encoded.set(p, args);
   }
   return args;
+}
+
+function hex(n: number): string {
+  if (!Number.isSafeInteger(n) || n < 0)
+    throw new RangeError(`sluice: a policy number must be a whole number ≥ 0, got ${n}`);
+  return n.toString(16);
 }
