@@ -50,7 +50,7 @@ end
 `;
 
 // ARGV: now, grace, this region, all-or-nothing (1/0), commit (1/0), then per item 6 fields:
-// algorithm (1 fixed, 2 sliding), limit, period, capacity, blockMs, cost. KEYS per item: the window's
+// algorithm (1 fixed, 2 sliding), then in hexadecimal (redis/hex.ts) limit, period, capacity, blockMs, cost. KEYS per item: the window's
 // hash, the previous window's hash, the marker, the block key.
 // Returns per item: status (1 fits, 0 does not, 2 blocked), previous total, current total (before
 // this item took anything), block end (or 0).
@@ -60,8 +60,8 @@ local PLUS = '+' .. ME
 local items, k = {}, 1
 for i = 6, #ARGV, 6 do
   items[#items + 1] = { cur = KEYS[k], prev = KEYS[k + 1], marker = KEYS[k + 2], bkey = KEYS[k + 3],
-    alg = tonumber(ARGV[i]), limit = tonumber(ARGV[i + 1]), period = tonumber(ARGV[i + 2]),
-    capacity = tonumber(ARGV[i + 3]), block = tonumber(ARGV[i + 4]), cost = tonumber(ARGV[i + 5]) }
+    alg = tonumber(ARGV[i]), limit = tonumber(ARGV[i + 1], 16), period = tonumber(ARGV[i + 2], 16),
+    capacity = tonumber(ARGV[i + 3], 16), block = tonumber(ARGV[i + 4], 16), cost = tonumber(ARGV[i + 5], 16) }
   k = k + 4
 end
 local function look(it)

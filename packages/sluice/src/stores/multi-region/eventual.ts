@@ -9,6 +9,7 @@ import { slidingWindow } from '../../algorithms/sliding-window.js';
 import type { Decision } from '../../core/decision.js';
 import { SluiceError } from '../../core/errors.js';
 import type { AlgorithmName, ResolvedPolicy } from '../../core/policy.js';
+import { hexArg } from '../redis/hex.js';
 import type { Runner } from '../redis/runner.js';
 import type { StoreItem } from '../store.js';
 import type { DecidedEvent } from './escrow.js';
@@ -98,6 +99,16 @@ export function createEventualRegion(
   onDecided: ((event: DecidedEvent) => void) | undefined,
 ): EventualRegion {
   const grace = String(graceMs);
+  /** Each policy's fields of a check item (eventual-lua.ts), in hexadecimal, built once per policy object. */
+  const fields = new WeakMap<ResolvedPolicy, readonly string[]>();
+  const policyFields = (p: ResolvedPolicy) => {
+    let f = fields.get(p);
+    if (f === undefined) {
+      f = [ALG_CODE[p.algorithm] as string, ...[p.limit, p.periodMs, p.capacity, p.blockMs].map(hexArg)];
+      fields.set(p, f);
+    }
+    return f;
+  };
   return {
     async check(items, nowMs, commit, all) {
       const keys: string[] = [];
@@ -108,9 +119,8 @@ export function createEventualRegion(
         const k = counterKeys(prefix, key, policy, nowMs);
         where.push(k);
         keys.push(k.cur, k.prev, k.marker, k.bkey);
-        const p = policy;
-        args.push(ALG_CODE[p.algorithm] as string, String(p.limit), String(p.periodMs), String(p.capacity));
-        args.push(String(p.blockMs), String(cost));
+        for (const a of policyFields(policy)) args.push(a);
+        args.push(cost === 1 ? '1' : hexArg(cost));
       }
       const r = (await runner.script(EVENTUAL_CHECK, keys, args)) as unknown[];
       const seen: Seen[] = items.map((_, i) => ({
