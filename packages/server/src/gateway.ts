@@ -72,6 +72,10 @@ export interface GatewayOptions {
 
 type Verdict = { verdict: 'pass' | 'limited' | 'denied'; headers: Record<string, string>; binding?: Decision };
 
+/** The verdicts made without a decision, shared (nothing writes to a verdict or its headers). */
+const PASS: Verdict = { verdict: 'pass', headers: {} };
+const DENIED: Verdict = { verdict: 'denied', headers: {} };
+
 /** Whether a request may go on: where to, for whom, and the headers to add — or what to answer instead. */
 type Admission = Admitted | { ok: false; answer: GatewayAnswer };
 
@@ -163,8 +167,8 @@ export function createGateway(options: GatewayOptions): Server {
     key: string,
   ): Verdict | Decided | Promise<Decided | Verdict> {
     const list = lists.match('', 'remote_address', ip);
-    if (list === 'deny') return { verdict: 'denied', headers: {} };
-    if (list === 'allow') return { verdict: 'pass', headers: {} };
+    if (list === 'deny') return DENIED;
+    if (list === 'allow') return PASS;
     const ruleSet = engine.ruleSet;
     let groups = addressDescriptors.get(ruleSet, key);
     if (groups === undefined) {
@@ -177,7 +181,7 @@ export function createGateway(options: GatewayOptions): Server {
       for (const group of groups) assertRequestLengths(group);
       addressDescriptors.set(key, groups);
     }
-    if (groups.length === 0) return { verdict: 'pass', headers: {} };
+    if (groups.length === 0) return PASS;
     // The decision itself: at once when the store answers at once (the memory store: no promise, no
     // closure, no microtask), else made a verdict by admit()'s one promise step (no step of its own here).
     // A group is a request as it is ({ domain, descriptors }), checked when it was worked out.
@@ -520,13 +524,13 @@ function onUpstreamResponse(this: ClientRequest, incoming: IncomingMessage): voi
   // pipe() rather than stream.pipeline(): on Node 20 pipeline() builds an AbortSignal and, when the
   // streams finish, a DOMException per call — ~10% of the gateway's CPU per proxied request. The
   // failures pipeline() would handle are handled here: a broken upstream response ends the client's.
-  setExchange(incoming, exchange);
   incoming.pipe(res);
   incoming.on('error', onIncomingError);
 }
 
-function onIncomingError(this: IncomingMessage): void {
-  exchangeOf(this).res.destroy();
+/** The upstream's response broke off: so does the client's (found through the request it answers). */
+function onIncomingError(this: IncomingMessage & { req: ClientRequest }): void {
+  exchangeOf(this.req).res.destroy();
 }
 
 function onOutgoingError(this: ClientRequest, error: Error): void {

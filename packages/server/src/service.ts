@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Clock, Store } from 'sluice';
 import { createMemoryStore, type MemoryStoreOptions, SluiceError, systemClock } from 'sluice';
@@ -439,7 +439,8 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
           lists,
           metrics,
           logger,
-          clientIp: (req) => resolver.clientIp(req.socket.remoteAddress, req, (r, name) => headerOf(r.headers[name])),
+          // A module-level header reader: no closure made per gateway request.
+          clientIp: (req) => resolver.clientIp(req.socket.remoteAddress, req, requestHeader),
           // The network address an IPv6 client counts under (its /56), without the prefix length.
           clientKey: (ip) => {
             const key = resolver.ipKey(ip);
@@ -620,6 +621,11 @@ function createMetricsServer(metrics: ServiceMetrics, path: string): Server {
 
 function headerOf(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value.join(', ') : value;
+}
+
+/** A request header as one string (repeated fields joined), for the client address resolver. */
+function requestHeader(req: IncomingMessage, name: string): string | undefined {
+  return headerOf(req.headers[name]);
 }
 
 function storeStats(store: Store): Readonly<Record<string, number>> | undefined {

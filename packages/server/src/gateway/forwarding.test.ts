@@ -63,6 +63,23 @@ describe('forwardableRaw', () => {
   it('does not mistake a header named like an object property for a rate-limit header', () => {
     assert.deepEqual(forwardableRaw(['constructor', 'x'], {}), ['constructor', 'x']);
   });
+
+  it('drops names of any length that Connection lists, and only the rate-limit headers of a given length', () => {
+    const long = 'X-A-Header-Name-Longer-Than-Thirty-One';
+    const raw = ['Connection', `${long.toLowerCase()}, x-b`, long, '1', 'X-B', '2', 'X-RateLimit-Limit', '9'];
+    // X-Custom-Thing-Ab has the length of x-ratelimit-limit but is not it; Retry-After is replaced.
+    raw.push('X-Custom-Thing-Ab', '3', 'RETRY-AFTER', '60', 'Date', 'today');
+    assert.deepEqual(forwardableRaw(raw, { 'x-ratelimit-limit': '10', 'retry-after': '1' }), [
+      'X-Custom-Thing-Ab',
+      '3',
+      'Date',
+      'today',
+      'x-ratelimit-limit',
+      '10',
+      'retry-after',
+      '1',
+    ]);
+  });
 });
 
 describe('upstreamHeaderList', () => {

@@ -20,37 +20,70 @@ const HOP_BY_HOP = new Set([
  */
 const FORWARDING = new Set(['forwarded', 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-real-ip']);
 
+/** The bit of a header name's length in a {@link lengthMask}: one bit per length below 31, one for the rest. */
+function lengthBit(length: number): number {
+  return length < 31 ? 1 << length : 1 << 31;
+}
+
+/** The lengths of `names` as a bit mask: a name of no length in it is none of them (no lower-casing needed). */
+function lengthMask(names: Iterable<string>): number {
+  let mask = 0;
+  for (const name of names) mask |= lengthBit(name.length);
+  return mask;
+}
+
+const HOP_BY_HOP_LENGTHS = lengthMask(HOP_BY_HOP);
+
 /**
  * The end-to-end header lines of a response, straight from its raw header list (names as the upstream
  * spelt them, repeated fields kept as they came), with `extra` (lower-case names) appended in place of any
  * the upstream sent: the flat list `writeHead` takes.
  * Reading `rawHeaders` rather than `headers` spares Node building the lower-cased header object of every
- * upstream response, and the copy of it.
+ * upstream response, and the copy of it. A name is lower-cased (a new string, then looked up) only when
+ * its length is that of a hop-by-hop header or of one in `extra`: most response headers are neither.
  */
 export function forwardableRaw(raw: readonly string[], extra: Record<string, string>): string[] {
+  let lengths = HOP_BY_HOP_LENGTHS;
+  for (const name in extra) lengths |= lengthBit(name.length);
   const out: string[] = [];
   let listed: string[] | undefined;
   for (let i = 0; i + 1 < raw.length; i += 2) {
     const name = raw[i] as string;
-    if (name.length === 10 && name.toLowerCase() === 'connection') {
-      const value = (raw[i + 1] as string).toLowerCase();
-      if (value !== 'keep-alive' && value !== 'close') {
-        const tokens = value
-          .split(',')
-          .map((t) => t.trim())
-          .filter((t) => t !== '');
-        listed = listed === undefined ? tokens : [...listed, ...tokens];
+    if ((lengths & lengthBit(name.length)) !== 0) {
+      const lower = name.toLowerCase();
+      if (HOP_BY_HOP.has(lower)) {
+        if (lower === 'connection') listed = connectionTokens(raw[i + 1] as string, listed);
+        continue;
       }
+      // The gateway's own rate-limit headers replace any the upstream sent.
+      if (Object.hasOwn(extra, lower)) continue;
     }
-  }
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    const name = raw[i] as string;
-    const lower = name.toLowerCase();
-    // The gateway's own rate-limit headers replace any the upstream sent.
-    if (HOP_BY_HOP.has(lower) || listed?.includes(lower) || Object.hasOwn(extra, lower)) continue;
     out.push(name, raw[i + 1] as string);
   }
-  for (const name in extra) out.push(name, extra[name] as string);
+  // Headers a Connection header names are hop-by-hop too (rare: a second pass only then).
+  const kept = listed === undefined ? out : withoutListed(out, listed);
+  for (const name in extra) kept.push(name, extra[name] as string);
+  return kept;
+}
+
+/** `listed` with the header names a response's `Connection` value names (besides keep-alive/close), lower-cased. */
+function connectionTokens(value: string, listed: string[] | undefined): string[] | undefined {
+  const lower = value.toLowerCase();
+  if (lower === 'keep-alive' || lower === 'close') return listed;
+  const tokens = lower
+    .split(',')
+    .map((t) => t.trim())
+    .filter((t) => t !== '');
+  return listed === undefined ? tokens : [...listed, ...tokens];
+}
+
+/** A flat header list without the fields `listed` (lower-case names) names. */
+function withoutListed(list: readonly string[], listed: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i + 1 < list.length; i += 2) {
+    const name = list[i] as string;
+    if (!listed.includes(name.toLowerCase())) out.push(name, list[i + 1] as string);
+  }
   return out;
 }
 

@@ -105,6 +105,13 @@ describe('gateway', () => {
         });
         return;
       }
+      if (req.url === '/cut') {
+        // Promises 1000 bytes, sends 10, then drops the connection: a broken upstream response.
+        req.resume();
+        res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '1000' });
+        res.write('0123456789', () => res.socket?.destroy());
+        return;
+      }
       if (req.url?.startsWith('/download')) {
         res.writeHead(200, { 'content-type': 'application/octet-stream' });
         pattern(16 * MB).pipe(res);
@@ -269,6 +276,24 @@ describe('gateway', () => {
       headers: { authorization: `Bearer ${TOKEN}` },
     });
     assert.equal((await fetch(`${gateway}/${unique('p')}`)).status, 201);
+  });
+
+  it("cuts the client's response when the upstream's breaks off, and keeps serving", async () => {
+    const outcome = await new Promise<string>((resolve) => {
+      const req = request(`${gateway}/cut`, (res) => {
+        let got = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => {
+          got += c;
+        });
+        res.on('error', () => resolve(`cut after ${got}`));
+        res.on('end', () => resolve(`ended after ${got}`));
+      });
+      req.on('error', (e) => resolve(`request error ${e.message}`));
+      req.end();
+    });
+    assert.equal(outcome, 'cut after 0123456789');
+    assert.equal((await fetch(`${gateway}/after-cut`)).status, 201);
   });
 
   it('answers 502 when the upstream is down, and keeps serving', async () => {
