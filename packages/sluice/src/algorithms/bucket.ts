@@ -15,43 +15,68 @@ function levelAt(s: Slots, o: number, now: number, p: ResolvedPolicy): number {
 
 const ceilDiv = (a: number, b: number) => Math.ceil(a / b);
 
+/** Unit-cost requests that fit on top of `level`. */
+const remainingOf = (p: ResolvedPolicy, level: number) => Math.floor((p.capacityTicks - level) / p.intervalTicks);
+
 /** The rejection of a request that does not fit in the bucket (`after`: its level if admitted). */
 function rejected(p: ResolvedPolicy, level: number, after: number, cost: number): Decision {
-  const remaining = Math.floor((p.capacityTicks - level) / p.intervalTicks);
   return rejection(
     p.limit,
     p.capacity,
     cost,
-    remaining,
+    remainingOf(p, level),
     ceilDiv(level, p.scale),
     ceilDiv(after - p.capacityTicks, p.scale),
   );
+}
+
+/** Writes an admitted request's level (when it takes units); returns the level the bucket holds now. */
+function admit(s: Slots, o: number, now: number, level: number, after: number, taken: boolean): number {
+  if (!taken) return level;
+  s[o] = after;
+  s[o + 1] = Math.max(now, s[o + 1] as number);
+  return after;
+}
+
+/**
+ * The token bucket's step. cost > capacity implies after > capacityTicks: one test keeps the hot path
+ * (and its bytecode, which V8 must inline into the store's check) short; rejected() tells the two apart.
+ */
+function tokenCheck(s: Slots, o: number, now: number, p: ResolvedPolicy, cost: number, commit: boolean): Decision {
+  // levelAt(), written out: called rather than inlined it returns a boxed double.
+  const level = Math.max(0, (s[o] as number) - Math.max(0, now - (s[o + 1] as number)) * p.scale);
+  const after = level + cost * p.intervalTicks;
+  if (after > p.capacityTicks) return rejected(p, level, after, cost);
+  const held = admit(s, o, now, level, after, commit && cost > 0);
+  return {
+    allowed: true,
+    limit: p.limit,
+    remaining: remainingOf(p, held),
+    resetMs: ceilDiv(held, p.scale),
+    retryAfterMs: 0,
+  };
+}
+
+/** The token bucket's step, plus the request's turn in the queue: what is queued drains first. */
+function leakyCheck(s: Slots, o: number, now: number, p: ResolvedPolicy, cost: number, commit: boolean): Decision {
+  // levelAt(), written out as in tokenCheck.
+  const level = Math.max(0, (s[o] as number) - Math.max(0, now - (s[o + 1] as number)) * p.scale);
+  const after = level + cost * p.intervalTicks;
+  if (after > p.capacityTicks) return rejected(p, level, after, cost);
+  const held = admit(s, o, now, level, after, commit && cost > 0);
+  const remaining = remainingOf(p, held);
+  const resetMs = ceilDiv(held, p.scale);
+  return { allowed: true, limit: p.limit, remaining, resetMs, retryAfterMs: 0, delayMs: ceilDiv(level, p.scale) };
 }
 
 /** Builds the bucket algorithm; `shaping` adds `delayMs` (the leaky bucket's queue position). */
 export function createBucket(name: 'token-bucket' | 'leaky-bucket', shaping: boolean): Algorithm {
   return {
     name,
-    check(s, o, now, p, cost, commit): Decision {
-      const level = levelAt(s, o, now, p);
-      const after = level + cost * p.intervalTicks;
-      // cost > capacity implies after > capacityTicks: one test keeps the hot path (and its bytecode,
-      // which V8 must inline into the store's check) short; rejected() tells the two apart.
-      if (after > p.capacityTicks) return rejected(p, level, after, cost);
-      const taken = commit && cost > 0;
-      if (taken) {
-        s[o] = after;
-        s[o + 1] = Math.max(now, s[o + 1] as number);
-      }
-      const held = taken ? after : level;
-      const remaining = Math.floor((p.capacityTicks - held) / p.intervalTicks);
-      const resetMs = ceilDiv(held, p.scale);
-      // What is already queued drains first: this request's turn comes when it has. One literal per
-      // shape, so a decision never grows a property after it is made.
-      return shaping
-        ? { allowed: true, limit: p.limit, remaining, resetMs, retryAfterMs: 0, delayMs: ceilDiv(level, p.scale) }
-        : { allowed: true, limit: p.limit, remaining, resetMs, retryAfterMs: 0 };
-    },
+    // One step per bucket, each with the one decision literal it returns (so a decision never grows a
+    // property after it is made): with both in one step, its bytecode was over what V8 inlines into
+    // an awaited check along with the store's path.
+    check: shaping ? leakyCheck : tokenCheck,
 
     refund(s, o, now, p, cost) {
       s[o] = Math.max(0, levelAt(s, o, now, p) - cost * p.intervalTicks);
