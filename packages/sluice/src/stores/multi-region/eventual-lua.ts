@@ -49,9 +49,9 @@ local function mark(marker, window, ttl)
 end
 `;
 
-// ARGV: now, grace, this region, all-or-nothing (1/0), commit (1/0), then per item 6 fields:
-// algorithm (1 fixed, 2 sliding), then in hexadecimal (redis/hex.ts) limit, period, capacity, blockMs, cost. KEYS per item: the window's
-// hash, the previous window's hash, the marker, the block key.
+// ARGV: now, grace, this region, all-or-nothing (1/0), commit (1/0), then per item 6 fields: the
+// algorithm (1 fixed, 2 sliding), then in hexadecimal (redis/hex.ts) limit, period, capacity, blockMs
+// and cost. KEYS per item: the window's hash, the previous window's hash, the marker, the block key.
 // Returns per item: status (1 fits, 0 does not, 2 blocked), previous total, current total (before
 // this item took anything), block end (or 0).
 const CHECK = `${PRELUDE}
