@@ -6,31 +6,69 @@ export interface Drain {
   start(): void;
 }
 
+/** A response's place in the list of unanswered ones (links on the response itself: nothing else to allocate). */
+interface Pending {
+  [kPrev]?: PendingResponse | undefined;
+  [kNext]?: PendingResponse | undefined;
+  [kDrain]?: PendingList | undefined;
+}
+type PendingResponse = ServerResponse & Pending;
+
+const kPrev = Symbol('sluice.drain.prev');
+const kNext = Symbol('sluice.drain.next');
+const kDrain = Symbol('sluice.drain.list');
+
+interface PendingList {
+  head: PendingResponse | undefined;
+}
+
 /**
  * Tracks a server's unanswered requests so that shutdown can mark their answers `Connection: close`:
  * a keep-alive client then opens a new connection (to another instance) for its next request instead of
  * reusing one the server is about to close, which it would see as ECONNRESET.
+ *
+ * A linked list through the responses, not a `Set`: a Set that gains and loses an entry per request is
+ * rehashed every few requests, and V8 leaves each old table pointing at its successor (for iterators),
+ * with the entries it held. Once one table is in the old generation, every later table and every
+ * response it held — its request, socket state and buffers — survives the young-generation GCs and is
+ * promoted: measured under the gateway benchmark, 1.6 MB survived each scavenge (80 kB without), major
+ * GCs ran, and the gateway spent a quarter more CPU per request than a bare Node proxy.
  */
 export function createDrain(server: Server): Drain {
   let draining = false;
-  const pending = new Set<ServerResponse>();
-  // One listener for every response ('close' always follows 'finish'): no closure per request.
-  function forget(this: ServerResponse): void {
-    pending.delete(this);
-  }
-  server.prependListener('request', (_req, res: ServerResponse) => {
+  const list: PendingList = { head: undefined };
+  server.prependListener('request', (_req, res: PendingResponse) => {
     if (draining) {
       res.shouldKeepAlive = false;
       return;
     }
-    pending.add(res);
+    const head = list.head;
+    res[kNext] = head;
+    res[kPrev] = undefined;
+    res[kDrain] = list;
+    if (head !== undefined) head[kPrev] = res;
+    list.head = res;
+    // One module-level listener for every response ('close' always follows 'finish'): no closure per request.
     res.on('close', forget);
   });
   return {
     start() {
       draining = true;
-      for (const res of pending) if (!res.headersSent) res.shouldKeepAlive = false;
-      pending.clear();
+      for (let res = list.head; res !== undefined; res = res[kNext]) if (!res.headersSent) res.shouldKeepAlive = false;
     },
   };
+}
+
+/** Takes an answered response out of its list, and clears its links so that it holds no other response. */
+function forget(this: PendingResponse): void {
+  const list = this[kDrain];
+  if (list === undefined) return;
+  const prev = this[kPrev];
+  const next = this[kNext];
+  if (prev === undefined) list.head = next;
+  else prev[kNext] = next;
+  if (next !== undefined) next[kPrev] = prev;
+  this[kPrev] = undefined;
+  this[kNext] = undefined;
+  this[kDrain] = undefined;
 }
