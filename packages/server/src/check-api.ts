@@ -17,7 +17,7 @@ import {
   timeOf,
 } from './check-ops.js';
 import { isStoreError } from './decide.js';
-import type { DecisionHub } from './decision-events.js';
+import type { DecisionEvent, DecisionHub } from './decision-events.js';
 import { outcomeOf } from './decision-events.js';
 import { HttpError, isObject } from './http/respond.js';
 import type { ServiceMetrics } from './metrics.js';
@@ -204,16 +204,33 @@ export function createCheckApi(options: CheckApiOptions): CheckApi {
     if (group !== undefined && op !== 'check' && op !== 'peek') {
       throw new SluiceError('ERR_SLUICE_INVALID_REQUEST', `${path}group: only checks and peeks are decided in groups`);
     }
-    const base = { op, key: item.key, atMs: at, group, item, path };
-    if (op === 'acquire') return { ...base, policy: undefined, cost: 1, ...{ lease: acquireArgs(item, path) } };
-    if (op === 'release') return { ...base, policy: undefined, cost: 0 };
+    const key = item.key;
+    // Object literals, not spreads of a shared base (nor a spread in the decision event): with them,
+    // about 400 kB more of the requests stayed alive through each young-generation GC under load and was
+    // promoted (`POST /v1/check` from autocannon, `node --trace-gc-nvp`; see also sendJson).
+    if (op === 'acquire') {
+      const lease = acquireArgs(item, path);
+      const parsed: Parsed & { lease: typeof lease } = {
+        op,
+        key,
+        atMs: at,
+        group,
+        item,
+        path,
+        policy: undefined,
+        cost: 1,
+        lease,
+      };
+      return parsed;
+    }
+    if (op === 'release') return { op, key, atMs: at, group, item, path, policy: undefined, cost: 0 };
     const policy = policyFor(item, path);
     const cost = op === 'reset' ? 0 : withPath(() => resolveCost(item.cost), path);
-    return { ...base, policy, cost };
+    return { op, key, atMs: at, group, item, path, policy, cost };
   }
 
   function emit(p: Parsed, policy: ResolvedPolicy, decision: Decision, list: 'allow' | 'deny' | undefined): void {
-    hub.emit({
+    const event: { -readonly [K in keyof DecisionEvent]: DecisionEvent[K] } = {
       source: 'check',
       domain: '',
       rule: policy.id,
@@ -222,9 +239,10 @@ export function createCheckApi(options: CheckApiOptions): CheckApi {
       limit: decision.limit,
       remaining: decision.remaining,
       resetMs: decision.resetMs,
-      ...(list === undefined ? {} : { list }),
       atMs: p.atMs,
-    });
+    };
+    if (list !== undefined) event.list = list;
+    hub.emit(event);
   }
 
   async function one(item: unknown, i: number, atMs: number): Promise<CheckResult> {
