@@ -65,6 +65,25 @@ describe('createLimiter', () => {
     assert.equal((await limiter.check({ 'per-ip': '10.0.0.2', 'per-user': 'u9' })).limit, 2);
   });
 
+  it("several limits: the combined decision keeps the binding one's delay and reason", async () => {
+    const clock = createManualClock(0);
+    const limiter = createLimiter({
+      clock,
+      limits: [
+        { name: 'queue', limit: 2, period: '1s', algorithm: 'leaky-bucket' },
+        { name: 'minute', limit: 100, period: '1m' },
+      ],
+    });
+    await limiter.check('k');
+    const queued = await limiter.check('k');
+    assert.equal(queued.allowed, true);
+    assert.ok((queued.delayMs ?? 0) > 0, 'the leaky bucket queues the second request');
+    assert.equal(queued.delayMs, queued.results?.[0]?.decision.delayMs);
+    const huge = await limiter.check('other', { cost: 500 });
+    assert.equal(huge.allowed, false);
+    assert.equal(huge.reason, 'cost-exceeds-capacity');
+  });
+
   it('checkAll combines limiters on one store, all or nothing', async () => {
     const store = createMemoryStore();
     const clock = createManualClock(0);

@@ -114,6 +114,7 @@ describe('failure policy', () => {
       ],
     );
     assert.equal(third.results?.[1]?.decision.remaining, 1, 'the rejected request took nothing from minute');
+    assert.equal(third.degraded, true, 'the combined decision says it was taken without the store');
   });
 
   it('checkAll applies each limiter its own policy, all or nothing', async () => {
