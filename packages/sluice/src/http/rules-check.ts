@@ -1,5 +1,5 @@
 import type { Decision } from '../core/decision.js';
-import { combineDecisions } from '../limiter/combine.js';
+import { combineDecisions, decisionWithResults } from '../limiter/combine.js';
 import type { LimiterDecision, LimitResult } from '../limiter/create-limiter.js';
 import type { DescriptorStatus, RulesEngine } from '../rules/engine-types.js';
 import { httpDescriptorsFor } from '../rules/http/descriptors-for.js';
@@ -90,7 +90,7 @@ export function createRulesCheck(engine: RulesEngine): (request: RulesRequest) =
       decision: a.decision,
     }));
     return {
-      decision: { ...chosen, results },
+      decision: decisionWithResults(chosen, results),
       limitName: bound.name,
       header: headerOf(bound.name, limit.limit, limit.periodMs),
       shadowed,

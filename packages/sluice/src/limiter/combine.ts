@@ -1,4 +1,5 @@
 import type { Decision } from '../core/decision.js';
+import type { LimiterDecision, LimitResult } from './create-limiter.js';
 
 /**
  * One decision for a request checked against several limits: a rejection if any limit rejected
@@ -27,4 +28,25 @@ function binds(a: Decision, b: Decision): boolean {
   if (!a.allowed) return a.retryAfterMs > b.retryAfterMs;
   if (a.remaining !== b.remaining) return a.remaining < b.remaining;
   return a.resetMs > b.resetMs;
+}
+
+/**
+ * A copy of `decision` (the binding one of several limits) with each limit's own attached. Field by field,
+ * not `{ ...decision, results }`: a spread per check kept about 150 kB more alive through each
+ * young-generation GC under load (a Fastify server with two limits, `node --trace-gc-nvp`: 216 kB
+ * survived per scavenge with the spread, 47–60 kB without, as with one limit).
+ */
+export function decisionWithResults(decision: Decision, results: LimitResult[]): LimiterDecision {
+  const combined: LimiterDecision = {
+    allowed: decision.allowed,
+    limit: decision.limit,
+    remaining: decision.remaining,
+    resetMs: decision.resetMs,
+    retryAfterMs: decision.retryAfterMs,
+    results,
+  };
+  if (decision.delayMs !== undefined) combined.delayMs = decision.delayMs;
+  if (decision.reason !== undefined) combined.reason = decision.reason;
+  if (decision.degraded !== undefined) combined.degraded = decision.degraded;
+  return combined;
 }

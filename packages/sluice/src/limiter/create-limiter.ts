@@ -2,7 +2,7 @@ import type { Clock } from '../core/clock.js';
 import type { Decision } from '../core/decision.js';
 import { SluiceError } from '../core/errors.js';
 import type { MaybePromise, Store, StoreItem } from '../stores/store.js';
-import { combineDecisions } from './combine.js';
+import { combineDecisions, decisionWithResults } from './combine.js';
 import { createFailurePolicy, type FailurePolicy, isStoreFailure } from './failure-policy.js';
 import type { LimiterOptions, ResolvedLimit } from './options.js';
 import { resolveCost, resolveLimiterOptions } from './options.js';
@@ -273,21 +273,8 @@ export function withResults(
   items: readonly (StoreItem & { name: string })[],
   decisions: readonly Decision[],
 ): LimiterDecision {
-  const c = combineDecisions(decisions);
-  // Field by field, not `{ ...c }`: a spread per check kept about 150 kB more alive through each
-  // young-generation GC under load (a Fastify server with two limits, `node --trace-gc-nvp`: 216 kB
-  // survived per scavenge with the spread, 47–60 kB without, as with one limit).
-  const results = items.map((item, i) => ({ name: item.name, key: item.key, decision: decisions[i] as Decision }));
-  const combined: LimiterDecision = {
-    allowed: c.allowed,
-    limit: c.limit,
-    remaining: c.remaining,
-    resetMs: c.resetMs,
-    retryAfterMs: c.retryAfterMs,
-    results,
-  };
-  if (c.delayMs !== undefined) combined.delayMs = c.delayMs;
-  if (c.reason !== undefined) combined.reason = c.reason;
-  if (c.degraded !== undefined) combined.degraded = c.degraded;
-  return combined;
+  return decisionWithResults(
+    combineDecisions(decisions),
+    items.map((item, i) => ({ name: item.name, key: item.key, decision: decisions[i] as Decision })),
+  );
 }

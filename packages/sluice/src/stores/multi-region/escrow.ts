@@ -205,7 +205,9 @@ export function createEscrowRegion(
         if (commit) {
           touched(records[i] as string, item.policy, item.cost, atMs, demandTauMs(item.policy, syncIntervalMs));
         }
-        onDecided?.({ ...item, decision: d, atMs, share: Number(r[i * 8 + 6]) });
+        // A literal, not a spread of the item: see limiter/combine.ts (decisionWithResults).
+        const share = Number(r[i * 8 + 6]);
+        onDecided?.({ key: item.key, policy: item.policy, cost: item.cost, decision: d, atMs, share });
         return d;
       });
     },

@@ -135,7 +135,7 @@ export function createEventualRegion(
         const took = commit && s.status === 1 && (!all || everyFits);
         if (took && item.cost > 0) touched((where[i] as CounterKeys).cur);
         const decision = shape(item.policy, s, item.cost, nowMs, took);
-        onDecided?.({ ...item, decision, atMs: nowMs });
+        onDecided?.({ key: item.key, policy: item.policy, cost: item.cost, decision, atMs: nowMs });
         return decision;
       });
     },
