@@ -27,12 +27,13 @@ interface PendingList {
  * a keep-alive client then opens a new connection (to another instance) for its next request instead of
  * reusing one the server is about to close, which it would see as ECONNRESET.
  *
- * A linked list through the responses, not a `Set`: a Set that gains and loses an entry per request is
- * rehashed every few requests, and V8 leaves each old table pointing at its successor (for iterators),
- * with the entries it held. Once one table is in the old generation, every later table and every
- * response it held — its request, socket state and buffers — survives the young-generation GCs and is
- * promoted: measured under the gateway benchmark, 1.6 MB survived each scavenge (80 kB without), major
- * GCs ran, and the gateway spent a quarter more CPU per request than a bare Node proxy.
+ * A linked list through the responses, not a `Set`. With a Set gaining and losing an entry per request,
+ * the responses it had held — their requests, socket state and buffers — survived the young-generation
+ * GCs and were promoted: under the gateway benchmark 1.6 MB survived each scavenge (80 kB with the list,
+ * as for a bare Node proxy), old-generation GCs ran several times a second, and the gateway spent a
+ * quarter more CPU per request than the bare proxy. The likely path: V8 rehashes such a set into a new
+ * table every few requests and leaves the old table pointing at the new one (for iterators), so once one
+ * table is in the old generation, it keeps every later table and what those held alive.
  */
 export function createDrain(server: Server): Drain {
   let draining = false;

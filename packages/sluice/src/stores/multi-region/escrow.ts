@@ -206,8 +206,10 @@ export function createEscrowRegion(
           touched(records[i] as string, item.policy, item.cost, atMs, demandTauMs(item.policy, syncIntervalMs));
         }
         // A literal, not a spread of the item: see limiter/combine.ts (decisionWithResults).
-        const share = Number(r[i * 8 + 6]);
-        onDecided?.({ key: item.key, policy: item.policy, cost: item.cost, decision: d, atMs, share });
+        if (onDecided !== undefined) {
+          const share = Number(r[i * 8 + 6]);
+          onDecided({ key: item.key, policy: item.policy, cost: item.cost, decision: d, atMs, share });
+        }
         return d;
       });
     },
