@@ -21,16 +21,13 @@ describe('multi-region: concurrent checks share script calls', () => {
     client.disconnect();
     await server.stop();
   });
+  /** A one-region store on the test's Redis, under its own prefix. */
+  const storeOf = (mode: 'eventual' | 'escrow', prefix: string) =>
+    createMultiRegionStore({ region: 'eu', regions: { eu: client }, mode, prefix, timeoutMs: 10_000 });
 
   for (const mode of ['eventual', 'escrow'] as const) {
     it(`${mode}: 200 concurrent checks of limit 30 admit exactly 30, in fewer calls than checks`, async () => {
-      const store = createMultiRegionStore({
-        region: 'eu',
-        regions: { eu: client },
-        mode,
-        prefix: `b:${mode}:`,
-        timeoutMs: 10_000,
-      });
+      const store = storeOf(mode, `b:${mode}:`);
       try {
         await store.ready?.();
         const before = Number(
@@ -56,13 +53,7 @@ describe('multi-region: concurrent checks share script calls', () => {
   }
 
   it('escrow: one batch with several algorithms and keys decides each as alone', async () => {
-    const store = createMultiRegionStore({
-      region: 'eu',
-      regions: { eu: client },
-      mode: 'escrow',
-      prefix: 'b:mix:',
-      timeoutMs: 10_000,
-    });
+    const store = storeOf('escrow', 'b:mix:');
     try {
       const algorithms: AlgorithmName[] = ['fixed-window', 'token-bucket', 'sliding-log', 'gcra'];
       const now = 1_800_000_000_000;
@@ -79,13 +70,9 @@ describe('multi-region: concurrent checks share script calls', () => {
       await store.close();
     }
   });
+
   it('a closed store refuses checks with ERR_SLUICE_STORE_CLOSED (a rejected promise, not a throw)', async () => {
-    const store = createMultiRegionStore({
-      region: 'eu',
-      regions: { eu: client },
-      mode: 'escrow',
-      prefix: 'b:closed:',
-    });
+    const store = storeOf('escrow', 'b:closed:');
     await store.close();
     const p = resolvePolicy({ algorithm: 'fixed-window', limit: 5, period: 60_000 });
     let answer: Promise<unknown> | undefined;
