@@ -46,7 +46,7 @@ export function forwardableRaw(raw: readonly string[], extra: Record<string, str
   let lengths = HOP_BY_HOP_LENGTHS;
   for (const name in extra) lengths |= lengthBit(name.length);
   const out: string[] = [];
-  let listed: string[] | undefined;
+  let listed: Set<string> | undefined;
   for (let i = 0; i + 1 < raw.length; i += 2) {
     const name = raw[i] as string;
     if ((lengths & lengthBit(name.length)) !== 0) {
@@ -66,23 +66,27 @@ export function forwardableRaw(raw: readonly string[], extra: Record<string, str
   return kept;
 }
 
-/** `listed` with the header names a response's `Connection` value names (besides keep-alive/close), lower-cased. */
-function connectionTokens(value: string, listed: string[] | undefined): string[] | undefined {
+/**
+ * The header names a `Connection` value names (besides keep-alive/close), lower-cased, added to `listed`.
+ * A set: a hostile peer's value may name thousands, and every header is then looked up in it.
+ */
+function connectionTokens(value: string, listed: Set<string> | undefined): Set<string> | undefined {
   const lower = value.toLowerCase();
   if (lower === 'keep-alive' || lower === 'close') return listed;
-  const tokens = lower
-    .split(',')
-    .map((t) => t.trim())
-    .filter((t) => t !== '');
-  return listed === undefined ? tokens : [...listed, ...tokens];
+  const out = listed ?? new Set<string>();
+  for (const token of lower.split(',')) {
+    const t = token.trim();
+    if (t !== '') out.add(t);
+  }
+  return out;
 }
 
 /** A flat header list without the fields `listed` (lower-case names) names. */
-function withoutListed(list: readonly string[], listed: readonly string[]): string[] {
+function withoutListed(list: readonly string[], listed: ReadonlySet<string>): string[] {
   const out: string[] = [];
   for (let i = 0; i + 1 < list.length; i += 2) {
     const name = list[i] as string;
-    if (!listed.includes(name.toLowerCase())) out.push(name, list[i + 1] as string);
+    if (!listed.has(name.toLowerCase())) out.push(name, list[i + 1] as string);
   }
   return out;
 }
@@ -96,14 +100,11 @@ const NOT_COPIED = new Set([...HOP_BY_HOP, ...FORWARDING, 'host']);
 /** Methods for which Node's client frames a request without a body length as having no body at all. */
 const BODYLESS_BY_DEFAULT = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS', 'TRACE', 'CONNECT']);
 
-/** The header names a `Connection` header lists (besides keep-alive/close), lower-cased; undefined for none. */
-function connectionListed(connection: string | undefined): string[] | undefined {
+/** The header names a request's `Connection` header lists (besides keep-alive/close), lower-cased; undefined for none. */
+function connectionListed(connection: string | undefined): Set<string> | undefined {
   // Most requests name no header in Connection beyond keep-alive/close: skip the split then.
   if (connection === undefined || connection === 'keep-alive' || connection === 'close') return undefined;
-  return connection
-    .split(',')
-    .map((s) => s.trim().toLowerCase())
-    .filter(Boolean);
+  return connectionTokens(connection, undefined);
 }
 
 /** True when `peer` is one of the proxies whose forwarding headers are believed. */
@@ -154,7 +155,7 @@ export function upstreamHeaderList(
   const out: string[] = ['host', upstreamHost];
   const listed = connectionListed(headers.connection);
   for (const name in headers) {
-    if (NOT_COPIED.has(name) || listed?.includes(name)) continue;
+    if (NOT_COPIED.has(name) || listed?.has(name)) continue;
     const value = headers[name];
     if (typeof value === 'string') out.push(name, value);
     else if (value !== undefined) for (const one of value) out.push(name, one);

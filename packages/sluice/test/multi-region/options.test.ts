@@ -49,6 +49,34 @@ describe('multi-region options', () => {
     }
   });
 
+  it('eventual mode refuses a cost that is not whole, with a code, and only that check', async () => {
+    const store = createMultiRegionStore({ region: 'eu', regions: { eu: client }, mode: 'eventual', autoSync: false });
+    try {
+      const p = resolvePolicy({ algorithm: 'fixed-window', limit: 5, period: 1000 });
+      const coded = (e: { code?: string }) => e.code === 'ERR_SLUICE_INVALID_COST';
+      await assert.rejects(store.check('k', p, 1.5, Date.now(), true), coded);
+      await assert.rejects(store.check('k', p, -1, Date.now(), true), coded);
+      await assert.rejects(store.refund('k', p, 0.5, Date.now()), coded);
+      assert.equal((await store.check('k', p, 2, Date.now(), true)).remaining, 3, 'a whole cost still counts');
+      // Checks arriving together share a script call: a refused one fails alone, not the others sent with it.
+      const gcra = resolvePolicy({ algorithm: 'gcra', limit: 5, period: 1000 });
+      const now = Date.now();
+      const together = await Promise.allSettled([
+        store.check('a', p, 1, now, true),
+        store.check('b', p, 1, now, true),
+        store.check('c', p, 0.5, now, true),
+        store.check('d', gcra, 1, now, true),
+        store.check('e', p, 1, now, true),
+      ]);
+      assert.deepEqual(
+        together.map((r) => (r.status === 'fulfilled' ? r.value.allowed : (r.reason as { code: string }).code)),
+        [true, true, 'ERR_SLUICE_INVALID_COST', 'ERR_SLUICE_MULTI_REGION_ALGORITHM', true],
+      );
+    } finally {
+      await store.close();
+    }
+  });
+
   it('states its bound: N·L when the rate is unknown, the limit itself in escrow', async () => {
     const regions = { eu: client, us: client, ap: client };
     const eventual = createMultiRegionStore({ region: 'eu', regions, mode: 'eventual', autoSync: false });

@@ -85,6 +85,23 @@ export interface EventualRegion {
   reset(key: string, policy: ResolvedPolicy): Promise<void>;
 }
 
+/** The sub-counters count whole units: a cost that is not one is refused, with a coded error. */
+function wholeCost(cost: number): number {
+  if (!Number.isSafeInteger(cost) || cost < 0) {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_COST',
+      `cost: ${cost} is not a whole number ≥ 0 (eventual mode counts whole units)`,
+    );
+  }
+  return cost;
+}
+
+/** Throws the coded error eventual mode answers an item it cannot decide with (its algorithm, its cost). */
+export function assertEventualItem(policy: ResolvedPolicy, cost: number): void {
+  assertCounterPolicy(policy);
+  wholeCost(cost);
+}
+
 /**
  * The eventual-mode operations against the local region's Redis. `graceMs` keeps windows that long
  * past their end, so late syncs still find them; `touched(hashKey, window)` hears of every count
@@ -120,7 +137,7 @@ export function createEventualRegion(
         where.push(k);
         keys.push(k.cur, k.prev, k.marker, k.bkey);
         for (const a of policyFields(policy)) args.push(a);
-        args.push(cost === 1 ? '1' : hexArg(cost));
+        args.push(cost === 1 ? '1' : hexArg(wholeCost(cost)));
       }
       const r = (await runner.script(EVENTUAL_CHECK, keys, args)) as unknown[];
       const seen: Seen[] = items.map((_, i) => ({
@@ -143,7 +160,7 @@ export function createEventualRegion(
     async refund(key, policy, cost, nowMs) {
       assertCounterPolicy(policy);
       const { cur } = counterKeys(prefix, key, policy, nowMs);
-      const given = Number(await runner.script(EVENTUAL_REFUND, [cur], [region, String(cost)]));
+      const given = Number(await runner.script(EVENTUAL_REFUND, [cur], [region, String(wholeCost(cost))]));
       if (given > 0) touched(cur);
     },
 

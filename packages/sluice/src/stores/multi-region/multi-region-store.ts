@@ -11,7 +11,7 @@ import { escrowBound, eventualBound, type OverAdmissionBound } from './bound.js'
 import { DemandLedger } from './demand.js';
 import { createEscrowRegion } from './escrow.js';
 import { createRecordReplicator, type RecordPart } from './escrow-sync.js';
-import { COUNTER_ALGORITHMS, createEventualRegion } from './eventual.js';
+import { assertEventualItem, COUNTER_ALGORITHMS, createEventualRegion } from './eventual.js';
 import { type CounterPart, createCounterReplicator } from './eventual-sync.js';
 import { tagOf } from './keys.js';
 import { type Duplicable, type MultiRegionStoreOptions, resolveMultiRegionOptions } from './options.js';
@@ -237,6 +237,14 @@ export function createMultiRegionStore(options: MultiRegionStoreOptions): MultiR
     // Not async: the batcher's promise is the answer (an async wrapper would add a promise per check).
     check(key, policy, cost, nowMs, commit) {
       if (closed) return Promise.reject(closedError());
+      // Refused alone, before the batch: in one, it would fail every check sent with it.
+      if (o.mode === 'eventual') {
+        try {
+          assertEventualItem(policy, cost);
+        } catch (e) {
+          return Promise.reject(e);
+        }
+      }
       return singles.check({ key, policy, cost }, nowMs, commit);
     },
     checkMany,
