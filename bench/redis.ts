@@ -13,7 +13,7 @@
  *
  * Client, Redis and redis-benchmark share this machine's cores; read the ratios within one run. Each
  * throughput variant is measured ROUNDS times, interleaved with the others (so a burst of background
- * load hits them alike), and the median run is reported.
+ * load hits them alike; every other round in reverse order), and the median run is reported.
  */
 import { spawnSync } from 'node:child_process';
 import { cpus } from 'node:os';
@@ -155,7 +155,10 @@ for (const callers of CALLERS) {
   await client.flushall();
   const runs = new Map<string, Result[]>(variants.map(([name]) => [name, []]));
   for (let round = 0; round < ROUNDS; round++) {
-    for (const [name, op] of variants) runs.get(name)?.push(await measure(callers, op));
+    // Every other round in reverse: no variant always runs first (on keys the block has not warmed yet).
+    for (const [name, op] of round % 2 === 0 ? variants : [...variants].reverse()) {
+      runs.get(name)?.push(await measure(callers, op));
+    }
   }
   const peer = median(runs.get(PEER) ?? []);
   for (const [name] of variants) {
