@@ -48,6 +48,11 @@ describe('forwardableRaw', () => {
     assert.deepEqual(forwardableRaw(raw, {}), ['Vary', 'Accept']);
   });
 
+  it('drops the names of every Connection field, when the upstream sends several', () => {
+    const raw = ['X-A', '1', 'Connection', 'x-a', 'X-B', '2', 'connection', 'X-B , , x-c', 'X-C', '3', 'X-D', '4'];
+    assert.deepEqual(forwardableRaw(raw, {}), ['X-D', '4']);
+  });
+
   it("replaces the upstream's own rate-limit headers with the gateway's", () => {
     const raw = ['X-RateLimit-Remaining', '999', 'Retry-After', '60', 'Content-Length', '2'];
     assert.deepEqual(forwardableRaw(raw, { 'x-ratelimit-remaining': '4', 'retry-after': '1' }), [
