@@ -410,11 +410,15 @@ const ALL_CODES = Object.keys(CHECK_SNIPPETS);
 export const ITEM_FIELDS = 14;
 
 /**
- * The check script's policies are binary: each one a single ARGV of 14 little-endian doubles (the 13
- * numbers of make_item, then the store's grace), unpacked by Redis's struct library in C. As text
- * they were 13 ARGV, each parsed by Lua's tonumber (glibc strtod): about half of the script's cost.
+ * The check script's policies are text: each one a single ARGV of 14 hexadecimal whole numbers,
+ * space-separated, in this order: the five the fast path reads (period, capacity, blockMs, record TTL,
+ * the store's grace), then the rest of make_item's (algorithm code, limit, burst, scale, T, capT, this
+ * region's initial share, PROOF, TAU). The fast path matches only the first five; the full path reads
+ * all of them. Not binary: one Buffer argument makes ioredis encode the whole command its slower way
+ * (measured with eight callers on one connection: a quarter fewer calls per second, and more of each
+ * call's garbage surviving young-generation collections).
  */
-const PACKED_POLICY = '<dddddddddddddd';
+const POLICY_HEAD = '^(%x+) (%x+) (%x+) (%x+) (%x+)';
 /**
  * The fast path's copy of a lease record (field fp, binary): the instants it holds from and until, the
  * share and its policy's capacity, scale, T and capT, then (text) the epoch key's suffix.
@@ -423,8 +427,9 @@ const FP = '<ddddddd';
 
 /**
  * The usual decision, before anything else in the check script runs: a record whose fast-path copy
- * (fp, written by keep_fp below) holds at this instant. It reads two fields, unpacks the policy and
- * the copy (binary: no number parsing), runs the algorithm's snippet inline and returns — the PRELUDE
+ * (fp, written by keep_fp below) holds at this instant. It reads two fields, the five numbers it needs
+ * of the policy (POLICY_HEAD) and the copy (binary: no number parsing), runs the algorithm's snippet
+ * inline and returns — the PRELUDE
  * and the epochs library (two dozen closures, built again on every call: most of the script's cost
  * in Redis) never run. It decides exactly as the full path below would: same fields, same arithmetic,
  * same writes. Items are decided in order; from the first one that is not usual (or for
@@ -440,7 +445,7 @@ if ARGV[2] ~= '1' then
   local I0 = 5 + tonumber(ARGV[4])
   local function W(...) call(...) return true end
   local k = 1
-  local PQ, _, period, pcapacity, block, ttl, GRACE
+  local PQ, period, pcapacity, block, ttl, GRACE
   for i = I0, I0 + #KEYS / 2 - 1 do
     local rkey, bkey = KEYS[k], KEYS[k + 1]
     local h = call('HMGET', rkey, 'fp', 'hw')
@@ -455,10 +460,11 @@ if ARGV[2] ~= '1' then
       local x = find(ARGV[i], ':', 1, true)
       q, cost = 4 + tonumber(sub(ARGV[i], 1, x - 1)), tonumber(sub(ARGV[i], x + 1))
     end
-    -- The policy's numbers, unpacked once per policy in a call (a batch is mostly one).
+    -- The policy's numbers the fast path needs, read once per policy in a call (a batch is mostly one).
     if q ~= PQ then
       PQ = q
-      _, _, period, _, pcapacity, _, _, _, block, _, ttl, _, _, GRACE = unpack('${PACKED_POLICY}', ARGV[q])
+      local a, b, c, d, e = string.match(ARGV[q], '${POLICY_HEAD}')
+      period, pcapacity, block, ttl, GRACE = tonumber(a, 16), tonumber(b, 16), tonumber(c, 16), tonumber(d, 16), tonumber(e, 16)
     end
     local limit = share
     -- The latest stamp (the full path's write, when it moved).
@@ -495,8 +501,8 @@ ${(CHECK_SNIPPETS as Readonly<Record<string, string>>)[code]}
 end
 `;
 
-// ARGV: the time, all-or-nothing (1/0), commit (1/0), the number of policies, each policy packed
-// (PACKED_POLICY), per item one argument: '1' (the first policy, cost 1) or 'policy index:cost', the
+// ARGV: the time, all-or-nothing (1/0), commit (1/0), the number of policies, each policy as text
+// (POLICY_HEAD), per item one argument: '1' (the first policy, cost 1) or 'policy index:cost', the
 // store's constant tail (words: grace, this region, the peer count, the peers, the clocks' largest
 // disagreement), and a new incarnation. KEYS per item: the lease record, the block key. Returns per item the 6 decision
 // integers (see the Redis store's lua.ts), the share, and the instant it was decided at.
@@ -513,6 +519,12 @@ ${epochsLib(codes)}
 local ALL, COMMIT, NEWINC = ARGV[2] == '1', ARGV[3] == '1', ARGV[#ARGV]
 SKEW = tonumber(HEAD[A])
 local I0 = 5 + tonumber(ARGV[4])
+-- A policy's text (see POLICY_HEAD) as make_item's 13 numbers.
+local function policy_of(text)
+  local n, i = {}, 1
+  for w in string.gmatch(text, '%x+') do n[i], i = tonumber(w, 16), i + 1 end
+  return n[6], n[7], n[1], n[8], n[2], n[9], n[10], n[11], n[3], n[12], n[4], n[13], n[14]
+end
 local items, k = {}, 2 * FIRST - 1
 for i = I0 + FIRST - 1, I0 + #KEYS / 2 - 1 do
   local index, cost = 1, 1
@@ -520,7 +532,7 @@ for i = I0 + FIRST - 1, I0 + #KEYS / 2 - 1 do
     local x = find(ARGV[i], ':', 1, true)
     index, cost = tonumber(sub(ARGV[i], 1, x - 1)), tonumber(sub(ARGV[i], x + 1))
   end
-  items[#items + 1] = make_item(KEYS[k], KEYS[k + 1], cost, struct.unpack('${PACKED_POLICY}', ARGV[4 + index]))
+  items[#items + 1] = make_item(KEYS[k], KEYS[k + 1], cost, policy_of(ARGV[4 + index]))
   k = k + 2
 end
 local function block(it)

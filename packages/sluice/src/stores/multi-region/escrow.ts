@@ -7,8 +7,8 @@
 import type { Decision } from '../../core/decision.js';
 import { isBucketAlgorithm, type ResolvedPolicy } from '../../core/policy.js';
 import { decodeDecision } from '../redis/decode.js';
+import { hexArg } from '../redis/hex.js';
 import { ALGORITHM_CODES } from '../redis/lua.js';
-import { packDoubles } from '../redis/packed.js';
 import type { Runner } from '../redis/runner.js';
 import { scriptArgs } from '../redis/script-args.js';
 import { REFUND_SCRIPT } from '../redis/scripts.js';
@@ -87,8 +87,24 @@ export function demandTauMs(p: ResolvedPolicy, syncIntervalMs: number): number {
   return Math.max(20, Math.min(Math.floor(p.periodMs / 4), 2 * syncIntervalMs));
 }
 
-/** The 13 numbers of a policy, as escrow-lua.ts's \`make_item()\` takes them. */
-export function policyNumbers(p: ResolvedPolicy, init: number, syncIntervalMs: number, blockMs: number): number[] {
+/** The 13 numbers of a policy, as escrow-lua.ts's `make_item()` takes them, in its order. */
+type PolicyNumbers = [
+  algorithm: number,
+  limit: number,
+  period: number,
+  burst: number,
+  capacity: number,
+  scale: number,
+  intervalTicks: number,
+  capacityTicks: number,
+  blockMs: number,
+  init: number,
+  ttl: number,
+  proof: number,
+  tau: number,
+];
+
+export function policyNumbers(p: ResolvedPolicy, init: number, syncIntervalMs: number, blockMs: number): PolicyNumbers {
   const ttl = leaseTtlMs(p);
   return [
     ALGORITHM_CODES[p.algorithm],
@@ -153,19 +169,23 @@ export function createEscrowRegion(
   const peers = regions.filter((r) => r !== region).sort();
   // What only the full path reads, as one argument (escrow-lua.ts, the check script's tail).
   const tail = [graceMs, region, peers.length, ...peers, clockSkewMs].join(' ');
-  /** Each policy packed for this region, built once per policy object. */
-  const packed = new WeakMap<ResolvedPolicy, Buffer>();
-  const packedOf = (p: ResolvedPolicy) => {
-    let f = packed.get(p);
-    if (f === undefined) {
-      // The check script's PACKED_POLICY: the 13 numbers and the grace.
-      f = packDoubles([
-        ...policyNumbers(p, initialShare(p.limit, regions, region), syncIntervalMs, p.blockMs),
-        graceMs,
-      ]);
-      packed.set(p, f);
+  /** Each policy as the check script's text (escrow-lua.ts, POLICY_HEAD), built once per policy object. */
+  const texts = new WeakMap<ResolvedPolicy, string>();
+  const policyText = (p: ResolvedPolicy) => {
+    let t = texts.get(p);
+    if (t === undefined) {
+      const [alg, limit, period, burst, capacity, scale, T, capT, block, init, ttl, proof, tau] = policyNumbers(
+        p,
+        initialShare(p.limit, regions, region),
+        syncIntervalMs,
+        p.blockMs,
+      );
+      t = [period, capacity, block, ttl, graceMs, alg, limit, burst, scale, T, capT, init, proof, tau]
+        .map(hexArg)
+        .join(' ');
+      texts.set(p, t);
     }
-    return f;
+    return t;
   };
   return {
     async check(items, nowMs, commit, all) {
@@ -189,8 +209,8 @@ export function createEscrowRegion(
         // The usual item (first policy, cost 1) is '1'; others 'index:cost' (escrow-lua.ts, the check script).
         refs.push(at === 0 && cost === 1 ? '1' : `${at + 1}:${cost}`);
       }
-      const args: (string | Buffer)[] = [String(nowMs), all ? '1' : '0', commit ? '1' : '0', String(policies.length)];
-      for (const p of policies) args.push(packedOf(p));
+      const args: string[] = [String(nowMs), all ? '1' : '0', commit ? '1' : '0', String(policies.length)];
+      for (const p of policies) args.push(policyText(p));
       for (const r of refs) args.push(r);
       args.push(tail, newIncarnation());
       const code = String(ALGORITHM_CODES[algorithm]);
