@@ -24,6 +24,7 @@ import { forwardableRaw, upstreamHeaderList, upstreamHeaders } from './gateway/f
 import { proxyUpgrade, rejectUpgrade } from './gateway/upgrade.js';
 import { createUpstreamAgent } from './gateway/upstream-pool.js';
 import { rejectionBody } from './headers.js';
+import { sendJsonText } from './http/respond.js';
 import type { Logger } from './logger.js';
 import type { ServiceMetrics } from './metrics.js';
 
@@ -128,15 +129,7 @@ export function createGateway(options: GatewayOptions): Server {
 
   function answer(res: ServerResponse, a: GatewayAnswer): void {
     if (res.headersSent || res.destroyed) return;
-    // A flat list, not an object spread from the headers: see sendJson (http/respond.ts) for what a
-    // spread per response cost.
-    const list: string[] = [];
-    for (const name in a.headers) {
-      if (name !== 'content-type' && name !== 'content-length') list.push(name, a.headers[name] as string);
-    }
-    list.push('content-type', 'application/json; charset=utf-8', 'content-length', String(Buffer.byteLength(a.body)));
-    res.writeHead(a.status, list);
-    res.end(a.body);
+    sendJsonText(res, a.status, a.body, a.headers);
     metrics.gateway(a.status);
   }
 

@@ -31,7 +31,16 @@ const OWN_HEADERS = new Set(['content-type', 'content-length', 'cache-control'])
  * the service's CPU per request against 24).
  */
 export function sendJson(res: ServerResponse, status: number, body: unknown, headers: OutgoingHttpHeaders = {}): void {
-  const text = JSON.stringify(body);
+  sendJsonText(res, status, JSON.stringify(body), headers);
+}
+
+/** {@link sendJson} for a body already serialised to JSON `text`. */
+export function sendJsonText(
+  res: ServerResponse,
+  status: number,
+  text: string,
+  headers: OutgoingHttpHeaders = {},
+): void {
   const list: OutgoingHttpHeader[] = [];
   for (const name in headers) {
     const value = headers[name];

@@ -159,6 +159,7 @@ describe('gateway', () => {
     const limited = await fetch(`${gateway}/limited`);
     assert.equal(limited.status, 429);
     assert.equal(limited.headers.get('content-type'), 'application/json; charset=utf-8');
+    assert.equal(limited.headers.get('cache-control'), 'no-store', 'no shared cache keeps one client’s rejection');
     assert.equal(limited.headers.get('x-ratelimit-limit'), '2');
     assert.equal(limited.headers.get('x-ratelimit-remaining'), '0');
     assert.match(limited.headers.get('ratelimit') ?? '', /^"limited-path";r=0;t=\d+$/);
