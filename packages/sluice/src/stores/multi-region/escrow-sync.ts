@@ -11,10 +11,11 @@
 import type { Clock } from '../../core/clock.js';
 import type { ResolvedPolicy } from '../../core/policy.js';
 import type { Runner } from '../redis/runner.js';
-import { demandTauMs, escrowHead, initialShare, newIncarnation, pushItemFields } from './escrow.js';
+import { demandTauMs, escrowHead, initialShare, newIncarnation, proofMs, pushItemFields } from './escrow.js';
 import { ESCROW_MERGE, ESCROW_READ } from './escrow-lua.js';
 import { eachGroup, groupBySlot } from './eventual-sync.js';
 import { demandPerPeriod, unitsToAsk } from './rebalance.js';
+import { SentRecords } from './sent-records.js';
 import type { PeerLink, Replicator } from './sync-loop.js';
 
 /** A lease record as this region sends it. */
@@ -44,6 +45,8 @@ export interface RecordReplicatorOptions {
   readonly maxClockSkewMs: number;
   /** The demand this process counted for a record since the last read (demand.ts), forgotten there. */
   readonly takeDemand: (recordKey: string) => readonly string[];
+  /** Most records remembered per peer as sent (sent-records.ts). */
+  readonly maxKeys: number;
   /** Hears of every transfer this region was credited (units, from which region). */
   readonly onCredit?: (recordKey: string, from: string, total: number) => void;
 }
@@ -68,6 +71,7 @@ export function createRecordReplicator(o: RecordReplicatorOptions): Replicator<R
     lastAsk = Math.max(lastAsk + 1, o.clock.now());
     return lastAsk;
   };
+  const sent = new SentRecords(o.maxKeys);
 
   return {
     async read(keys) {
@@ -107,8 +111,16 @@ export function createRecordReplicator(o: RecordReplicatorOptions): Replicator<R
     },
 
     async push(peer: PeerLink, items) {
+      const startedAt = o.clock.now();
+      const news: string[] = [];
+      for (const [k, part] of items) if (!sent.holds(peer.region, k, part, startedAt)) news.push(k);
+      if (news.length === 0) {
+        // The peer holds all of it: only find out that it is there (the loop reports a peer down).
+        await peer.runner.command(['PING'], items.keys().next().value);
+        return;
+      }
       // One slot per group when either side is a cluster: the answer is merged back here too.
-      await eachGroup(groupBySlot([...items.keys()], peer.cluster || o.localCluster, SYNC_GROUP), async (group) => {
+      await eachGroup(groupBySlot(news, peer.cluster || o.localCluster, SYNC_GROUP), async (group) => {
         const now = o.clock.now();
         const asked = askStamp();
         // PEERS of the script are the regions other than the record's owner (here: the peer).
@@ -137,6 +149,10 @@ export function createRecordReplicator(o: RecordReplicatorOptions): Replicator<R
           o.onCredit?.(k, peer.region, Number(answer[a + 1]));
         });
         await o.local.script(ESCROW_MERGE, group, local);
+        for (const k of group) {
+          const part = items.get(k) as RecordPart;
+          sent.sent(peer.region, k, part, back, proofMs(part.policy) / 8);
+        }
       });
     },
   };

@@ -34,6 +34,15 @@ export function leaseTtlMs(p: ResolvedPolicy): number {
   return Math.max(600_000, 4 * Math.max(drain, 2 * p.periodMs));
 }
 
+/**
+ * How long units received from a peer count after the peer was last known to hold its record (PROOF
+ * in escrow-lua.ts): half the record's TTL, so a peer whose record expired while cut off is no longer
+ * counted before anything it gave could count twice.
+ */
+export function proofMs(p: ResolvedPolicy): number {
+  return Math.floor(leaseTtlMs(p) / 2);
+}
+
 /** The policy of a share (the Lua `scaled`): limit scaled, burst scaled down, never a faster rate. */
 export function sharePolicy(p: ResolvedPolicy, share: number): ResolvedPolicy {
   if (share === p.limit) return p;
@@ -118,7 +127,7 @@ export function policyNumbers(p: ResolvedPolicy, init: number, syncIntervalMs: n
     blockMs,
     init,
     ttl,
-    Math.floor(ttl / 2),
+    proofMs(p),
     demandTauMs(p, syncIntervalMs),
   ];
 }

@@ -143,6 +143,7 @@ export function createMultiRegionStore(options: MultiRegionStoreOptions): MultiR
         takeDemand: (k) => demand.take(k),
         syncIntervalMs: o.syncIntervalMs,
         maxClockSkewMs: o.maxClockSkewMs,
+        maxKeys: o.maxPendingKeys,
       }),
     });
     loop = records;

@@ -1,0 +1,67 @@
+/**
+ * What a peer was last sent of each lease record (stores/multi-region/sent-records.ts): a record is
+ * held when nothing a push carries changed and its proof is fresh, never while it asks for units.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { resolvePolicy } from '../../src/core/policy.js';
+import type { RecordPart } from '../../src/stores/multi-region/escrow-sync.js';
+import { SentRecords } from '../../src/stores/multi-region/sent-records.js';
+
+const policy = resolvePolicy({ algorithm: 'fixed-window', limit: 90, period: 1000 });
+
+function part(over: Partial<RecordPart> = {}, gift = { units: 5, to: 'us-1', at: 100 }): RecordPart {
+  return { policy, inc: 'eu-1', share: 25, demand: 10, want: 0, given: new Map([['us', gift]]), ...over };
+}
+
+describe('sent records', () => {
+  it('holds a record sent as it is, until its renewal time, for that peer only', () => {
+    const sent = new SentRecords(10);
+    assert.equal(sent.holds('us', 'k', part(), 0), false, 'never sent');
+    sent.sent('us', 'k', part(), 1000, 800);
+    assert.equal(
+      sent.holds('us', 'k', part({ share: 20, demand: 40 }), 1399),
+      true,
+      'share and demand are not kept there',
+    );
+    assert.equal(sent.holds('ap', 'k', part(), 1001), false, 'another peer');
+    assert.equal(sent.holds('us', 'k2', part(), 1001), false, 'another record');
+    assert.equal(sent.holds('us', 'k', part(), 1800), false, 'renewed at the latest after refreshMs');
+  });
+
+  it('renews at a random point of the second half of refreshMs', () => {
+    const sent = new SentRecords(1000);
+    const until: number[] = [];
+    for (let i = 0; i < 200; i++) {
+      sent.sent('us', `k${i}`, part(), 0, 1000);
+      let t = 0;
+      while (sent.holds('us', `k${i}`, part(), t)) t += 10;
+      until.push(t);
+    }
+    assert.ok(Math.min(...until) >= 500, String(Math.min(...until)));
+    assert.ok(Math.max(...until) <= 1000, String(Math.max(...until)));
+    assert.ok(Math.max(...until) - Math.min(...until) >= 300, 'spread, not all at once');
+  });
+
+  it('does not hold a record that asks, changed incarnation, or gave the peer something new', () => {
+    const sent = new SentRecords(10);
+    sent.sent('us', 'k', part(), 0, 1_000_000);
+    assert.equal(sent.holds('us', 'k', part({ want: 3 }), 1), false, 'an ask');
+    assert.equal(sent.holds('us', 'k', part({ inc: 'eu-2' }), 1), false, 'a new incarnation');
+    assert.equal(sent.holds('us', 'k', part({}, { units: 6, to: 'us-1', at: 100 }), 1), false, 'more units');
+    assert.equal(sent.holds('us', 'k', part({}, { units: 5, to: 'us-2', at: 100 }), 1), false, 'to a new incarnation');
+    assert.equal(sent.holds('us', 'k', part({}, { units: 5, to: 'us-1', at: 101 }), 1), false, 'a later transfer');
+    assert.equal(sent.holds('us', 'k', part({ given: new Map() }), 1), false, 'nothing given now');
+  });
+
+  it('forgets the record sent longest ago past maxKeys', () => {
+    const sent = new SentRecords(2);
+    sent.sent('us', 'a', part(), 0, 1000);
+    sent.sent('us', 'b', part(), 0, 1000);
+    sent.sent('us', 'a', part(), 1, 1000); // sent again: now the newest
+    sent.sent('us', 'c', part(), 2, 1000);
+    assert.equal(sent.holds('us', 'b', part(), 3), false, 'the oldest went');
+    assert.equal(sent.holds('us', 'a', part(), 3), true);
+    assert.equal(sent.holds('us', 'c', part(), 3), true);
+  });
+});
