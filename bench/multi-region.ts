@@ -38,6 +38,8 @@ const ONLY = process.env.BENCH_MR_ONLY;
 const PASSES = Number(process.env.BENCH_MR_PASSES ?? 4);
 const BLOCK_MS = Number(process.env.BENCH_MR_BLOCK_MS ?? 1500);
 const SYNC_MS = 1000;
+/** Part 1's second table: decisions per second offered at a steady rate. */
+const STEADY_RATE = Number(process.env.BENCH_MR_STEADY_RATE ?? 10_000);
 
 // ---- topology
 
@@ -111,6 +113,28 @@ async function latencies(n: number, decide: (i: number) => Promise<unknown>, for
     }),
   );
   return out.sort((a, b) => a - b);
+}
+
+/**
+ * Decisions offered at a steady `perSecond` for `forMs` (open loop: each one sent when due, whether or
+ * not earlier ones were answered, as requests reach a server), 8 callers' worth of keys: latencies in ms.
+ */
+async function steadyLatencies(perSecond: number, decide: (i: number) => Promise<unknown>, forMs: number) {
+  const out: number[] = [];
+  const answers: Promise<void>[] = [];
+  const start = performance.now();
+  let sent = 0;
+  while (performance.now() - start < forMs) {
+    const due = Math.floor(((performance.now() - start) * perSecond) / 1000);
+    for (; sent < due; sent++) {
+      const t = performance.now();
+      answers.push(decide(sent).then(() => void out.push(performance.now() - t)));
+    }
+    // Yield to I/O (answers), then send what came due meanwhile.
+    await new Promise((r) => setImmediate(r));
+  }
+  await Promise.all(answers);
+  return out;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -217,7 +241,7 @@ async function redisMicros(): Promise<number> {
       await v.store?.sync();
     }
   }
-  const rows = variants.map((v) => {
+  const saturated = variants.map((v) => {
     const ls = v.ls.sort((a, b) => a - b);
     return [
       v.label,
@@ -241,7 +265,43 @@ async function redisMicros(): Promise<number> {
         'eu Redis µs per decision (all commands, syncs included)',
         'cross-region commands per 1,000 decisions (sync pushes; the baseline: its writes)',
       ],
-      rows,
+      saturated,
+    ),
+  );
+  // The same stores at a steady rate well below what they can do: the latency a request sees in a
+  // server that is not saturated, syncs included (each block holds one).
+  const steady = variants.map((v) => ({ label: v.label, ls: [] as number[], blocks: [] as number[] }));
+  for (let pass = 0; pass < PASSES; pass++) {
+    const order = pass % 2 === 0 ? variants : [...variants].reverse();
+    for (const v of order) {
+      const ls = await steadyLatencies(STEADY_RATE, v.decide, BLOCK_MS);
+      const row = steady[variants.indexOf(v)] as (typeof steady)[number];
+      for (const l of ls) row.ls.push(l);
+      row.blocks.push(
+        percentile(
+          ls.sort((a, b) => a - b),
+          99,
+        ),
+      );
+      await v.store?.sync();
+    }
+  }
+  console.log(
+    `\n### Decision latency from eu at a steady ${fmt(STEADY_RATE)} decisions/s (open loop), ${PASSES} blocks of ${BLOCK_MS} ms per store in turn (ms), sync every ${SYNC_MS} ms\n`,
+  );
+  console.log(
+    table(
+      ['store', 'decisions', 'p50', 'p99', 'p99 of each block'],
+      steady.map((r) => {
+        const ls = r.ls.sort((a, b) => a - b);
+        return [
+          r.label,
+          fmt(ls.length),
+          fmt(percentile(ls, 50), 2),
+          fmt(percentile(ls, 99), 2),
+          r.blocks.map((x) => fmt(x, 2)).join(', '),
+        ];
+      }),
     ),
   );
   await Promise.all([single.close(), eventual.close(), escrow.close()]);
