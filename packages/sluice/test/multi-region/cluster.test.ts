@@ -94,6 +94,19 @@ describe('multi-region on Redis Cluster', { timeout: 60_000 }, () => {
           for (const status of s.syncStatus()) assert.equal(status.failures, 0, `${s.region} → ${status.region}`);
           assert.ok(s.syncStatus().every((x) => x.pushes > 0));
         }
+        if (mode === 'escrow') {
+          // Once the cluster peer holds a record of us's that asks for nothing (bravo: no demand in us),
+          // a sync only finds out that the peer is there (a PING, routed by the record's key): no
+          // failure, and it counts as a push.
+          const before = peer.syncStatus()[0]?.pushes ?? 0;
+          for (let i = 0; i < 4; i++) {
+            await peer.check('bravo', policies[1] as (typeof policies)[number], 0, now, true);
+            await peer.sync();
+          }
+          const after = peer.syncStatus()[0];
+          assert.equal(after?.failures, 0);
+          assert.equal(after?.pushes, before + 4);
+        }
         if (mode === 'eventual') {
           // us counted its own unit and eu's: alpha is spent in both views.
           const inUs = await peer.check('alpha', policies[0] as (typeof policies)[number], 0, now, false);

@@ -71,7 +71,7 @@ export function createRecordReplicator(o: RecordReplicatorOptions): Replicator<R
     lastAsk = Math.max(lastAsk + 1, o.clock.now());
     return lastAsk;
   };
-  const sent = new SentRecords(o.maxKeys);
+  const sent = new SentRecords(o.maxKeys, o.syncIntervalMs);
 
   return {
     async read(keys) {
@@ -149,10 +149,11 @@ export function createRecordReplicator(o: RecordReplicatorOptions): Replicator<R
           o.onCredit?.(k, peer.region, Number(answer[a + 1]));
         });
         await o.local.script(ESCROW_MERGE, group, local);
-        for (const k of group) {
+        group.forEach((k, i) => {
           const part = items.get(k) as RecordPart;
-          sent.sent(peer.region, k, part, back, proofMs(part.policy) / 8);
-        }
+          const answered = { peerInc: String(answer[i * ANSWER]), received: Number(answer[i * ANSWER + 1]) };
+          sent.sent(peer.region, k, part, back, proofMs(part.policy) / 8, answered);
+        });
       });
     },
   };

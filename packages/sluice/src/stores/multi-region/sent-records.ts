@@ -12,6 +12,13 @@
  * 70–150 µs of this process's CPU and 45–70 µs of this region's Redis per record each sync, in bursts
  * that held up the decisions queued behind them.
  *
+ * An ask the peer could not serve (its running total of units given here did not grow) is not
+ * repeated at every sync: it skips the next sync, then the next 2, 4 and at most 8, until the peer
+ * gives something. When every region is over its share — a limit exceeded everywhere, an attack spread over
+ * many keys — nobody can spare anything, and asking for every hot record at every sync would bring back
+ * the cost described above. A region that needs units from a peer that just became idle gets them a
+ * few syncs later at worst.
+ *
  * Bounded: past `maxKeys` records per peer, the one sent longest ago is forgotten (and sent again
  * at its next change).
  */
@@ -24,32 +31,57 @@ interface Sent {
   readonly at: number;
   /** Until when the peer's proof of this record needs no renewing. */
   readonly freshUntil: number;
+  /** What the peer answered: its incarnation and the units it has given here (running total). */
+  readonly peerInc: string;
+  readonly received: number;
+  /** Asks in a row the peer gave nothing for, and when to ask again. */
+  readonly misses: number;
+  readonly askAgainAt: number;
+}
+
+/** What a push's answer says of the peer's side of a record. */
+export interface PeerAnswer {
+  readonly peerInc: string;
+  /** Units the peer has given this region (running total). */
+  readonly received: number;
 }
 
 const NO_GIFT = { units: 0, to: '', at: 0 };
+/** Most syncs an unanswered ask skips (the skips double up to it: 1, 2, 4, 8). */
+const MAX_ASK_WAIT = 8;
 
 export class SentRecords {
   private readonly byPeer = new Map<string, Map<string, Sent>>();
 
-  constructor(private readonly maxKeys: number) {}
+  constructor(
+    private readonly maxKeys: number,
+    private readonly syncIntervalMs: number,
+  ) {}
 
   /** Whether `peer` already holds everything a push of `part` would tell it, recently enough. */
   holds(peer: string, key: string, part: RecordPart, nowMs: number): boolean {
-    if (part.want > 0) return false;
     const s = this.byPeer.get(peer)?.get(key);
     if (s === undefined || nowMs >= s.freshUntil || s.inc !== part.inc) return false;
     const gift = part.given.get(peer) ?? NO_GIFT;
-    return s.units === gift.units && s.to === gift.to && s.at === gift.at;
+    if (s.units !== gift.units || s.to !== gift.to || s.at !== gift.at) return false;
+    // An ask is news, unless the peer had nothing to give the last time and it is not time to ask again.
+    return part.want === 0 || nowMs < s.askAgainAt;
   }
 
-  /** Records that a push of `part` to `peer` landed at `nowMs`. */
-  sent(peer: string, key: string, part: RecordPart, nowMs: number, refreshMs: number): void {
+  /** Records that a push of `part` to `peer` landed at `nowMs`, and what the peer answered. */
+  sent(peer: string, key: string, part: RecordPart, nowMs: number, refreshMs: number, answer: PeerAnswer): void {
     let sent = this.byPeer.get(peer);
     if (sent === undefined) {
       sent = new Map();
       this.byPeer.set(peer, sent);
     }
+    const before = sent.get(key);
     const gift = part.given.get(peer) ?? NO_GIFT;
+    const gaveNothing =
+      part.want > 0 && before?.peerInc === answer.peerInc && answer.received <= (before?.received ?? 0);
+    const misses = gaveNothing ? (before?.misses ?? 0) + 1 : 0;
+    // Skip `n` syncs: until half an interval past the n-th (sync timers drift a little either way).
+    const wait = misses === 0 ? 0 : (Math.min(2 ** (misses - 1), MAX_ASK_WAIT) + 0.5) * this.syncIntervalMs;
     // Deleted first, so the map's order stays the order of sending (the first key is the oldest).
     sent.delete(key);
     sent.set(key, {
@@ -58,6 +90,10 @@ export class SentRecords {
       to: gift.to,
       at: gift.at,
       freshUntil: nowMs + refreshMs * (0.5 + Math.random() / 2),
+      peerInc: answer.peerInc,
+      received: answer.received,
+      misses,
+      askAgainAt: nowMs + wait,
     });
     if (sent.size > this.maxKeys) sent.delete(sent.keys().next().value as string);
   }
