@@ -175,6 +175,35 @@ describe('multi-region: the sync loop has its own connection to the region', () 
     });
   }
 
+  it('the first sync waits for the connection it opens, with a client that has no offline queue', async () => {
+    // As the service makes its clients: connected on demand, and a command sent before the connection
+    // is up fails at once. The store's copy of eu's client is made the same way.
+    const options = { enableOfflineQueue: false, lazyConnect: true };
+    const eu = new Redis(server.port, '127.0.0.1', options);
+    const us = new Redis(peer.port, '127.0.0.1', options);
+    await Promise.all([eu.connect(), us.connect()]);
+    const errors: unknown[] = [];
+    const store = createMultiRegionStore({
+      region: 'eu',
+      regions: { eu, us },
+      mode: 'escrow',
+      autoSync: false,
+      onError: (e) => errors.push(e),
+    });
+    try {
+      const p = resolvePolicy({ algorithm: 'fixed-window', limit: 10, period: 60_000 });
+      assert.equal((await store.check('k', p, 1, Date.now(), true)).allowed, true);
+      await store.sync();
+      assert.deepEqual(errors, [], 'no error reported');
+      assert.equal(store.syncStatus()[0]?.pushes, 1, 'the first sync landed');
+      assert.equal(store.syncStatus()[0]?.pendingKeys, 0);
+    } finally {
+      await store.close();
+      eu.disconnect();
+      us.disconnect();
+    }
+  });
+
   it('a sync stuck on its connection does not hold up decisions (given syncClient)', async () => {
     // The sync's connection to this region goes through a link we can cut: its reads hang there.
     const link: DelayProxy = await startDelayProxy(server.port, 0);

@@ -300,12 +300,24 @@ export function createMultiRegionStore(options: MultiRegionStoreOptions): MultiR
  * syncs opens none), closed by `close()` — or when the caller ends `client` itself (ioredis' 'end'),
  * so a store the caller never closed does not keep a process alive with it.
  */
+/** An ioredis client made with `lazyConnect`: status 'wait' until connect(). */
+interface Lazy {
+  readonly status?: string;
+  connect?(): Promise<unknown>;
+}
+
 function lazyDuplicate(
   client: RedisClientLike & Duplicable,
   cluster: boolean,
 ): { transport: RedisTransport; close(): void } {
   let copy: (RedisClientLike & { disconnect(): void }) | undefined;
   let inner: RedisTransport | undefined;
+  /**
+   * Until the copy's first connection is up. A client made without an offline queue (as the service
+   * makes them) fails a command sent before that at once: the first sync would fail and report the
+   * region's Redis unreachable, while it only had to wait for the connection it just opened.
+   */
+  let connecting: Promise<void> | undefined;
   let closed = false;
   const close = () => {
     closed = true;
@@ -314,17 +326,37 @@ function lazyDuplicate(
   };
   const open = (): RedisTransport => {
     if (inner === undefined) {
-      copy = client.duplicate();
-      inner = createTransport(copy);
-      if (closed) copy.disconnect();
+      const opened = client.duplicate() as RedisClientLike & { disconnect(): void } & Pick<Duplicable, 'once'> & Lazy;
+      copy = opened;
+      inner = createTransport(opened);
+      // A copy of a client made with lazyConnect (as the service makes them) waits for a command to
+      // connect, and one without an offline queue fails that command: connect it now.
+      if (opened.status === 'wait') opened.connect?.().catch(() => {});
+      if (!inner.connected() && opened.once !== undefined) {
+        connecting = new Promise((resolve) => {
+          const done = () => {
+            connecting = undefined;
+            resolve();
+          };
+          opened.once?.('ready', done);
+          // Closed before it connected: the command goes to the transport, which fails it.
+          opened.once?.('end', done);
+        });
+      }
+      if (closed) opened.disconnect();
       else client.once?.('end', close);
     }
     return inner;
   };
+  /** Sends through the copy, once its first connection is up. */
+  const whenOpen = <T>(send: (t: RedisTransport) => Promise<T>): Promise<T> => {
+    const t = open();
+    return connecting === undefined ? send(t) : connecting.then(() => send(t));
+  };
   return {
     transport: {
-      send: (args, firstKey) => open().send(args, firstKey),
-      sendToAll: (args) => open().sendToAll(args),
+      send: (args, firstKey) => whenOpen((t) => t.send(args, firstKey)),
+      sendToAll: (args) => whenOpen((t) => t.sendToAll(args)),
       // Before it is opened, as ready as the decisions' connection: the first command opens it.
       ready: () => (inner === undefined ? !closed : inner.ready()),
       connected: () => (inner === undefined ? !closed : inner.connected()),
