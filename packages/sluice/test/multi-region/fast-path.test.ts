@@ -204,6 +204,39 @@ describe('multi-region: the sync loop has its own connection to the region', () 
     }
   });
 
+  it(
+    'a first sync whose connection cannot open fails at once, not at the peer timeout',
+    { timeout: 30_000 },
+    async () => {
+      const own = await startRedis();
+      const options = { enableOfflineQueue: false, lazyConnect: true, retryStrategy: () => 200 };
+      const eu = new Redis(own.port, '127.0.0.1', options);
+      const us = new Redis(peer.port, '127.0.0.1', options);
+      await Promise.all([eu.connect(), us.connect()]);
+      eu.on('error', () => {});
+      const store = createMultiRegionStore({
+        region: 'eu',
+        regions: { eu, us },
+        mode: 'escrow',
+        autoSync: false,
+        peerTimeoutMs: 600_000,
+        onError: () => {},
+      });
+      try {
+        const p = resolvePolicy({ algorithm: 'fixed-window', limit: 10, period: 60_000 });
+        assert.equal((await store.check('k', p, 1, Date.now(), true)).allowed, true);
+        await own.stop();
+        // Without the bound, the sync's read would wait for a connection that never comes (the test's timeout).
+        await store.sync();
+        assert.equal(store.syncStatus()[0]?.pendingKeys, 1, 'kept for the next sync');
+      } finally {
+        await store.close();
+        eu.disconnect();
+        us.disconnect();
+      }
+    },
+  );
+
   it('a sync stuck on its connection does not hold up decisions (given syncClient)', async () => {
     // The sync's connection to this region goes through a link we can cut: its reads hang there.
     const link: DelayProxy = await startDelayProxy(server.port, 0);

@@ -295,17 +295,17 @@ export function createMultiRegionStore(options: MultiRegionStoreOptions): MultiR
   };
 }
 
-/**
- * A second connection like `client`'s, opened when the sync loop first sends (a store that never
- * syncs opens none), closed by `close()` — or when the caller ends `client` itself (ioredis' 'end'),
- * so a store the caller never closed does not keep a process alive with it.
- */
 /** An ioredis client made with `lazyConnect`: status 'wait' until connect(). */
 interface Lazy {
   readonly status?: string;
   connect?(): Promise<unknown>;
 }
 
+/**
+ * A second connection like `client`'s, opened when the sync loop first sends (a store that never
+ * syncs opens none), closed by `close()` — or when the caller ends `client` itself (ioredis' 'end'),
+ * so a store the caller never closed does not keep a process alive with it.
+ */
 function lazyDuplicate(
   client: RedisClientLike & Duplicable,
   cluster: boolean,
@@ -339,7 +339,9 @@ function lazyDuplicate(
             resolve();
           };
           opened.once?.('ready', done);
-          // Closed before it connected: the command goes to the transport, which fails it.
+          // The first attempt failed, or the copy was closed: from then on commands go to the
+          // transport, which fails them at once while it is down (nothing piles up here).
+          opened.once?.('error', done);
           opened.once?.('end', done);
         });
       }

@@ -174,7 +174,7 @@ export function resolveMultiRegionOptions(options: MultiRegionStoreOptions): Res
 export interface Duplicable {
   call(...args: unknown[]): unknown;
   duplicate(): RedisClientLike & { disconnect(): void };
-  once?(event: 'end' | 'ready', listener: () => void): unknown;
+  once?(event: 'end' | 'ready' | 'error', listener: () => void): unknown;
   off?(event: 'end', listener: () => void): unknown;
 }
 
