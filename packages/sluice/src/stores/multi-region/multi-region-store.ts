@@ -14,7 +14,7 @@ import { createRecordReplicator, type RecordPart } from './escrow-sync.js';
 import { assertEventualItem, COUNTER_ALGORITHMS, createEventualRegion } from './eventual.js';
 import { type CounterPart, createCounterReplicator } from './eventual-sync.js';
 import { tagOf } from './keys.js';
-import { type Duplicable, type MultiRegionStoreOptions, resolveMultiRegionOptions } from './options.js';
+import { type Duplicable, type Duplicate, type MultiRegionStoreOptions, resolveMultiRegionOptions } from './options.js';
 import { type PeerStatus, SyncLoop } from './sync-loop.js';
 
 /** The multi-region store. */
@@ -295,12 +295,6 @@ export function createMultiRegionStore(options: MultiRegionStoreOptions): MultiR
   };
 }
 
-/** An ioredis client made with `lazyConnect`: status 'wait' until connect(). */
-interface Lazy {
-  readonly status?: string;
-  connect?(): Promise<unknown>;
-}
-
 /**
  * A second connection like `client`'s, opened when the sync loop first sends (a store that never
  * syncs opens none), closed by `close()` — or when the caller ends `client` itself (ioredis' 'end'),
@@ -310,7 +304,7 @@ function lazyDuplicate(
   client: RedisClientLike & Duplicable,
   cluster: boolean,
 ): { transport: RedisTransport; close(): void } {
-  let copy: (RedisClientLike & { disconnect(): void }) | undefined;
+  let copy: Duplicate | undefined;
   let inner: RedisTransport | undefined;
   /**
    * Until the copy's first connection is up. A client made without an offline queue (as the service
@@ -326,7 +320,7 @@ function lazyDuplicate(
   };
   const open = (): RedisTransport => {
     if (inner === undefined) {
-      const opened = client.duplicate() as RedisClientLike & { disconnect(): void } & Pick<Duplicable, 'once'> & Lazy;
+      const opened = client.duplicate();
       copy = opened;
       inner = createTransport(opened);
       // A copy of a client made with lazyConnect (as the service makes them) waits for a command to

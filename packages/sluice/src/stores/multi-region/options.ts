@@ -173,9 +173,17 @@ export function resolveMultiRegionOptions(options: MultiRegionStoreOptions): Res
 /** An ioredis or iovalkey client (or Cluster): `duplicate()` opens a new connection with the same options. */
 export interface Duplicable {
   call(...args: unknown[]): unknown;
-  duplicate(): RedisClientLike & { disconnect(): void };
-  once?(event: 'end' | 'ready' | 'error', listener: () => void): unknown;
+  duplicate(): RedisClientLike & Duplicate;
+  once?(event: 'end', listener: () => void): unknown;
   off?(event: 'end', listener: () => void): unknown;
+}
+
+/** A copy made by `duplicate()` (ioredis): its state ('wait' until connect() when made with lazyConnect). */
+export interface Duplicate {
+  readonly status?: string;
+  connect?(): Promise<unknown>;
+  disconnect(): void;
+  once?(event: 'ready' | 'error' | 'end', listener: () => void): unknown;
 }
 
 /** True when the client can open a connection like its own by itself (ioredis, iovalkey). */
