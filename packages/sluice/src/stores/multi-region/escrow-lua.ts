@@ -430,10 +430,10 @@ const FP = '<ddddddd';
  * (fp, written by keep_fp below) holds at this instant. It reads two fields, the five numbers it needs
  * of the policy (POLICY_HEAD) and the copy (binary: no number parsing), runs the algorithm's snippet
  * inline and returns — the PRELUDE and the epochs library (two dozen closures, built again on every
- * call: most of the script's cost in Redis) never run. It decides exactly as the full path below would: same fields, same arithmetic,
- * same writes. Items are decided in order; from the first one that is not usual (or for
- * all-or-nothing calls, always) the full path takes over, from that item on (FIRST), and appends to
- * FOUT.
+ * call: most of the script's cost in Redis) never run. It decides exactly as the full path below
+ * would: same fields, same arithmetic, same writes. Items are decided in order; from the first one
+ * that is not usual (or for all-or-nothing calls, always) the full path takes over, from that item on
+ * (FIRST), and appends to FOUT.
  */
 const fastPath = (code: string) => `
 local FOUT, FIRST = {}, 1
