@@ -123,8 +123,9 @@ describe('multi-region escrow: the fast path decides as the full path', () => {
     const between = await calls(eu, 'hmget');
     const fast = await story('fast:', true);
     const fastReads = (await calls(eu, 'hmget')) - between;
-    assert.equal(between - before, 0, 'the full path reads whole records');
-    assert.ok(fastReads > 0, 'the fast path reads a few fields (HMGET)');
+    // Both stories sync alike (the sync's READ takes fields with HMGET too): what the fast story
+    // reads beyond that is the fast path's.
+    assert.ok(fastReads > between - before, 'the fast path reads a few fields (HMGET)');
     assert.deepEqual(fast, full);
     // The story moved units: eu's share grew (not a constant share all along).
     const shares = new Set((full.at(-1) as [number, number][]).map(([, s]) => s));

@@ -95,7 +95,6 @@ export function createRecordReplicator(o: RecordReplicatorOptions): Replicator<R
           const share = Number(r[at++]);
           const dr = Number(r[at++]);
           const dt = Number(r[at++]);
-          at++; // TTL
           const given = new Map<string, { units: number; to: string; at: number }>();
           for (const p of peers) {
             given.set(p, { units: Number(r[at]), to: String(r[at + 1]), at: Number(r[at + 2]) });
