@@ -56,6 +56,14 @@ describe('sent records', () => {
     assert.equal(sent.holds('us', 'k', part({ given: new Map() }), 1), false, 'nothing given now');
   });
 
+  it('holds a record that gave the peer nothing, whatever incarnation it names (first contact)', () => {
+    const sent = new SentRecords(10, 100);
+    // Sent before the peer's incarnation was known; its answer names it, and the record takes it up.
+    sent.sent('us', 'k', part({}, { units: 0, to: '', at: 0 }), 0, 1_000_000, ANSWER);
+    assert.equal(sent.holds('us', 'k', part({}, { units: 0, to: 'us-1', at: 0 }), 1), true, 'nothing to credit');
+    assert.equal(sent.holds('us', 'k', part({}, { units: 1, to: 'us-1', at: 5 }), 1), false, 'a first unit');
+  });
+
   it('forgets the record sent longest ago past maxKeys', () => {
     const sent = new SentRecords(2, 100);
     sent.sent('us', 'a', part(), 0, 1000, ANSWER);

@@ -63,7 +63,10 @@ export class SentRecords {
     const s = this.byPeer.get(peer)?.get(key);
     if (s === undefined || nowMs >= s.freshUntil || s.inc !== part.inc) return false;
     const gift = part.given.get(peer) ?? NO_GIFT;
-    if (s.units !== gift.units || s.to !== gift.to || s.at !== gift.at) return false;
+    // No units given (to any incarnation): nothing for the peer to credit, whatever the incarnation
+    // and instant say. The first answer from a peer names its incarnation, which the record then
+    // holds beside 0 units: not news (it made every record go twice at first contact).
+    if (s.units !== gift.units || (gift.units > 0 && (s.to !== gift.to || s.at !== gift.at))) return false;
     // An ask is news, unless the peer had nothing to give the last time and it is not time to ask again.
     return part.want === 0 || nowMs < s.askAgainAt;
   }
