@@ -13,7 +13,8 @@ const policy = resolvePolicy({ algorithm: 'fixed-window', limit: 90, period: 100
 const ANSWER = { peerInc: 'us-1', received: 0 };
 
 function part(over: Partial<RecordPart> = {}, gift = { units: 5, to: 'us-1', at: 100 }): RecordPart {
-  return { policy, inc: 'eu-1', share: 25, demand: 10, want: 0, given: new Map([['us', gift]]), ...over };
+  const given = new Map([['us', gift]]);
+  return { policy, inc: 'eu-1', share: 25, demand: 10, want: 0, given, received: new Map([['us', 0]]), ...over };
 }
 
 describe('sent records', () => {
@@ -26,7 +27,11 @@ describe('sent records', () => {
       true,
       'share and demand are not kept there',
     );
-    assert.equal(sent.holds('ap', 'k', part(), 1001), false, 'another peer');
+    const both = new Map([
+      ['us', { units: 5, to: 'us-1', at: 100 }],
+      ['ap', { units: 2, to: 'ap-1', at: 100 }],
+    ]);
+    assert.equal(sent.holds('ap', 'k', part({ given: both }), 1001), false, 'another peer');
     assert.equal(sent.holds('us', 'k2', part(), 1001), false, 'another record');
     assert.equal(sent.holds('us', 'k', part(), 1800), false, 'renewed at the latest after refreshMs');
   });
@@ -53,15 +58,28 @@ describe('sent records', () => {
     assert.equal(sent.holds('us', 'k', part({}, { units: 6, to: 'us-1', at: 100 }), 1), false, 'more units');
     assert.equal(sent.holds('us', 'k', part({}, { units: 5, to: 'us-2', at: 100 }), 1), false, 'to a new incarnation');
     assert.equal(sent.holds('us', 'k', part({}, { units: 5, to: 'us-1', at: 101 }), 1), false, 'a later transfer');
-    assert.equal(sent.holds('us', 'k', part({ given: new Map() }), 1), false, 'nothing given now');
+    const got = new Map([['us', 2]]);
+    assert.equal(sent.holds('us', 'k', part({ given: new Map(), received: got }), 1), false, 'nothing given now');
   });
 
-  it('holds a record that gave the peer nothing, whatever incarnation it names (first contact)', () => {
+  it('does not send a record that moved no units with the peer until it asks', () => {
     const sent = new SentRecords(10, 100);
-    // Sent before the peer's incarnation was known; its answer names it, and the record takes it up.
-    sent.sent('us', 'k', part({}, { units: 0, to: '', at: 0 }), 0, 1_000_000, ANSWER);
-    assert.equal(sent.holds('us', 'k', part({}, { units: 0, to: 'us-1', at: 0 }), 1), true, 'nothing to credit');
-    assert.equal(sent.holds('us', 'k', part({}, { units: 1, to: 'us-1', at: 5 }), 1), false, 'a first unit');
+    const idle = { units: 0, to: '', at: 0 };
+    assert.equal(sent.holds('us', 'k', part({}, idle), 0), true, 'never sent, nothing to tell');
+    assert.equal(sent.holds('us', 'k', part({}, idle), 1e12), true, 'no proof to renew');
+    assert.equal(sent.holds('us', 'k', part({ inc: 'eu-2' }, idle), 1), true, 'a new incarnation, nothing moved');
+    assert.equal(sent.holds('us', 'k', part({ want: 3 }, idle), 1), false, 'an ask');
+    const got = new Map([['us', 4]]);
+    assert.equal(sent.holds('us', 'k', part({ received: got }, idle), 1), false, 'units received: proof to keep');
+    assert.equal(sent.holds('ap', 'k', part({ received: got }, idle), 1), true, 'received from another peer');
+  });
+
+  it('with no units given, the incarnation a record names for the peer is not news (first answer)', () => {
+    const sent = new SentRecords(10, 100);
+    const got = new Map([['us', 4]]);
+    sent.sent('us', 'k', part({ received: got }, { units: 0, to: '', at: 0 }), 0, 1_000_000, ANSWER);
+    assert.equal(sent.holds('us', 'k', part({ received: got }, { units: 0, to: 'us-1', at: 0 }), 1), true);
+    assert.equal(sent.holds('us', 'k', part({ received: got }, { units: 1, to: 'us-1', at: 5 }), 1), false, 'a unit');
   });
 
   it('forgets the record sent longest ago past maxKeys', () => {

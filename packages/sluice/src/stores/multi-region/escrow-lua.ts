@@ -585,8 +585,8 @@ return out
 // instant of that sum, TAU; 0 0 0 for none), added to the record's own (both decayed to the later
 // instant: the sum of decayed sums is the decayed sum of all).
 // Returns per record: inc (or '' when gone), share, the decayed demand sum and its instant, then per
-// peer: units given, the incarnation of that peer they were given to, and the instant of the last
-// transfer.
+// peer: units given, the incarnation of that peer they were given to, the instant of the last
+// transfer, and the units received from that peer (the largest total it reported).
 // Not the prelude: a sync reads every record a decision touched, and this script only reads the
 // fields it returns (two HMGETs), where loading both hashes whole cost about twice as much Redis time
 // per record.
@@ -597,7 +597,7 @@ local A = 5 + npeers
 local GIVEN = {}
 for i = 1, npeers do
   local j = ARGV[4 + i]
-  GIVEN[3 * i - 2], GIVEN[3 * i - 1], GIVEN[3 * i] = 'g:' .. j, 'gi:' .. j, 'gt:' .. j
+  GIVEN[4 * i - 3], GIVEN[4 * i - 2], GIVEN[4 * i - 1], GIVEN[4 * i] = 'g:' .. j, 'gi:' .. j, 'gt:' .. j, 'r:' .. j
 end
 local out, o = {}, 0
 for n, rkey in ipairs(KEYS) do
@@ -618,11 +618,12 @@ for n, rkey in ipairs(KEYS) do
     end
     out[o + 1], out[o + 2], out[o + 3], out[o + 4] = h[1], tonumber(h[2] or '0'), dr, dt
     o = o + 4
-    -- The transfer hash (see the top of the file): what this region gave each peer.
+    -- The transfer hash (see the top of the file): what this region gave each peer, and received.
     local g = call('HMGET', rkey .. '~', unpack(GIVEN))
-    for i = 1, 3 * npeers, 3 do
+    for i = 1, 4 * npeers, 4 do
       out[o + 1], out[o + 2], out[o + 3] = tonumber(g[i] or '0'), g[i + 1] or '', tonumber(g[i + 2] or '0')
-      o = o + 3
+      out[o + 4] = tonumber(g[i + 3] or '0')
+      o = o + 4
     end
   end
 end

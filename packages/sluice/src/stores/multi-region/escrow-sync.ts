@@ -29,6 +29,8 @@ export interface RecordPart {
   readonly want: number;
   /** Per peer: units given (running total), the incarnation of that peer, the last transfer's instant. */
   readonly given: ReadonlyMap<string, { units: number; to: string; at: number }>;
+  /** Per peer: units received from it (the largest running total it reported). */
+  readonly received: ReadonlyMap<string, number>;
 }
 
 /** Options of {@link createRecordReplicator}. */
@@ -96,14 +98,16 @@ export function createRecordReplicator(o: RecordReplicatorOptions): Replicator<R
           const dr = Number(r[at++]);
           const dt = Number(r[at++]);
           const given = new Map<string, { units: number; to: string; at: number }>();
+          const received = new Map<string, number>();
           for (const p of peers) {
             given.set(p, { units: Number(r[at]), to: String(r[at + 1]), at: Number(r[at + 2]) });
-            at += 3;
+            received.set(p, Number(r[at + 3]));
+            at += 4;
           }
           const tau = demandTauMs(policy, o.syncIntervalMs);
           const demand = demandPerPeriod(dr, dt, now, tau, policy.periodMs);
           const want = unitsToAsk({ limit: policy.limit, share, demand });
-          out.set(k, { policy, inc, share, demand, want, given });
+          out.set(k, { policy, inc, share, demand, want, given, received });
         }
       });
       return out;

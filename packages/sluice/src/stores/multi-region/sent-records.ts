@@ -2,11 +2,13 @@
  * What each peer region was last sent of each lease record (escrow mode), so a sync pushes a record
  * only when the peer would learn something from it. Every decision marks its record changed, but
  * what a peer keeps of a push is small: this region's incarnation, the running total of units given
- * to it, and — when this region needs more — an ask. Pushing an unchanged record again only renews
- * the peer's proof that this region holds it (and, in the answer, this region's proof of the peer):
- * units received count only within PROOF of the last proof (escrow-lua.ts), so an unchanged record is
- * still pushed once per `refreshMs`, at a random point of its second half (records first pushed
- * together do not all come back in the same sync).
+ * to it, and — when this region needs more — an ask. A record that has not moved units with a peer
+ * (none given, none received) is not sent to it at all until it asks: units move only on an ask,
+ * which carries the record. Pushing an unchanged record that has moved units only renews the peer's
+ * proof that this region holds it (and, in the answer, this region's proof of the peer): units
+ * received count only within PROOF of the last proof (escrow-lua.ts), so such a record is still
+ * pushed once per `refreshMs`, at a random point of its second half (records first pushed together
+ * do not all come back in the same sync).
  *
  * Without this, a sync re-sent every record in use to every peer, and merged every answer back here:
  * 70–150 µs of this process's CPU and 45–70 µs of this region's Redis per record each sync, in bursts
@@ -61,14 +63,17 @@ export class SentRecords {
   /** Whether `peer` already holds everything a push of `part` would tell it, recently enough. */
   holds(peer: string, key: string, part: RecordPart, nowMs: number): boolean {
     const s = this.byPeer.get(peer)?.get(key);
-    if (s === undefined || nowMs >= s.freshUntil || s.inc !== part.inc) return false;
-    const gift = part.given.get(peer) ?? NO_GIFT;
-    // No units given (to any incarnation): nothing for the peer to credit, whatever the incarnation
-    // and instant say. The first answer from a peer names its incarnation, which the record then
-    // holds beside 0 units: not news (it made every record go twice at first contact).
-    if (s.units !== gift.units || (gift.units > 0 && (s.to !== gift.to || s.at !== gift.at))) return false;
     // An ask is news, unless the peer had nothing to give the last time and it is not time to ask again.
-    return part.want === 0 || nowMs < s.askAgainAt;
+    if (part.want > 0 && (s === undefined || nowMs >= s.askAgainAt)) return false;
+    const gift = part.given.get(peer) ?? NO_GIFT;
+    // No units either way with this peer: nothing for it to credit and no proof to keep alive (units
+    // move only on an ask, which goes at once). Most records never move units; they cost a sync a
+    // read and no push.
+    if (gift.units === 0 && (part.received.get(peer) ?? 0) === 0) return true;
+    if (s === undefined || nowMs >= s.freshUntil || s.inc !== part.inc) return false;
+    // With no units given, the incarnation and instant say nothing the peer needs (the first answer
+    // from a peer names its incarnation, which the record then holds beside 0 units).
+    return s.units === gift.units && (gift.units === 0 || (s.to === gift.to && s.at === gift.at));
   }
 
   /** Records that a push of `part` to `peer` landed at `nowMs`, and what the peer answered. */
