@@ -16,6 +16,7 @@ import {
 import { resolvePolicy } from '../../src/core/policy.js';
 import { createMultiRegionStore } from '../../src/stores/multi-region/index.js';
 import { slotOf, tagOf } from '../../src/stores/redis/keys.js';
+import { scriptsRun } from './harness.js';
 
 describe('multi-region on Redis Cluster', { timeout: 60_000 }, () => {
   let cluster: RedisClusterHandle;
@@ -86,18 +87,24 @@ describe('multi-region on Redis Cluster', { timeout: 60_000 }, () => {
           const look = await store.check(key, policies[i] as (typeof policies)[number], 0, now, false);
           assert.equal(look.remaining, 1, `${key} was refunded`);
         }
-        // The sync writes into the other region's Redis and reads back from a cluster, slot by slot.
+        // The sync writes into the other region's Redis and reads back from a cluster, slot by slot
+        // (escrow: the records asking for units are pushed; eventual: every count). A push that only
+        // PINGs would count as synced: the scripts run at the peer are counted too.
+        const usScripts = await scriptsRun([us]);
         await store.sync();
+        assert.ok((await scriptsRun([us])) > usScripts, 'eu (a cluster) merged into us');
+        const euScripts = await scriptsRun(eu.nodes('master'));
         await peer.check('alpha', policies[0] as (typeof policies)[number], 1, now, true);
         await peer.sync();
+        assert.ok((await scriptsRun(eu.nodes('master'))) > euScripts, 'us merged into eu (a cluster)');
         for (const s of [store, peer]) {
           for (const status of s.syncStatus()) assert.equal(status.failures, 0, `${s.region} → ${status.region}`);
           assert.ok(s.syncStatus().every((x) => x.pushes > 0));
         }
         if (mode === 'escrow') {
-          // Once the cluster peer holds a record of us's that asks for nothing (bravo: no demand in us),
-          // a sync only finds out that the peer is there (a PING, routed by the record's key): no
-          // failure, and it counts as a push.
+          // A record of us's that moved no units and asks for nothing (bravo: no demand in us) is not
+          // sent: a sync only finds out that the peer is there (a PING, routed by the record's key),
+          // with no failure, and it counts as a push.
           const before = peer.syncStatus()[0]?.pushes ?? 0;
           for (let i = 0; i < 4; i++) {
             await peer.check('bravo', policies[1] as (typeof policies)[number], 0, now, true);

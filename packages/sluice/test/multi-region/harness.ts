@@ -132,3 +132,14 @@ export function admissionsOf(reports: readonly RegionReport[], scenario: string)
     .flatMap((r) => (r.admitted[scenario] ?? []).map((t) => ({ t, region: r.region })))
     .sort((a, b) => a.t - b.t);
 }
+
+/** Scripts the given Redis nodes have run so far (INFO commandstats, EVALSHA and EVAL). */
+export async function scriptsRun(nodes: readonly { info(section: string): Promise<string> }[]): Promise<number> {
+  let calls = 0;
+  for (const node of nodes) {
+    for (const m of String(await node.info('commandstats')).matchAll(/cmdstat_eval(?:sha)?:calls=(\d+)/g)) {
+      calls += Number(m[1]);
+    }
+  }
+  return calls;
+}
