@@ -23,7 +23,8 @@ import { ALGORITHMS, type AlgorithmName, resolvePolicy } from '../packages/sluic
 import { createLimiter } from '../packages/sluice/src/limiter/create-limiter.js';
 import { createRedisStore, type RedisStore } from '../packages/sluice/src/stores/redis/index.js';
 import { keyIdOf } from '../packages/sluice/src/stores/redis/keys.js';
-import { CHECK_SCRIPTS, policyArgs } from '../packages/sluice/src/stores/redis/scripts.js';
+import { scriptCall } from '../packages/sluice/src/stores/redis/script-args.js';
+import { CHECK_SCRIPTS } from '../packages/sluice/src/stores/redis/scripts.js';
 import { startRedis } from '../test/helpers/redis-server.js';
 import { fmt, table } from './lib/measure.js';
 
@@ -121,11 +122,10 @@ function redisBenchmark(algorithm: AlgorithmName): number {
   const script = CHECK_SCRIPTS[algorithm];
   const p = resolvePolicy({ algorithm, limit: limitOf(algorithm), period: PERIOD_MS });
   const args = ['-p', String(server.port), '-c', '50', '-P', '16', '-n', '400000', '-r', String(KEYS), '--csv'];
-  const key = `sluice:{user:__rand_int__}`;
-  // One check, exactly as the store sends it: server clock, no grace, one policy, the usual item
-  // ('1': commit, cost 1, policy 1), the policy.
-  args.push('EVALSHA', script.sha, '2', `${key}:${keyIdOf(p)}`, `${key}!${keyIdOf(p)}`, '', '0', '1', '1');
-  args.push(...policyArgs(p));
+  const tag = 'sluice:{user:__rand_int__}';
+  // One check, exactly as the store sends it: server clock, no grace, the usual item (commit, cost 1).
+  const item = { key: `${tag}:${keyIdOf(p)}`, bkey: `${tag}!${keyIdOf(p)}`, policy: p, fields: ['1', '1'] };
+  args.push(...scriptCall(script, ['', '0'], [item], true));
   const run = spawnSync('redis-benchmark', args, { encoding: 'utf8' });
   const last = run.stdout.trim().split('\n').pop() ?? '';
   const rps = Number(last.split(',')[1]?.replace(/"/g, ''));

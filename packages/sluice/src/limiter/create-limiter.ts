@@ -1,7 +1,13 @@
 import type { Clock } from '../core/clock.js';
 import type { Decision } from '../core/decision.js';
 import { SluiceError } from '../core/errors.js';
-import type { MaybePromise, Store, StoreItem } from '../stores/store.js';
+import {
+  type CheckWithFallback,
+  type MaybePromise,
+  type Store,
+  type StoreItem,
+  takesFallback,
+} from '../stores/store.js';
 import { combineDecisions, decisionWithResults } from './combine.js';
 import { createFailurePolicy, type FailurePolicy, isStoreFailure } from './failure-policy.js';
 import type { LimiterOptions, ResolvedLimit } from './options.js';
@@ -72,6 +78,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const single = limits[0] as ResolvedLimit;
   const { policy } = single;
   const oneSync = !multi && store.synchronous;
+  /** The store's check, when it answers failures with the failure policy itself (stores/store.ts). */
+  const checkOrFallBack = !multi && takesFallback(store) ? (store.check as CheckWithFallback) : undefined;
 
   /**
    * One limit on a synchronous store (the memory store): the path `checkSync` and `await check()` take
@@ -96,6 +104,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
       const k = singleKey(key, single.name);
       // The hot path: no closure and, on a synchronous store (memory), no promise either.
       try {
+        // Redis: the store's own promise, resolved with the failure policy's answer if it fails.
+        if (checkOrFallBack !== undefined) {
+          return checkOrFallBack.call(store, k, single.policy, cost, nowMs, commit, failSingle);
+        }
         const decision = store.check(k, single.policy, cost, nowMs, commit);
         return decision instanceof Promise
           ? decision.catch((error: unknown) => failSingle(error, k, cost, nowMs, commit))

@@ -67,3 +67,36 @@ export interface Store {
   /** False until {@link Store.ready} would resolve at once; absent on stores that are always ready. */
   readonly isReady?: boolean;
 }
+
+/**
+ * A limiter's answer to a check its store could not make: the failure policy's decision, or the error
+ * thrown again (misuse).
+ */
+export type CheckFallback = (error: unknown, key: string, cost: number, nowMs: number, commit: boolean) => Decision;
+
+/** `Store.check` of a store that {@link takesFallback}: the sixth argument answers its failures. */
+export type CheckWithFallback<R = MaybePromise<Decision>> = (
+  key: string,
+  policy: ResolvedPolicy,
+  cost: number,
+  nowMs: number,
+  commit: boolean,
+  fallback?: CheckFallback,
+) => R;
+
+/**
+ * Stores whose `check` takes a {@link CheckFallback} as a sixth argument and resolve with its answer
+ * instead of rejecting (sluice's Redis store). Their limiters return the store's promise as it is,
+ * instead of chaining a `.catch` to it — one promise and one microtask less on every check's way
+ * back. Internal: other stores are called with five arguments and caught as before.
+ */
+const fallbackStores = new WeakSet<object>();
+
+/** Marks `store` as one whose `check` takes a fallback. */
+export function acceptsFallback<S extends object>(store: S): S {
+  fallbackStores.add(store);
+  return store;
+}
+
+/** True for a store whose `check` takes a fallback. */
+export const takesFallback = (store: Store): boolean => fallbackStores.has(store);

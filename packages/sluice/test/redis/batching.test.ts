@@ -33,12 +33,15 @@ describe('Redis store batching', () => {
     await store.close();
   });
 
-  it('decides a batch of mixed items — peeks, costs above one, two policies — as separate calls would', async () => {
+  it('decides a batch of mixed items — peeks, costs above one, three policies — as separate calls would', async () => {
     // A batch item is one argument: '1' for the usual one (commit, cost 1, first policy), else
-    // 'commit:cost:index' (script-args.ts). Every other form is here, against the same checks sent one
-    // call each.
+    // 'commit:cost:index' (script-args.ts), and its block key goes only when its policy blocks. Every
+    // other form is here — a blocking policy between two that do not, a bucket among windows — against
+    // the same checks sent one call each.
     const a = resolvePolicy({ limit: 5, period: '1m' });
     const b = resolvePolicy({ limit: 3, period: '1m' });
+    const c = resolvePolicy({ limit: 2, period: '1m', blockDuration: '10s' });
+    const d = resolvePolicy({ algorithm: 'gcra', limit: 2, period: '1m' });
     const checks: [string, typeof a, number, boolean][] = [
       ['k1', a, 1, true],
       ['k1', b, 2, true],
@@ -48,6 +51,14 @@ describe('Redis store batching', () => {
       ['k1', b, 1, true],
       ['k1', a, 2, false],
       ['k1', b, 1, false],
+      ['k1', a, 1, true],
+      ['k3', c, 1, true],
+      ['k1', b, 1, true],
+      ['k3', c, 1, true],
+      ['k4', d, 1, true],
+      ['k3', c, 1, true],
+      ['k3', c, 1, false],
+      ['k4', d, 2, true],
       ['k1', a, 1, true],
     ];
     const run = async (batch: boolean) => {
@@ -69,7 +80,7 @@ describe('Redis store batching', () => {
     };
     const batched = await run(true);
     const single = await run(false);
-    assert.equal(batched.calls, 2, 'one call for the busy check, one for the batch');
+    assert.equal(batched.calls, 3, 'one call for the busy check, one for each script (the windows, GCRA)');
     assert.equal(single.calls, checks.length + 1);
     assert.deepEqual(batched.decisions, single.decisions);
     // The story did exercise what it means to: a peek that takes nothing, a cost over the capacity.
@@ -79,6 +90,20 @@ describe('Redis store batching', () => {
       [batched.decisions[8]?.allowed, batched.decisions[8]?.remaining],
       [true, 0],
       'k1 under a: 1 + 3 + 1',
+    );
+    assert.deepEqual(
+      batched.decisions.slice(9).map((x) => [x.allowed, x.reason]),
+      [
+        [true, undefined],
+        [false, undefined],
+        [true, undefined],
+        [true, undefined],
+        [false, undefined],
+        [false, 'blocked'],
+        [false, undefined],
+        [false, undefined],
+      ],
+      'k3 under c: two pass, the third is over and blocks, the peek finds the block; k4 under d: 1, then 2 over',
     );
   });
 

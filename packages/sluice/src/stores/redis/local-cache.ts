@@ -30,6 +30,8 @@ export class LocalCache {
 
   /** The cached rejection of (key, policy) for a request of `cost` at `nowMs`, if there is one. */
   get(id: string, policy: ResolvedPolicy, cost: number, nowMs: number): Decision | undefined {
+    // Mostly nothing is over its limit: then no lookup, which would hash the freshly built key.
+    if (this.entries.size === 0) return undefined;
     const entry = this.entries.get(id);
     if (entry === undefined) return undefined;
     if (entry.until <= nowMs) {

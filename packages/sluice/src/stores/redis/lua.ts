@@ -8,12 +8,14 @@
  *   ARGV[1]  the caller's time in ms, or '' to read Redis `TIME` (the server clock)
  *   ARGV[2]  grace ms added to every TTL (0 with the server clock; see GRACE in redis-store.ts)
  * ARGV[3] is the number of policies. They travel once per call, at the end of ARGV, 8 arguments each
- * (`alg limit periodMs capacity scale intervalTicks capacityTicks blockMs`), and items refer to them
- * by index; the batch script parses the first policy once per call, not once per item. They are
+ * (`alg limit periodMs capacity scale intervalTicks capacityTicks blockMs`; the batch scripts take
+ * only the fields their algorithm reads, BATCH_POLICY_FIELDS), and items refer to them by index; the
+ * batch script parses the first policy once per call, not once per item. They are
  * hexadecimal text (scripts.ts, policyArgs), read with `tonumber(s, 16)` (C's strtoul; decimal would
  * take glibc's strtod, the dearer by far), and not binary: a binary argument would make ioredis encode
  * the whole command its slower way, which costs the client more than Redis saves.
- * Every item has two KEYS: its state key and its block key (both in the same hash slot).
+ * Every item has two KEYS: its state key and its block key (both in the same hash slot); in the batch
+ * scripts the block key only when the item's policy blocks.
  *
  * A decision comes back as 6 integers: allowed (1/0), remaining, resetMs, retryAfterMs (-1 = never),
  * reason (0 none, 1 cost-exceeds-capacity, 2 blocked, 3 undecided: Redis refused the write it needed),
@@ -83,23 +85,52 @@ const BLOCK = `if ok == 0 and commit and blockMs > 0 then
   end`;
 
 /**
+ * The policy fields the batch script of each algorithm reads, in this order, and the Lua locals they
+ * fill (the others are 0: the algorithm's step never reads them). A batch call sends only these —
+ * fewer arguments for the client to encode and for Redis to read and hand to Lua, on every call.
+ */
+export const BATCH_POLICY_FIELDS = {
+  windows: ['limit', 'periodMs', 'capacity', 'blockMs'],
+  buckets: ['capacity', 'scale', 'intervalTicks', 'capacityTicks', 'blockMs'],
+} as const;
+const BATCH_POLICY_LOCALS = {
+  windows: ['limit', 'period', 'capacity', 'blockMs'],
+  buckets: ['capacity', 'scale', 'T', 'capT', 'blockMs'],
+} as const;
+
+/** Which field list a batch script of `code` takes (see BATCH_POLICY_FIELDS). */
+export function batchPolicyKind(code: number): keyof typeof BATCH_POLICY_FIELDS {
+  return code <= 3 ? 'windows' : 'buckets';
+}
+
+/**
  * The batch-check script of one algorithm: independent decisions, one after the other — the same as
  * that many separate calls, in one round trip. After ARGV[3], one argument per item: '1' for the usual
  * item (commit, cost 1, the first policy), else 'commit:cost:policy index' (script-args.ts); then the
- * policies. The algorithm's snippet is pasted into the loop.
+ * policies, each as its BATCH_POLICY_FIELDS. KEYS per item: its state key, then its block key only when
+ * its policy blocks (blockMs > 0). The algorithm's snippet is pasted into the loop.
  */
 function batchScript(code: number): string {
+  const locals = BATCH_POLICY_LOCALS[batchPolicyKind(code)];
+  const width = locals.length;
+  const all = ['limit', 'period', 'capacity', 'scale', 'T', 'capT', 'blockMs'];
+  /** Lua reading the policy whose fields start after ARGV[b] into the locals (the unread ones 0). */
+  const readPolicy = (b: string) =>
+    `${all.join(', ')} = ${all
+      .map((name) => {
+        const i = (locals as readonly string[]).indexOf(name);
+        return i === -1 ? '0' : `tonumber(ARGV[${b} + ${i + 1}], 16)`;
+      })
+      .join(', ')}`;
   return `${PRELUDE}
 local out, n, k = {}, 0, 1
-local last = #ARGV - tonumber(ARGV[3]) * 8
--- A policy's numbers (the algorithm's code aside: the script is the algorithm's own).
-local function policy(index)
-  local b = last + (index - 1) * 8
-  return tonumber(ARGV[b + 2], 16), tonumber(ARGV[b + 3], 16), tonumber(ARGV[b + 4], 16), tonumber(ARGV[b + 5], 16),
-    tonumber(ARGV[b + 6], 16), tonumber(ARGV[b + 7], 16), tonumber(ARGV[b + 8], 16)
+local last = #ARGV - tonumber(ARGV[3]) * ${width}
+-- The first policy, read once per call: a batch is mostly one policy.
+local L1, P1, C1, S1, T1, CT1, B1
+do
+  local ${readPolicy('last')}
+  L1, P1, C1, S1, T1, CT1, B1 = ${all.join(', ')}
 end
--- The first policy, parsed once per call: a batch is mostly one policy.
-local L1, P1, C1, S1, T1, CT1, B1 = policy(1)
 for i = 4, last do
   local f = ARGV[i]
   local commit, cost, index = true, 1, 1
@@ -109,9 +140,17 @@ for i = 4, last do
     commit, cost, index = sub(f, 1, x - 1) == '1', tonumber(sub(f, x + 1, y - 1)), tonumber(sub(f, y + 1))
   end
   local limit, period, capacity, scale, T, capT, blockMs = L1, P1, C1, S1, T1, CT1, B1
-  if index ~= 1 then limit, period, capacity, scale, T, capT, blockMs = policy(index) end
-  local key, bkey = KEYS[k], KEYS[k + 1]
-  k = k + 2
+  if index ~= 1 then
+    local b = last + (index - 1) * ${width}
+    ${readPolicy('b')}
+  end
+  local key, bkey = KEYS[k], nil
+  if blockMs > 0 then
+    bkey = KEYS[k + 1]
+    k = k + 2
+  else
+    k = k + 1
+  end
   local ok, remaining, reset, retry, reason, delay = 0, 0, 0, 0, 0, -1
 ${BLOCKED}
   if not blocked then

@@ -1,14 +1,21 @@
 import type { Decision } from '../../core/decision.js';
 import { SluiceError } from '../../core/errors.js';
 import type { ResolvedPolicy } from '../../core/policy.js';
-import type { Lease, LeaseDecision, Store, StoreItem } from '../store.js';
+import {
+  acceptsFallback,
+  type CheckWithFallback,
+  type Lease,
+  type LeaseDecision,
+  type Store,
+  type StoreItem,
+} from '../store.js';
 import { Batcher, type Job } from './batcher.js';
 import { createTransport, type RedisClientLike } from './client.js';
 import { DECISION_WIDTH, decodeDecision } from './decode.js';
 import { blockKey, keyIdOf, leaseKey, slotOf, stateKey, tagOf, validatePrefix } from './keys.js';
 import { LocalCache } from './local-cache.js';
 import { Runner } from './runner.js';
-import { type ScriptItem, scriptArgs } from './script-args.js';
+import { type ScriptItem, scriptArgs, scriptCall } from './script-args.js';
 import {
   ACQUIRE_SCRIPT,
   ALL_SCRIPTS,
@@ -186,49 +193,63 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
 
   function sendJobs(jobs: readonly Job[]): void {
     const first = jobs[0] as Job;
-    const { keys, args } = scriptArgs(
+    const argv = scriptCall(
+      first.script,
       [nowArg(first.nowMs), grace],
       jobs.length === 1 ? first.items : jobs.flatMap((j) => j.items),
       first.script !== MANY_SCRIPT,
     );
     inFlight++;
-    runner.script(first.script, keys, args).then(
-      (reply) => {
-        inFlight--;
-        const r = reply as unknown[];
-        let end = 0;
-        for (const job of jobs) end += job.width * DECISION_WIDTH;
-        // Items Redis could not decide (it refused their write) share one error, reported once per call.
-        let refusal: SluiceError | undefined;
-        const refused = () => {
-          runner.stats.refused++;
-          refusal ??= runner.refused(String(r[end] ?? 'write refused'));
-          return refusal;
-        };
-        let offset = 0;
-        for (const job of jobs) {
-          job.settle(r, offset, refused);
-          offset += job.width * DECISION_WIDTH;
-        }
-      },
-      (error: unknown) => {
-        inFlight--;
+    runner.scriptThen(first.script, argv, argv[3], (error, reply) => {
+      inFlight--;
+      if (error !== undefined) {
         for (const job of jobs) job.fail(error);
-      },
-    );
+        return;
+      }
+      const r = reply as unknown[];
+      let end = 0;
+      for (const job of jobs) end += job.width * DECISION_WIDTH;
+      // Items Redis could not decide (it refused their write) share one error, reported once per call.
+      let refusal: SluiceError | undefined;
+      const refused = () => {
+        runner.stats.refused++;
+        refusal ??= runner.refused(String(r[end] ?? 'write refused'));
+        return refusal;
+      };
+      let offset = 0;
+      for (const job of jobs) {
+        job.settle(r, offset, refused);
+        offset += job.width * DECISION_WIDTH;
+      }
+    });
   }
 
   /** The fields of the usual check (commit, cost 1), shared: no array and no string per check. */
   const USUAL_FIELDS: readonly string[] = ['1', '1'];
 
-  function check(key: string, policy: ResolvedPolicy, cost: number, nowMs: number, commit: boolean) {
-    if (runner.closed) return Promise.reject(closedError());
+  /** A check; with a `fallback` (a limiter's failure policy), failures resolve with its answer. */
+  const check: CheckWithFallback<Promise<Decision>> = (key, policy, cost, nowMs, commit, fallback) => {
+    if (runner.closed) {
+      if (fallback === undefined) return Promise.reject(closedError());
+      return new Promise((resolve) => resolve(fallback(closedError(), key, cost, nowMs, commit)));
+    }
     decisions++;
     const tag = tagOf(prefix, key);
     const skey = stateKey(tag, keyIdOf(policy));
     const cached = cache?.get(skey, policy, cost, nowMs);
     if (cached !== undefined) return Promise.resolve(cached);
     return new Promise<Decision>((resolve, reject) => {
+      const failed = (error: unknown) => {
+        if (fallback === undefined) {
+          reject(error);
+          return;
+        }
+        try {
+          resolve(fallback(error, key, cost, nowMs, commit));
+        } catch (thrown) {
+          reject(thrown);
+        }
+      };
       const script = CHECK_SCRIPTS[policy.algorithm];
       batcher.add({
         script,
@@ -237,7 +258,8 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
         items: [
           {
             key: skey,
-            bkey: blockKey(tag, keyIdOf(policy)),
+            // The batch scripts take a block key only for a policy that blocks (script-args.ts).
+            bkey: policy.blockMs > 0 ? blockKey(tag, keyIdOf(policy)) : '',
             policy,
             fields: commit && cost === 1 ? USUAL_FIELDS : [commit ? '1' : '0', String(cost)],
           },
@@ -245,17 +267,17 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
         width: 1,
         settle(r, offset, refused) {
           if (undecided(r, offset)) {
-            reject(refused());
+            failed(refused());
             return;
           }
           const d = decodeDecision(r, offset, policy.limit);
           cache?.learn(skey, policy, cost, nowMs, commit, d);
           resolve(d);
         },
-        fail: reject,
+        fail: failed,
       });
     });
-  }
+  };
 
   // ---- several limits, all or nothing
 
@@ -400,7 +422,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
 
   // ---- the rest of the Store interface
 
-  return {
+  return acceptsFallback({
     name: 'redis',
     synchronous: false,
     check,
@@ -453,7 +475,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
       localCacheHits: cache?.hits ?? 0,
       localCacheKeys: cache?.size ?? 0,
     }),
-  };
+  });
 }
 
 function closedError(): SluiceError {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { AlgorithmName, ResolvedPolicy } from '../../core/policy.js';
 import { hexArg } from './hex.js';
-import { ALGORITHM_CODES, checkScriptSource, SCRIPT_SOURCES } from './lua.js';
+import { ALGORITHM_CODES, BATCH_POLICY_FIELDS, batchPolicyKind, checkScriptSource, SCRIPT_SOURCES } from './lua.js';
 
 /** A Lua script and its SHA1, for EVALSHA. */
 export interface Script {
@@ -58,6 +58,18 @@ export function policyArgs(p: ResolvedPolicy): readonly string[] {
       p.blockMs,
     ].map(hexArg);
     encoded.set(p, args);
+  }
+  return args;
+}
+
+const encodedForBatch = new WeakMap<ResolvedPolicy, readonly string[]>();
+
+/** A policy as its algorithm's batch script reads it (BATCH_POLICY_FIELDS in lua.ts), cached per policy. */
+export function batchPolicyArgs(p: ResolvedPolicy): readonly string[] {
+  let args = encodedForBatch.get(p);
+  if (args === undefined) {
+    args = BATCH_POLICY_FIELDS[batchPolicyKind(ALGORITHM_CODES[p.algorithm])].map((field) => hexArg(p[field]));
+    encodedForBatch.set(p, args);
   }
   return args;
 }
