@@ -10,6 +10,7 @@ import { Redis } from 'ioredis';
 import { useRedis } from '../../../../test/helpers/redis-client.js';
 import { type RedisServerHandle, startRedis } from '../../../../test/helpers/redis-server.js';
 import { isSluiceError, type SluiceError } from '../../src/core/errors.js';
+import { resolvePolicy } from '../../src/core/policy.js';
 import { createLimiter, type LimiterDecision } from '../../src/limiter/create-limiter.js';
 import { createRedisStore } from '../../src/stores/redis/index.js';
 
@@ -159,6 +160,27 @@ describe('faults: SCRIPT FLUSH mid-run', () => {
     assert.equal(manyAllowed, 300);
     assert.ok(store.stats().scriptLoads >= 2, `${store.stats().scriptLoads} script loads`);
     await store.close();
+  });
+});
+
+describe('faults: a closed store', () => {
+  const redis = useRedis();
+
+  it('a limiter on it rejects with ERR_SLUICE_STORE_CLOSED (misuse is not a store failure), fail open or not', async () => {
+    // The Redis store answers a limiter's failures with the limiter's failure policy itself (no .catch
+    // in the limiter): a closed store must still reach the caller as an error, not as a degraded allow.
+    const store = createRedisStore({ client: redis.client, prefix: 'faults-closed:', timeoutMs: 2000 });
+    const open = createLimiter({ limit: 10, period: '1m', store, fail: 'open' });
+    const closed = createLimiter({ limit: 10, period: '1m', store, fail: 'closed' });
+    assert.equal((await open.check('k')).allowed, true);
+    await store.close();
+    for (const limiter of [open, closed]) {
+      await assert.rejects(limiter.check('k'), { code: 'ERR_SLUICE_STORE_CLOSED' });
+      await assert.rejects(limiter.peek('k'), { code: 'ERR_SLUICE_STORE_CLOSED' });
+    }
+    await assert.rejects(store.check('k', resolvePolicy({ limit: 10, period: '1m' }), 1, 0, true), {
+      code: 'ERR_SLUICE_STORE_CLOSED',
+    });
   });
 });
 

@@ -10,7 +10,7 @@ import { decodeDecision } from '../redis/decode.js';
 import { hexArg } from '../redis/hex.js';
 import { ALGORITHM_CODES } from '../redis/lua.js';
 import type { Runner } from '../redis/runner.js';
-import { scriptArgs } from '../redis/script-args.js';
+import { scriptCall } from '../redis/script-args.js';
 import { REFUND_SCRIPT } from '../redis/scripts.js';
 import type { StoreItem } from '../store.js';
 import { ESCROW_CHECK, ESCROW_CHECK_BY_CODE, ESCROW_EPOCHS, ESCROW_RESET } from './escrow-lua.js';
@@ -255,11 +255,13 @@ export function createEscrowRegion(
       if (pe && Number(pu) > nowMs && !isBucketAlgorithm(policy.algorithm)) {
         epochs.push([`${rkey}^${inc}.${pe}`, Number(ps)]);
       }
-      const { keys, args } = scriptArgs(
-        [String(nowMs), String(graceMs)],
-        epochs.map(([k, share]) => ({ key: k, bkey, policy: sharePolicy(policy, share), fields: [String(cost)] })),
-      );
-      await runner.script(REFUND_SCRIPT, keys, args);
+      const items = epochs.map(([k, share]) => ({
+        key: k,
+        bkey,
+        policy: sharePolicy(policy, share),
+        fields: [String(cost)],
+      }));
+      await runner.call(REFUND_SCRIPT, scriptCall(REFUND_SCRIPT, [String(nowMs), String(graceMs)], items));
     },
 
     async reset(key, policy) {

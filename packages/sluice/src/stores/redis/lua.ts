@@ -85,17 +85,23 @@ const BLOCK = `if ok == 0 and commit and blockMs > 0 then
   end`;
 
 /**
- * The policy fields the batch script of each algorithm reads, in this order, and the Lua locals they
- * fill (the others are 0: the algorithm's step never reads them). A batch call sends only these —
- * fewer arguments for the client to encode and for Redis to read and hand to Lua, on every call.
+ * The policy fields the batch script of each algorithm reads, in this order (the Lua locals they fill
+ * are in BATCH_LOCAL; the others are 0: the algorithm's step never reads them). A batch call sends
+ * only these — fewer arguments for the client to encode and for Redis to read and hand to Lua.
  */
 export const BATCH_POLICY_FIELDS = {
   windows: ['limit', 'periodMs', 'capacity', 'blockMs'],
   buckets: ['capacity', 'scale', 'intervalTicks', 'capacityTicks', 'blockMs'],
 } as const;
-const BATCH_POLICY_LOCALS = {
-  windows: ['limit', 'period', 'capacity', 'blockMs'],
-  buckets: ['capacity', 'scale', 'T', 'capT', 'blockMs'],
+/** The batch script's Lua local of each policy field, in the order the script declares them. */
+const BATCH_LOCAL = {
+  limit: 'limit',
+  periodMs: 'period',
+  capacity: 'capacity',
+  scale: 'scale',
+  intervalTicks: 'T',
+  capacityTicks: 'capT',
+  blockMs: 'blockMs',
 } as const;
 
 /** Which field list a batch script of `code` takes (see BATCH_POLICY_FIELDS). */
@@ -111,14 +117,14 @@ export function batchPolicyKind(code: number): keyof typeof BATCH_POLICY_FIELDS 
  * its policy blocks (blockMs > 0). The algorithm's snippet is pasted into the loop.
  */
 function batchScript(code: number): string {
-  const locals = BATCH_POLICY_LOCALS[batchPolicyKind(code)];
-  const width = locals.length;
-  const all = ['limit', 'period', 'capacity', 'scale', 'T', 'capT', 'blockMs'];
+  const fields: readonly string[] = BATCH_POLICY_FIELDS[batchPolicyKind(code)];
+  const width = fields.length;
+  const all = Object.values(BATCH_LOCAL);
   /** Lua reading the policy whose fields start after ARGV[b] into the locals (the unread ones 0). */
   const readPolicy = (b: string) =>
-    `${all.join(', ')} = ${all
-      .map((name) => {
-        const i = (locals as readonly string[]).indexOf(name);
+    `${all.join(', ')} = ${Object.keys(BATCH_LOCAL)
+      .map((field) => {
+        const i = fields.indexOf(field);
         return i === -1 ? '0' : `tonumber(ARGV[${b} + ${i + 1}], 16)`;
       })
       .join(', ')}`;

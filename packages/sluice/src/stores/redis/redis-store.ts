@@ -15,7 +15,7 @@ import { DECISION_WIDTH, decodeDecision } from './decode.js';
 import { blockKey, keyIdOf, leaseKey, slotOf, stateKey, tagOf, validatePrefix } from './keys.js';
 import { LocalCache } from './local-cache.js';
 import { Runner } from './runner.js';
-import { type ScriptItem, scriptArgs, scriptCall } from './script-args.js';
+import { type ScriptItem, scriptCall } from './script-args.js';
 import {
   ACQUIRE_SCRIPT,
   ALL_SCRIPTS,
@@ -200,7 +200,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
       first.script !== MANY_SCRIPT,
     );
     inFlight++;
-    runner.scriptThen(first.script, argv, argv[3], (error, reply) => {
+    runner.callThen(first.script, argv, (error, reply) => {
       inFlight--;
       if (error !== undefined) {
         for (const job of jobs) job.fail(error);
@@ -337,8 +337,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
   }
 
   function runRefunds(group: readonly ManyItem[], nowMs: number): Promise<unknown> {
-    const { keys, args } = scriptArgs([nowArg(nowMs), grace], group.map(toScriptItem));
-    return runner.script(REFUND_SCRIPT, keys, args);
+    return runner.call(REFUND_SCRIPT, scriptCall(REFUND_SCRIPT, [nowArg(nowMs), grace], group.map(toScriptItem)));
   }
 
   async function checkMany(items: readonly StoreItem[], nowMs: number, commit: boolean): Promise<Decision[]> {

@@ -48,16 +48,20 @@ export class Runner {
 
   /** Runs `script` with KEYS and ARGV. */
   script(script: Script, keys: readonly string[], args: readonly RedisArg[]): Promise<unknown> {
-    return this.promised(scriptArgv(script, keys, args), keys[0], script);
+    return this.call(script, scriptArgv(script, keys, args));
+  }
+
+  /** Runs a script call whose whole command is `argv` (`EVALSHA`, the SHA, the key count, KEYS, ARGV). */
+  call(script: Script, argv: RedisArg[]): Promise<unknown> {
+    return this.promised(argv, firstKeyOf(argv), script);
   }
 
   /**
-   * Runs a script call whose whole command is `argv` (`EVALSHA`, the SHA, the key count, KEYS, ARGV) and
-   * hands `done` its reply or its error, once. No promise of its own: the store's checks resolve theirs
-   * straight from the reply, one microtask sooner.
+   * {@link call}, handing `done` the reply or the error, once. No promise of its own: the store's checks
+   * resolve theirs straight from the reply, one microtask sooner.
    */
-  scriptThen(script: Script, argv: RedisArg[], firstKey: string | undefined, done: Done): void {
-    this.send(argv, firstKey, script, done);
+  callThen(script: Script, argv: RedisArg[], done: Done): void {
+    this.send(argv, firstKeyOf(argv), script, done);
   }
 
   /** Sends a plain command (`argv[0]` is its name); `firstKey` routes it on a cluster. */
@@ -209,6 +213,11 @@ export class Runner {
 
 /** What a command's sender hears: its error (a SluiceError), or `undefined` and the reply. */
 export type Done = (error: SluiceError | undefined, reply?: unknown) => void;
+
+/** A script call's first key (it routes the call on a cluster), if it has keys. */
+function firstKeyOf(argv: readonly RedisArg[]): string | undefined {
+  return argv[2] === '0' ? undefined : (argv[3] as string);
+}
 
 /** A script call's whole command: `EVALSHA`, the SHA, the key count, KEYS, then ARGV. */
 export function scriptArgv(script: Script, keys: readonly string[], args: readonly RedisArg[]): RedisArg[] {

@@ -25,15 +25,6 @@ export function scriptCall(
   items: readonly ScriptItem[],
   compact = false,
 ): string[] {
-  const lone = items.length === 1 ? (items[0] as ScriptItem) : undefined;
-  if (compact && lone !== undefined && isUsual(lone.fields)) {
-    // The commonest call of all, a lone check, built in one go.
-    const { key, bkey, policy } = lone;
-    const tail = ['1', '1', ...batchPolicyArgs(policy)];
-    return policy.blockMs === 0
-      ? ['EVALSHA', script.sha, '1', key, ...head, ...tail]
-      : ['EVALSHA', script.sha, '2', key, bkey, ...head, ...tail];
-  }
   const argv = ['EVALSHA', script.sha, ''];
   for (const item of items) {
     if (compact && item.policy.blockMs === 0) argv.push(item.key);
@@ -63,16 +54,3 @@ export function scriptCall(
 
 /** The usual item's fields: commit, cost 1. */
 const isUsual = (fields: readonly string[]) => fields.length === 2 && fields[0] === '1' && fields[1] === '1';
-
-/** KEYS and ARGV of a script call, apart (see {@link scriptCall}), for `Runner.script`. */
-export function scriptArgs(
-  head: readonly string[],
-  items: readonly ScriptItem[],
-  compact = false,
-): { keys: string[]; args: string[] } {
-  const argv = scriptCall(NO_SCRIPT, head, items, compact);
-  const keyCount = Number(argv[2]);
-  return { keys: argv.slice(3, 3 + keyCount), args: argv.slice(3 + keyCount) };
-}
-
-const NO_SCRIPT: Script = { name: '', source: '', sha: '' };
