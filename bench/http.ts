@@ -24,7 +24,7 @@ import { once } from 'node:events';
 import { createRequire } from 'node:module';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { fmt, table } from './lib/measure.js';
+import { fmt, shuffled, table } from './lib/measure.js';
 
 /** The part of autocannon's programmatic API used here (the package ships no types). */
 interface AutocannonResult {
@@ -264,7 +264,9 @@ async function main(): Promise<void> {
           await load(server.port, WARMUP_S);
         }
         for (let round = 1; round <= ROUNDS; round++) {
-          for (const [i, v] of variants.entries()) {
+          // A new order each round: whatever drifts during a round does not always favour the same variant.
+          for (const i of shuffled(variants.length)) {
+            const v = variants[i] as Variant;
             process.stderr.write(`${pass} round ${round}/${ROUNDS}: ${id(v, pass)} ...`);
             const m = await measure(servers[i] as Server, admin);
             process.stderr.write(
@@ -284,7 +286,11 @@ async function main(): Promise<void> {
 
   const get = (v: Variant, pass: Pass) => {
     const ms = results.get(id(v, pass)) ?? [];
+    const bare = results.get(id({ framework: v.framework, limiter: 'bare', store: 'memory' }, pass)) ?? [];
     return {
+      // The CPU a limiter adds: the median of each round's difference from the bare framework (measured
+      // seconds apart), which the machine's drift between rounds moves far less than a difference of medians.
+      addedUs: median(ms.map((m, round) => m.cpuUs - (bare[round] as Measurement).cpuUs)),
       rps: median(ms.map((m) => m.rps)),
       p99: median(ms.map((m) => m.p99)),
       rejected: median(ms.map((m) => (m.total === 0 ? 0 : m.non2xx / m.total))),
@@ -315,9 +321,7 @@ async function main(): Promise<void> {
         fmt(m.p99, 1),
         `${fmt((m.rps / bare.rps) * 100, 1)} %`,
         fmt(m.cpuUs, 1),
-        v.limiter === 'bare'
-          ? ''
-          : `${m.cpuUs >= bare.cpuUs ? '+' : ''}${fmt(((m.cpuUs - bare.cpuUs) / bare.cpuUs) * 100, 1)} %`,
+        v.limiter === 'bare' ? '' : `${m.addedUs >= 0 ? '+' : ''}${fmt((m.addedUs / bare.cpuUs) * 100, 1)} %`,
         v.store === 'redis' ? fmt(m.redisUs, 1) : '',
         `${fmt(m.rejected * 100, 1)} %`,
       ];
@@ -345,15 +349,14 @@ async function main(): Promise<void> {
         if (!results.has(id(sv, pass)) || !results.has(id(pv, pass))) continue;
         const s = get(sv, pass);
         const p = get(pv, pass);
-        const bare = get({ framework, limiter: 'bare', store: 'memory' }, pass);
-        const added = (m: { cpuUs: number }) => fmt(m.cpuUs - bare.cpuUs, 1);
+        const added = (m: { addedUs: number }) => fmt(m.addedUs, 1);
         pairs.push([
           `${framework}, ${store}`,
           `sluice vs ${PEER[framework]}`,
           `${fmt(s.rps / p.rps, 2)}×`,
           `${fmt(p.cpuUs / s.cpuUs, 2)}×`,
           `${added(s)} / ${added(p)}`,
-          `${fmt((s.cpuUs - bare.cpuUs) / (p.cpuUs - bare.cpuUs), 2)}×`,
+          `${fmt(s.addedUs / p.addedUs, 2)}×`,
         ]);
       }
     }

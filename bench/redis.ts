@@ -27,7 +27,7 @@ import { keyIdOf } from '../packages/sluice/src/stores/redis/keys.js';
 import { scriptCall } from '../packages/sluice/src/stores/redis/script-args.js';
 import { CHECK_SCRIPTS } from '../packages/sluice/src/stores/redis/scripts.js';
 import { startRedis } from '../test/helpers/redis-server.js';
-import { fmt, table } from './lib/measure.js';
+import { fmt, shuffled, table } from './lib/measure.js';
 
 const RUN_MS = Number(process.env.BENCH_REDIS_MS ?? 1500);
 /** Each throughput variant is measured this many times, interleaved with the others; medians are reported. */
@@ -126,7 +126,7 @@ async function measureOneCaller(variants: readonly [string, (i: number) => Promi
   }
   const budget = ROUNDS * RUN_MS;
   while ([...acc.values()].some((a) => a.ms < budget)) {
-    const order = [...variants].sort(() => Math.random() - 0.5);
+    const order = shuffled(variants.length).map((i) => variants[i] as (typeof variants)[number]);
     for (const [name, op] of order) {
       const a = acc.get(name);
       if (a === undefined) continue;

@@ -98,6 +98,23 @@ function headerBagOf(reply: FastifyReply): Record<string, unknown> | undefined {
   return bag !== null && typeof bag === 'object' ? (bag as Record<string, unknown>) : undefined;
 }
 
+/**
+ * Copies a header list into a reply's header object. Unrolled on purpose: each line is a store site
+ * of its own that always sees the same name (the lists of one middleware keep their layout), which V8
+ * makes a plain property store; one store in a loop sees every name and goes through V8's generic
+ * path, about 200 instructions a header (a thousand a request with the default five).
+ */
+function copyHeaders(bag: Record<string, unknown>, h: readonly string[]): void {
+  const n = h.length;
+  if (n > 0) bag[h[0] as string] = h[1];
+  if (n > 2) bag[h[2] as string] = h[3];
+  if (n > 4) bag[h[4] as string] = h[5];
+  if (n > 6) bag[h[6] as string] = h[7];
+  if (n > 8) bag[h[8] as string] = h[9];
+  if (n > 10) bag[h[10] as string] = h[11];
+  for (let i = 12; i < n; i += 2) bag[h[i] as string] = h[i + 1];
+}
+
 const EXTRA_KEYS: ReadonlySet<string> = new Set(['handler']);
 const ROUTE_KEYS: ReadonlySet<string> = new Set(['handler', 'replaceGlobal']);
 const POLICY_KEYS = ['algorithm', 'limit', 'period', 'burst', 'blockDuration', 'limits'] as const;
@@ -195,7 +212,7 @@ export function rateLimit(options: FastifyRateLimitOptions): FastifyPluginCallba
     const headers = outcome.headers;
     const bag = headers.length > 0 ? headerBagOf(reply) : undefined;
     if (bag !== undefined) {
-      for (let h = 0; h < headers.length; h += 2) bag[headers[h] as string] = headers[h + 1] as string;
+      copyHeaders(bag, headers);
     } else {
       for (let h = 0; h < headers.length; h += 2) reply.header(headers[h] as string, headers[h + 1] as string);
     }

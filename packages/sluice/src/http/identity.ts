@@ -12,6 +12,8 @@ export interface Identity<Req> {
 
 const UNTRUSTED = 'SLUICE_UNTRUSTED_FORWARDED_HEADER';
 const PERMISSIVE = 'SLUICE_PERMISSIVE_TRUST_PROXY';
+/** Requests looked at for a forwarding header one by one, before looking at one in 64. */
+const FIRST_REQUESTS_CHECKED = 1000;
 
 /**
  * Resolves the client address. sluice's own `trustProxy` wins when given; otherwise the framework's
@@ -33,7 +35,24 @@ export function createIdentity<Req>(
   const framework = own ? undefined : access.framework;
   const header = access.header;
 
-  /** Warns when a forwarding header arrives from a peer that is not trusted. Cheap once warned. */
+  let firstChecks = FIRST_REQUESTS_CHECKED;
+  let sinceCheck = 0;
+  /**
+   * Whether to look for a forwarding header on this request: on each of the first requests, then on
+   * one in 64 (two header lookups cost about a tenth of a request's limiting, on every request of a
+   * process that is rightly not behind a proxy); behind a proxy nearly every request has one, so the
+   * warning still comes at once. Never again once given.
+   */
+  function lookForForwarding(): boolean {
+    if (firstChecks > 0) firstChecks--;
+    else {
+      sinceCheck = (sinceCheck + 1) & 63;
+      if (sinceCheck !== 0) return false;
+    }
+    return !warned(UNTRUSTED);
+  }
+
+  /** Warns when a forwarding header arrives from a peer that is not trusted. */
   function checkUntrusted(req: Req, peer: string): void {
     const xff = header(req, 'x-forwarded-for');
     const fwd = xff === undefined ? header(req, 'forwarded') : undefined;
@@ -67,7 +86,7 @@ export function createIdentity<Req>(
       }
     }
     if (peer === undefined || peer === '') return '';
-    if (!warned(UNTRUSTED)) checkUntrusted(req, peer);
+    if (lookForForwarding()) checkUntrusted(req, peer);
     return resolver.clientIp(peer, req, header);
   }
 
