@@ -51,7 +51,12 @@ const PASSES = (process.env.BENCH_HTTP_PASSES ?? 'allow,reject').split(',') as P
 const PROFILE_DIR = process.env.BENCH_HTTP_PROFILE;
 
 type Framework = 'fastify' | 'express';
-type Limiter = 'bare' | 'sluice' | 'peer';
+/**
+ * `sluice-x`: sluice sending only the X-RateLimit-* headers, the three the peers send; `headers`: no
+ * limiter, the five headers sluice sends by default set to fixed values (what they cost the framework
+ * and Node alone). Both for bench/http-instructions.ts.
+ */
+type Limiter = 'bare' | 'sluice' | 'sluice-x' | 'peer' | 'headers';
 type StoreKind = 'memory' | 'redis';
 type Pass = 'allow' | 'reject';
 
@@ -67,23 +72,49 @@ const PEER: Record<Framework, string> = { fastify: '@fastify/rate-limit', expres
 
 // ---------------------------------------------------------------- the server side (a child process)
 
+/** The five headers sluice sends by default, with the values of an allowed request here. */
+const FIXED_HEADERS = [
+  'x-ratelimit-limit',
+  '100000000',
+  'x-ratelimit-remaining',
+  '99999999',
+  'x-ratelimit-reset',
+  '3600',
+  'ratelimit-policy',
+  '"default";q=100000000;w=3600',
+  'ratelimit',
+  '"default";r=99999999;t=3600',
+];
+
 async function serve(v: Variant, pass: Pass, redisPort: number): Promise<void> {
   const limit = LIMIT[pass];
   const { Redis } = await import('ioredis');
   const redis = v.store === 'redis' ? new Redis(redisPort, '127.0.0.1') : undefined;
   let sluiceStore: import('../packages/sluice/src/stores/store.js').Store | undefined;
-  if (redis !== undefined && v.limiter === 'sluice') {
+  if (redis !== undefined && (v.limiter === 'sluice' || v.limiter === 'sluice-x')) {
     const { createRedisStore } = await import('../packages/sluice/src/stores/redis/index.js');
     sluiceStore = createRedisStore({ client: redis });
   }
-  const sluiceOptions = { limit, period: '1h', ...(sluiceStore ? { store: sluiceStore } : {}) };
+  const sluiceOptions = {
+    limit,
+    period: '1h',
+    ...(sluiceStore ? { store: sluiceStore } : {}),
+    ...(v.limiter === 'sluice-x' ? { headers: 'x' as const } : {}),
+  };
+  const isSluice = v.limiter === 'sluice' || v.limiter === 'sluice-x';
   let port: number;
   if (v.framework === 'fastify') {
     const Fastify = (await import('fastify')).default;
     const app = Fastify({ logger: false });
-    if (v.limiter === 'sluice') {
+    if (isSluice) {
       const { rateLimit } = await import('../packages/sluice/src/adapters/fastify.js');
       await app.register(rateLimit(sluiceOptions));
+    } else if (v.limiter === 'headers') {
+      app.addHook('onRequest', (_request, reply, done) => {
+        for (let i = 0; i < FIXED_HEADERS.length; i += 2)
+          reply.header(FIXED_HEADERS[i] as string, FIXED_HEADERS[i + 1]);
+        done();
+      });
     } else if (v.limiter === 'peer') {
       const peer = (await import('@fastify/rate-limit')).default;
       await app.register(peer, { max: limit, timeWindow: 3_600_000, ...(redis ? { redis } : {}) });
@@ -94,9 +125,15 @@ async function serve(v: Variant, pass: Pass, redisPort: number): Promise<void> {
   } else {
     const express = (await import('express')).default;
     const app = express();
-    if (v.limiter === 'sluice') {
+    if (isSluice) {
       const { rateLimit } = await import('../packages/sluice/src/adapters/express.js');
       app.use(rateLimit(sluiceOptions));
+    } else if (v.limiter === 'headers') {
+      app.use((_req, res, next) => {
+        for (let i = 0; i < FIXED_HEADERS.length; i += 2)
+          res.setHeader(FIXED_HEADERS[i] as string, FIXED_HEADERS[i + 1] as string);
+        next();
+      });
     } else if (v.limiter === 'peer') {
       const { rateLimit } = await import('express-rate-limit');
       let store: import('express-rate-limit').Store | undefined;
