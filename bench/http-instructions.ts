@@ -15,7 +15,9 @@
  * to the end, so no connection is opened or closed while counting (a new connection sends V8 back to
  * compiling Node's socket code, thousands of instructions a request in a window this short).
  * `--single-threaded`: V8 then compiles and collects garbage on the counted thread, and every
- * instruction is counted.
+ * instruction is counted. Run it on an otherwise idle machine all the same: V8 starts extra full
+ * collections when a process allocates slowly in wall-clock terms, and under valgrind beside other
+ * load one server can count a third more (seen once, beside a test run).
  *
  * Rows: the bare framework; sluice with its default headers (the five of SPEC §4: X-RateLimit-* and the
  * draft's RateLimit-Policy and RateLimit); sluice with `headers: 'x'`, the three the peers send; the
