@@ -17,7 +17,9 @@
  * is reported; besides req/s and p99, the server's own CPU time per request (process.cpuUsage) is
  * measured, which the load of other processes disturbs far less than throughput. What a limiter costs
  * is the CPU it *adds* per request over the bare framework of the same run (the floor no limiter can
- * beat): the last table compares that between sluice and the peer.
+ * beat), taken round by round (the median of each round's difference): the last table compares that
+ * between sluice and the peer. Differences of a microsecond or two stay within the machine's drift;
+ * bench/http-instructions.ts counts them instead.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
