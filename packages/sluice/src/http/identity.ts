@@ -41,7 +41,7 @@ export function createIdentity<Req>(
    * Whether to look for a forwarding header on this request: on each of the first requests, then on
    * one in 64 (two header lookups cost about a tenth of a request's limiting, on every request of a
    * process that is rightly not behind a proxy); behind a proxy nearly every request has one, so the
-   * warning still comes at once. Never again once given.
+   * warning still comes within 64 of its requests. Never again once given.
    */
   function lookForForwarding(): boolean {
     if (firstChecks > 0) firstChecks--;
