@@ -33,20 +33,29 @@ export const put = (key: string, value: string, ttl: string) =>
 // State: with the client clock "window:count". With the server clock just the count, as an integer
 // (Redis shares small integers, so the value costs nothing), and the window is the key's expiry:
 // PEXPIREAT the window's last millisecond. Redis hides a key once its (frozen) script time is past
-// that, so a visible key belongs to the current window.
+// that, so a visible key belongs to the current window, and its PTTL + 1 is the time to the window's
+// end: the batch script then reads no TIME at all (NOW is nil until needed; prelude() in lua.ts).
 const FIXED_WINDOW = `
-local window = floor(NOW / period)
 local v = call('GET', key)
-local count = 0
-if v then
-  if SERVER then
-    count = tonumber(v)
-  else
-    local i = find(v, ':', 1, true)
-    if tonumber(sub(v, 1, i - 1)) == window then count = tonumber(sub(v, i + 1)) end
+local count, toEnd, window = 0, nil, nil
+if v and not NOW then
+  count = tonumber(v)
+  local left = call('PTTL', key)
+  if left >= 0 then toEnd = left + 1 end
+end
+if not toEnd then
+  NOW = NOW or TIME()
+  window = floor(NOW / period)
+  toEnd = (window + 1) * period - NOW
+  if v then
+    if SERVER then
+      count = tonumber(v)
+    else
+      local i = find(v, ':', 1, true)
+      if tonumber(sub(v, 1, i - 1)) == window then count = tonumber(sub(v, i + 1)) end
+    end
   end
 end
-local toEnd = (window + 1) * period - NOW
 if cost > capacity then
   ok, remaining, retry, reason = 0, max(0, limit - count), -1, 1
   if count > 0 then reset = toEnd end

@@ -41,15 +41,25 @@ export const ALGORITHM_CODES = {
 
 import { CHECK_SNIPPETS, fmt } from './lua-checks.js';
 
-const PRELUDE = `
+/**
+ * The start of every script. With `lazyServerTime` (the fixed window's batch script), NOW stays nil
+ * under the server clock until a step needs it: a fixed window's stored key knows the time left in
+ * its window from its own expiry (PTTL), and TIME with the parsing of its reply is a sixth of such a
+ * call's cost in Redis. Code that may run first under a lazy NOW reads it with `NOW = NOW or TIME()`.
+ */
+function prelude(lazyServerTime: boolean): string {
+  return `
 local sub, find, sformat, floor, ceil, max, min = string.sub, string.find, string.format, math.floor, math.ceil, math.max, math.min
 -- Globals are table lookups on every use: keep the ones the hot loop touches in locals.
 local call, tonumber, KEYS, ARGV = redis.call, tonumber, KEYS, ARGV
+-- Redis's clock in ms. The server clock: every application server agrees, whatever its own says.
+local function TIME()
+  local t = call('TIME')
+  return tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
+end
 local NOW, SERVER
 if ARGV[1] == '' then
-  -- Server time: every application server agrees, whatever its own clock says.
-  local t = call('TIME')
-  NOW = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
+  ${lazyServerTime ? '-- Read when first needed (see prelude() in lua.ts).' : 'NOW = TIME()'}
   SERVER = true
 else
   NOW = tonumber(ARGV[1])
@@ -69,11 +79,14 @@ local function W(...)
   return true
 end
 `;
+}
+const PRELUDE = prelude(false);
 
 /** The block check and the block written by a committed rejection (the memory store's decide()). */
 const BLOCKED = `
   local blocked = false
   if blockMs > 0 then
+    NOW = NOW or TIME()
     local bv = call('GET', bkey)
     if bv then
       local untilMs = tonumber(bv)
@@ -128,8 +141,9 @@ function batchScript(code: number): string {
         return i === -1 ? '0' : `tonumber(ARGV[${b} + ${i + 1}], 16)`;
       })
       .join(', ')}`;
-  return `${PRELUDE}
-local out, n, k = {}, 0, 1
+  return `${prelude(code === ALGORITHM_CODES['fixed-window'])}
+-- Sized for one item up front: growing an empty table to six entries takes four resizes.
+local out, n, k = {0, 0, 0, 0, 0, 0}, 0, 1
 local last = #ARGV - tonumber(ARGV[3]) * ${width}
 -- The first policy, read once per call: a batch is mostly one policy.
 local L1, P1, C1, S1, T1, CT1, B1
