@@ -115,4 +115,54 @@ describe('server clock: fixed-window encoding', () => {
     assert.equal(Number(await client.call('PEXPIRETIME', key)), expireAt, 'a refund keeps the window');
     await store.close();
   });
+
+  it('answers a stored key and a new one in the same batch each with its own window end', async () => {
+    const { client } = redis;
+    const store = createRedisStore({ client, prefix: 'mix:', timeoutMs: 2000 });
+    const period = 60_000;
+    const p = resolvePolicy({ algorithm: 'fixed-window', limit: 10, period });
+    await store.check('old', p, 3, 0, true);
+    // The first check goes alone; the two that arrive while it is in flight go as one batch: a stored
+    // key (its time left from PTTL) and a new key (Redis's TIME, read once for the call).
+    const [, stored, fresh] = await Promise.all([
+      store.check('other', p, 1, 0, true),
+      store.check('old', p, 2, 0, true),
+      store.check('new', p, 4, 0, true),
+    ]);
+    const [seconds, micros] = (await client.time()) as [number, number];
+    const serverNow = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+    for (const [name, d, remaining] of [
+      ['old', stored, 5],
+      ['new', fresh, 6],
+    ] as const) {
+      assert.equal(d?.allowed, true);
+      assert.equal(d?.remaining, remaining);
+      // The key expires at its window's last millisecond: resetMs must end there.
+      const expireAt = Number(await client.call('PEXPIRETIME', `mix:{${name}}:fa.1m`));
+      assert.ok(
+        Math.abs(serverNow + (d?.resetMs ?? 0) - (expireAt + 1)) < 50,
+        `${name}: resetMs is the time to the window end`,
+      );
+    }
+    await store.close();
+  });
+
+  it('blocks a rejected key for its block duration', async () => {
+    const { client } = redis;
+    const store = createRedisStore({ client, prefix: 'blk:', timeoutMs: 2000 });
+    const p = resolvePolicy({ algorithm: 'fixed-window', limit: 2, period: 3_600_000, blockDuration: 30_000 });
+    assert.equal((await store.check('k', p, 1, 0, true)).allowed, true);
+    assert.equal((await store.check('k', p, 1, 0, true)).allowed, true);
+    const over = await store.check('k', p, 1, 0, true);
+    assert.equal(over.allowed, false);
+    assert.equal(over.reason, undefined, 'over the limit, not yet blocked');
+    const blocked = await store.check('k', p, 1, 0, true);
+    assert.equal(blocked.allowed, false);
+    assert.equal(blocked.reason, 'blocked');
+    assert.ok(
+      blocked.retryAfterMs > 29_000 && blocked.retryAfterMs <= 30_000,
+      `blocked for ${blocked.retryAfterMs} ms`,
+    );
+    await store.close();
+  });
 });

@@ -38,8 +38,8 @@ export const put = (key: string, value: string, ttl: string) =>
 const FIXED_WINDOW = `
 local v = call('GET', key)
 local count, toEnd, window = 0, nil, nil
+if v and SERVER then count = tonumber(v) end
 if v and not NOW then
-  count = tonumber(v)
   local left = call('PTTL', key)
   if left >= 0 then toEnd = left + 1 end
 end
@@ -47,13 +47,9 @@ if not toEnd then
   NOW = NOW or TIME()
   window = floor(NOW / period)
   toEnd = (window + 1) * period - NOW
-  if v then
-    if SERVER then
-      count = tonumber(v)
-    else
-      local i = find(v, ':', 1, true)
-      if tonumber(sub(v, 1, i - 1)) == window then count = tonumber(sub(v, i + 1)) end
-    end
+  if v and not SERVER then
+    local i = find(v, ':', 1, true)
+    if tonumber(sub(v, 1, i - 1)) == window then count = tonumber(sub(v, i + 1)) end
   end
 end
 if cost > capacity then
