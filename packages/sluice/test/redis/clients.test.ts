@@ -166,3 +166,51 @@ describe('server clock: fixed-window encoding', () => {
     await store.close();
   });
 });
+
+describe('server clock: a stored key tells the time (its PTTL), and lone allowed replies are one integer', () => {
+  const redis = useRedis();
+
+  async function redisNow(client: Redis): Promise<number> {
+    const [seconds, micros] = (await client.time()) as [number, number];
+    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+  }
+
+  for (const algorithm of ALGORITHMS) {
+    it(`${algorithm}: the second check, timed from the key's expiry, agrees with Redis's clock`, async () => {
+      const { client } = redis;
+      const store = createRedisStore({ client, prefix: 'pttl:', timeoutMs: 2000 });
+      // 100 per 100 s: a bucket refills one unit a second, so a clock 1 s off shows in `remaining`.
+      const p = resolvePolicy({ algorithm, limit: 100, period: 100_000 });
+      const first = await store.check(algorithm, p, 40, 0, true); // a new key: the script reads TIME
+      const second = await store.check(algorithm, p, 1, 0, true); // a stored key: NOW = its expiry − PTTL
+      const serverNow = await redisNow(client);
+      assert.equal(first.allowed, true);
+      assert.equal(second.allowed, true);
+      assert.equal(second.remaining, 59, `${algorithm}: 41 of 100 used`);
+      const [key] = await client.keys(`pttl:{${algorithm}}:*`);
+      const expireAt = Number(await client.call('PEXPIRETIME', key as string));
+      // Every algorithm's reset after an allowed write is when its key expires (the fixed window's
+      // key expires at the window's last millisecond).
+      assert.ok(
+        Math.abs(serverNow + second.resetMs - expireAt) < 100,
+        `${algorithm}: reset ${second.resetMs} ms ends at the key's expiry (${expireAt - serverNow} ms away)`,
+      );
+      await store.close();
+    });
+  }
+
+  it('answers past the packed reply’s bounds (remaining ≥ 2^24, reset ≥ 2^29 ms) exactly', async () => {
+    const { client } = redis;
+    const store = createRedisStore({ client, prefix: 'wide:', timeoutMs: 2000 });
+    const many = resolvePolicy({ algorithm: 'token-bucket', limit: 20_000_000, period: 86_400_000 });
+    const d1 = await store.check('k', many, 1, 0, true);
+    assert.equal(d1.remaining, 19_999_999);
+    assert.equal(d1.resetMs, 5, 'one unit drains in 4.32 ms');
+    const week = 7 * 86_400_000;
+    const long = resolvePolicy({ algorithm: 'sliding-log', limit: 10, period: week });
+    const d2 = await store.check('k', long, 1, 0, true);
+    assert.equal(d2.remaining, 9);
+    assert.equal(d2.resetMs, week);
+    await store.close();
+  });
+});

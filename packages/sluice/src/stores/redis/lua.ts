@@ -39,27 +39,24 @@ export const ALGORITHM_CODES = {
   gcra: 6,
 } as const;
 
-import { CHECK_SNIPPETS, fmt } from './lua-checks.js';
+import { CHECK_SNIPPETS, fmt, READ_CLOCK, write } from './lua-checks.js';
 
 /**
- * The start of every script. With `lazyServerTime` (the fixed window's batch script), NOW stays nil
- * under the server clock until a step needs it: a fixed window's stored key knows the time left in
- * its window from its own expiry (PTTL), and TIME with the parsing of its reply is a sixth of such a
- * call's cost in Redis. Code that may run first under a lazy NOW reads it with `NOW = NOW or TIME()`.
+ * The start of every script. With `lazyServerTime` (the batch scripts), NOW stays nil under the
+ * server clock until a step needs it: a stored key tells the time from its own expiry (PTTL; see
+ * lua-checks.ts), and TIME with the parsing of its reply was a ninth to a sixth of a lone decision's
+ * cost in Redis. Code that may run first under a lazy NOW reads it with READ_CLOCK.
  */
 function prelude(lazyServerTime: boolean): string {
   return `
 local sub, find, sformat, floor, ceil, max, min = string.sub, string.find, string.format, math.floor, math.ceil, math.max, math.min
 -- Globals are table lookups on every use: keep the ones the hot loop touches in locals.
-local call, tonumber, KEYS, ARGV = redis.call, tonumber, KEYS, ARGV
--- Redis's clock in ms. The server clock: every application server agrees, whatever its own says.
-local function TIME()
-  local t = call('TIME')
-  return tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
-end
+local call, tonumber, type, KEYS, ARGV = redis.call, tonumber, type, KEYS, ARGV
+-- NOW: the time in ms. The server clock (Redis's) makes every application server agree, whatever
+-- its own clock says.
 local NOW, SERVER
 if ARGV[1] == '' then
-  ${lazyServerTime ? '-- Read when first needed (see prelude() in lua.ts).' : 'NOW = TIME()'}
+  ${lazyServerTime ? '-- Read when first needed (see prelude() in lua.ts).' : READ_CLOCK}
   SERVER = true
 else
   NOW = tonumber(ARGV[1])
@@ -67,17 +64,9 @@ else
 end
 local GRACE = 0
 if ARGV[2] ~= '0' then GRACE = tonumber(ARGV[2]) end
-local pcall = redis.pcall
--- The first refused write's message, returned after the decisions.
-local WERR = false
-local function W(...)
-  local r = pcall(...)
-  if type(r) == 'table' and r.err then
-    if not WERR then WERR = r.err end
-    return false
-  end
-  return true
-end
+-- Writes that decide go through WCALL (lua-checks.ts, write); WERR keeps the first refused write's
+-- message, returned after the decisions.
+local WCALL, WERR = redis.pcall, false
 `;
 }
 const PRELUDE = prelude(false);
@@ -86,7 +75,7 @@ const PRELUDE = prelude(false);
 const BLOCKED = `
   local blocked = false
   if blockMs > 0 then
-    NOW = NOW or TIME()
+    ${READ_CLOCK}
     local bv = call('GET', bkey)
     if bv then
       local untilMs = tonumber(bv)
@@ -94,7 +83,7 @@ const BLOCKED = `
     end
   end`;
 const BLOCK = `if ok == 0 and commit and blockMs > 0 then
-    W('SET', bkey, ${fmt('NOW + blockMs')}, 'PX', ${fmt('blockMs + GRACE')})
+    ${write(`'SET', bkey, ${fmt('NOW + blockMs')}, 'PX', ${fmt('blockMs + GRACE')}`)}
   end`;
 
 /**
@@ -123,6 +112,16 @@ export function batchPolicyKind(code: number): keyof typeof BATCH_POLICY_FIELDS 
 }
 
 /**
+ * A batch script's reply for a lone allowed decision with no delay — what nearly every call
+ * answers — is not the 6-integer table but one integer, remaining × 2^29 + resetMs, when remaining
+ * is below 2^24 and resetMs below 2^29 (6.2 days): exact in a double. Redis turns a table into its
+ * reply at about 6,000 instructions more than a number (it probes every table for error and status
+ * fields), a tenth of such a call. unpackReply (decode.ts) turns it back into the table.
+ */
+export const PACKED_RESET_LIMIT = 2 ** 29;
+export const PACKED_REMAINING_LIMIT = 2 ** 24;
+
+/**
  * The batch-check script of one algorithm: independent decisions, one after the other — the same as
  * that many separate calls, in one round trip. After ARGV[3], one argument per item: '1' for the usual
  * item (commit, cost 1, the first policy), else 'commit:cost:policy index' (script-args.ts); then the
@@ -141,7 +140,7 @@ function batchScript(code: number): string {
         return i === -1 ? '0' : `tonumber(ARGV[${b} + ${i + 1}], 16)`;
       })
       .join(', ')}`;
-  return `${prelude(code === ALGORITHM_CODES['fixed-window'])}
+  return `${prelude(true)}
 -- Sized for one item up front: growing an empty table to six entries takes four resizes.
 local out, n, k = {0, 0, 0, 0, 0, 0}, 0, 1
 local last = #ARGV - tonumber(ARGV[3]) * ${width}
@@ -184,6 +183,13 @@ ${CHECK_SNIPPETS[code]}
   out[n + 1], out[n + 2], out[n + 3], out[n + 4], out[n + 5], out[n + 6] = ok, remaining, reset, retry, reason, delay
   n = n + 6
 end
+-- A lone allowed decision without a delay, the usual reply, is one integer when it fits (packReply).
+if n == 6 and out[1] == 1 and out[4] == 0 and out[5] == 0 and out[6] == -1 and not WERR then
+  local rem, rst = out[2], out[3]
+  if rem >= 0 and rem < ${PACKED_REMAINING_LIMIT} and rst >= 0 and rst < ${PACKED_RESET_LIMIT} and rem % 1 == 0 and rst % 1 == 0 then
+    return rem * ${PACKED_RESET_LIMIT} + rst
+  end
+end
 if WERR then out[n + 1] = WERR end
 return out
 `;
@@ -202,11 +208,12 @@ local function nums3(v)
   local j = find(v, ':', i + 1, true)
   return tonumber(sub(v, 1, i - 1)), tonumber(sub(v, i + 1, j - 1)), tonumber(sub(v, j + 1))
 end
--- Writes a state that lives ttl ms (plus grace). Every key gets a TTL; a state that is already as good
--- as a fresh one is deleted instead.
-local function put(key, value, ttl)
-  ttl = ttl + GRACE
-  if ttl > 0 then call('SET', key, value, 'PX', fmt(ttl)) else call('DEL', key) end
+-- Writes a state that lives until at (ms on NOW's clock; putAt in lua-checks.ts). Every key gets
+-- a TTL; a state that is already as good as a fresh one is deleted instead.
+local function put(key, value, at)
+  if at + GRACE <= NOW then call('DEL', key)
+  elseif SERVER then call('SET', key, value, 'PXAT', fmt(at))
+  else call('SET', key, value, 'PX', fmt(at - NOW + GRACE)) end
 end
 -- The policies (ARGV[3] of them, 8 arguments each, at the end), and the index of the last
 -- argument before them.
@@ -234,7 +241,7 @@ ${BLOCKED}
   return d
 end
 local function block(bkey, p)
-  W('SET', bkey, fmt(NOW + p.block), 'PX', fmt(p.block + GRACE))
+  ${write("'SET', bkey, fmt(NOW + p.block), 'PX', fmt(p.block + GRACE)")}
 end
 `;
 
@@ -266,7 +273,7 @@ REFUND[1] = function(key, p, cost)
     call('PEXPIREAT', key, fmt((window + 1) * P - 1))
   else
     local w, c = nums2(v)
-    if w == window then put(key, fmt(w) .. ':' .. fmt(max(0, c - cost)), (window + 1) * P - NOW) end
+    if w == window then put(key, fmt(w) .. ':' .. fmt(max(0, c - cost)), (window + 1) * P) end
   end
 end
 REFUND[2] = function(key, p, cost)
@@ -275,7 +282,7 @@ REFUND[2] = function(key, p, cost)
   local v = call('GET', key)
   if not v then return end
   local w, a, b = nums3(v)
-  if w == window then put(key, fmt(w) .. ':' .. fmt(a) .. ':' .. fmt(max(0, b - cost)), (window + 2) * P - NOW) end
+  if w == window then put(key, fmt(w) .. ':' .. fmt(a) .. ':' .. fmt(max(0, b - cost)), (window + 2) * P) end
 end
 local HDR = 16
 local function sl_load(key, P)
@@ -312,7 +319,7 @@ REFUND[3] = function(key, p, cost)
     call('DEL', key)
     return
   end
-  put(key, struct.pack('<dd', total, HDR + 1) .. live, struct.unpack('<d', live, #live - 15) + P - NOW)
+  put(key, struct.pack('<dd', total, HDR + 1) .. live, struct.unpack('<d', live, #live - 15) + P)
 end
 local function bucket_refund(key, p, cost)
   local v = call('GET', key)
@@ -320,7 +327,7 @@ local function bucket_refund(key, p, cost)
   local stored, last = nums2(v)
   local level = max(0, max(0, stored - max(0, NOW - last) * p.scale) - cost * p.T)
   last = max(NOW, last)
-  put(key, fmt(level) .. ':' .. fmt(last), last + ceil(level / p.scale) - NOW)
+  put(key, fmt(level) .. ':' .. fmt(last), last + ceil(level / p.scale))
 end
 REFUND[4] = bucket_refund
 REFUND[5] = bucket_refund
@@ -329,7 +336,7 @@ REFUND[6] = function(key, p, cost)
   if not v then return end
   local nowT = NOW * p.scale
   local s = max(nowT, max(tonumber(v), nowT) - cost * p.T)
-  put(key, fmt(s), ceil(s / p.scale) - NOW)
+  put(key, fmt(s), ceil(s / p.scale))
 end
 `;
 
