@@ -212,7 +212,9 @@ end
 -- a TTL; a state that is already as good as a fresh one is deleted instead.
 local function put(key, value, at)
   if at + GRACE <= NOW then call('DEL', key)
-  elseif SERVER then call('SET', key, value, 'PXAT', fmt(at))
+  elseif SERVER then
+    call('SET', key, value)
+    call('PEXPIREAT', key, fmt(at))
   else call('SET', key, value, 'PX', fmt(at - NOW + GRACE)) end
 end
 -- The policies (ARGV[3] of them, 8 arguments each, at the end), and the index of the last
