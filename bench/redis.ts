@@ -25,7 +25,7 @@ import { createLimiter } from '../packages/sluice/src/limiter/create-limiter.js'
 import { createRedisStore, type RedisStore } from '../packages/sluice/src/stores/redis/index.js';
 import { keyIdOf } from '../packages/sluice/src/stores/redis/keys.js';
 import { scriptCall } from '../packages/sluice/src/stores/redis/script-args.js';
-import { CHECK_SCRIPTS } from '../packages/sluice/src/stores/redis/scripts.js';
+import { policyScript } from '../packages/sluice/src/stores/redis/scripts.js';
 import { startRedis } from '../test/helpers/redis-server.js';
 import { fmt, shuffled, table } from './lib/measure.js';
 
@@ -173,13 +173,14 @@ function peerOp(points = LIMIT, keyPrefix = 'rlflx') {
 // ---------------------------------------------------------------- 2. the ceiling (run first: it is used below)
 
 function redisBenchmark(algorithm: AlgorithmName): number {
-  const script = CHECK_SCRIPTS[algorithm];
   const p = resolvePolicy({ algorithm, limit: limitOf(algorithm), period: PERIOD_MS });
+  // The script the store sends a lone check of this policy to: the policy's own (policy-scripts.ts).
+  const script = policyScript(p);
   const args = ['-p', String(server.port), '-c', '50', '-P', '16', '-n', '400000', '-r', String(KEYS), '--csv'];
   const tag = 'sluice:{user:__rand_int__}';
   // One check, exactly as the store sends it: server clock, no grace, the usual item (commit, cost 1).
   const item = { key: `${tag}:${keyIdOf(p)}`, bkey: `${tag}!${keyIdOf(p)}`, policy: p, fields: ['1', '1'] };
-  args.push(...scriptCall(script, ['', '0'], [item], true));
+  args.push(...scriptCall(script, ['', '0'], [item], true, p));
   const run = spawnSync('redis-benchmark', args, { encoding: 'utf8' });
   const last = run.stdout.trim().split('\n').pop() ?? '';
   const rps = Number(last.split(',')[1]?.replace(/"/g, ''));
@@ -188,7 +189,12 @@ function redisBenchmark(algorithm: AlgorithmName): number {
 }
 
 await client.flushall();
-for (const s of Object.values(CHECK_SCRIPTS)) await client.script('LOAD', s.source);
+for (const algorithm of ALGORITHMS) {
+  await client.script(
+    'LOAD',
+    policyScript(resolvePolicy({ algorithm, limit: limitOf(algorithm), period: PERIOD_MS })).source,
+  );
+}
 const ceiling = new Map<AlgorithmName, number>();
 for (const algorithm of ALGORITHMS) ceiling.set(algorithm, redisBenchmark(algorithm));
 

@@ -127,8 +127,11 @@ export const PACKED_REMAINING_LIMIT = 2 ** 24;
  * item (commit, cost 1, the first policy), else 'commit:cost:policy index' (script-args.ts); then the
  * policies, each as its BATCH_POLICY_FIELDS. KEYS per item: its state key, then its block key only when
  * its policy blocks (blockMs > 0). The algorithm's snippet is pasted into the loop.
+ *
+ * With `baked` (a policy's own script: policy-scripts.ts), policy 1 is written into the source and
+ * does not travel: ARGV holds policies 2 on, and ARGV[3] counts only those.
  */
-function batchScript(code: number): string {
+function batchScript(code: number, baked?: Readonly<Record<string, number>>): string {
   const fields: readonly string[] = BATCH_POLICY_FIELDS[batchPolicyKind(code)];
   const width = fields.length;
   const all = Object.values(BATCH_LOCAL);
@@ -146,10 +149,16 @@ local out, n, k = {0, 0, 0, 0, 0, 0}, 0, 1
 local last = #ARGV - tonumber(ARGV[3]) * ${width}
 -- The first policy, read once per call: a batch is mostly one policy.
 local L1, P1, C1, S1, T1, CT1, B1
-do
+${
+  baked === undefined
+    ? `do
   local ${readPolicy('last')}
   L1, P1, C1, S1, T1, CT1, B1 = ${all.join(', ')}
-end
+end`
+    : `L1, P1, C1, S1, T1, CT1, B1 = ${Object.keys(BATCH_LOCAL)
+        .map((field) => (fields.includes(field) ? String(baked[field]) : '0'))
+        .join(', ')}`
+}
 for i = 4, last do
   local f = ARGV[i]
   local commit, cost, index = true, 1, 1
@@ -160,7 +169,7 @@ for i = 4, last do
   end
   local limit, period, capacity, scale, T, capT, blockMs = L1, P1, C1, S1, T1, CT1, B1
   if index ~= 1 then
-    local b = last + (index - 1) * ${width}
+    local b = last + (index - ${baked === undefined ? 1 : 2}) * ${width}
     ${readPolicy('b')}
   end
   local key, bkey = KEYS[k], nil
@@ -442,9 +451,12 @@ call('ZREMRANGEBYSCORE', KEYS[1], '-inf', fmt(NOW))
 return call('ZREM', KEYS[1], ARGV[3])
 `;
 
-/** The source of the batch-check script of one algorithm (code 1–6). */
-export function checkScriptSource(code: number): string {
-  return batchScript(code);
+/**
+ * The source of the batch-check script of one algorithm (code 1–6); with `baked`, the script of that
+ * one policy (its BATCH_POLICY_FIELDS as numbers; see batchScript).
+ */
+export function checkScriptSource(code: number, baked?: Readonly<Record<string, number>>): string {
+  return batchScript(code, baked);
 }
 
 /** Script sources by name. */

@@ -31,13 +31,16 @@ export class Readiness {
   private loading = false;
   private poller: ReturnType<typeof setTimeout> | undefined;
   private windowTimer: ReturnType<typeof setTimeout> | undefined;
+  /** What SCRIPT LOAD loads: the store's scripts, then each one added (addScript). */
+  private readonly scripts: Script[];
 
   constructor(
     private readonly transport: RedisTransport,
-    private readonly scripts: readonly Script[],
+    scripts: readonly Script[],
     private readonly connectTimeoutMs: number,
     private readonly onError: (error: SluiceError) => void,
   ) {
+    this.scripts = [...scripts];
     this.gate = new Promise<void>((resolve, reject) => {
       this.openGate = resolve;
       this.shutGate = reject;
@@ -79,6 +82,18 @@ export class Readiness {
     });
   }
 
+  /**
+   * Loads one more script once the store is ready, and with the others after every outage. Rejects
+   * when the store does not become ready within the connect timeout, or the load fails.
+   */
+  addScript(script: Script): Promise<void> {
+    return this.wait()
+      .then(() => this.bounded(this.transport.sendToAll(['SCRIPT', 'LOAD', script.source])))
+      .then(() => {
+        this.scripts.push(script);
+      });
+  }
+
   /** Loads the scripts again (after an outage: a restarted or failed-over Redis has none). */
   reload(): void {
     if (!this.closed) this.load().catch(() => undefined);
@@ -110,7 +125,11 @@ export class Readiness {
 
   /** SCRIPT LOAD of every script on every master, bounded in time so a silent server cannot wedge it. */
   private load(): Promise<unknown> {
-    const loads = Promise.all(this.scripts.map((s) => this.transport.sendToAll(['SCRIPT', 'LOAD', s.source])));
+    return this.bounded(Promise.all(this.scripts.map((s) => this.transport.sendToAll(['SCRIPT', 'LOAD', s.source]))));
+  }
+
+  /** `loads`, or a rejection once it took longer than the connect timeout (at least a second). */
+  private bounded(loads: Promise<unknown>): Promise<unknown> {
     const bound = Math.max(1000, this.connectTimeoutMs);
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timeout = new Promise<never>((_, reject) => {

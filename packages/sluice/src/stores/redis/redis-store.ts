@@ -14,6 +14,7 @@ import { createTransport, type RedisClientLike } from './client.js';
 import { DECISION_WIDTH, decodeDecision, unpackReply } from './decode.js';
 import { blockKey, keyIdOf, leaseKey, slotOf, stateKey, tagOf, validatePrefix } from './keys.js';
 import { LocalCache } from './local-cache.js';
+import { PolicyScripts } from './policy-scripts.js';
 import { Runner } from './runner.js';
 import { type ScriptItem, scriptCall } from './script-args.js';
 import {
@@ -183,6 +184,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
   /** Script calls sent and not answered yet. */
   let inFlight = 0;
   const batcher = new Batcher(sendJobs, batching, () => inFlight === 0);
+  const policyScripts = new PolicyScripts((script) => runner.readiness.addScript(script));
 
   function queueKey(script: Script, key: string, nowMs: number): string {
     let queue = script.name;
@@ -193,14 +195,20 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
 
   function sendJobs(jobs: readonly Job[]): void {
     const first = jobs[0] as Job;
+    const batch = first.script !== MANY_SCRIPT;
+    // A batch goes to the script of its first item's policy once Redis has it (policy-scripts.ts).
+    const policy = (first.items[0] as ScriptItem).policy;
+    const own = batch ? policyScripts.get(policy) : undefined;
+    const script = own ?? first.script;
     const argv = scriptCall(
-      first.script,
+      script,
       [nowArg(first.nowMs), grace],
       jobs.length === 1 ? first.items : jobs.flatMap((j) => j.items),
-      first.script !== MANY_SCRIPT,
+      batch,
+      own === undefined ? undefined : policy,
     );
     inFlight++;
-    runner.callThen(first.script, argv, (error, reply) => {
+    runner.callThen(script, argv, (error, reply) => {
       inFlight--;
       if (error !== undefined) {
         for (const job of jobs) job.fail(error);

@@ -17,13 +17,16 @@ export interface ScriptItem {
  * fields and index are one argument, 'fields:…:index', and the usual item — fields ['1', '1'] (commit,
  * cost 1) with the first policy — is just '1'; an item's block key goes only when its policy blocks,
  * and a policy is only the fields its algorithm reads: a batch of N requests is N keys and N short
- * arguments, which the client encodes and Redis reads in a fraction of the time of 3N.
+ * arguments, which the client encodes and Redis reads in a fraction of the time of 3N. With `baked`
+ * (a batch script with that policy written in: policyScript in scripts.ts), that policy is number 1
+ * and is not sent; the policy count covers the others.
  */
 export function scriptCall(
   script: Script,
   head: readonly string[],
   items: readonly ScriptItem[],
   compact = false,
+  baked?: ResolvedPolicy,
 ): string[] {
   const argv = ['EVALSHA', script.sha, ''];
   for (const item of items) {
@@ -33,7 +36,7 @@ export function scriptCall(
   argv[2] = String(argv.length - 3);
   for (const h of head) argv.push(h);
   const countAt = argv.push('') - 1;
-  const policies: ResolvedPolicy[] = [];
+  const policies: ResolvedPolicy[] = baked === undefined ? [] : [baked];
   for (const item of items) {
     let index = policies.indexOf(item.policy);
     if (index === -1) index = policies.push(item.policy) - 1;
@@ -46,9 +49,10 @@ export function scriptCall(
       argv.push(`${item.fields.join(':')}:${index + 1}`);
     }
   }
-  argv[countAt] = String(policies.length);
+  const sent = baked === undefined ? 0 : 1;
+  argv[countAt] = String(policies.length - sent);
   const encode = compact ? batchPolicyArgs : policyArgs;
-  for (const p of policies) for (const a of encode(p)) argv.push(a);
+  for (let i = sent; i < policies.length; i++) for (const a of encode(policies[i] as ResolvedPolicy)) argv.push(a);
   return argv;
 }
 

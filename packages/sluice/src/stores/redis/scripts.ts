@@ -73,3 +73,25 @@ export function batchPolicyArgs(p: ResolvedPolicy): readonly string[] {
   }
   return args;
 }
+
+const byContent = new Map<string, Script>();
+const ownScripts = new WeakMap<ResolvedPolicy, Script>();
+
+/**
+ * The batch-check script of one policy: its algorithm's, with the policy written into the source
+ * (policy-scripts.ts says when a store uses it). Cached per policy object and by content.
+ */
+export function policyScript(p: ResolvedPolicy): Script {
+  let s = ownScripts.get(p);
+  if (s === undefined) {
+    const code = ALGORITHM_CODES[p.algorithm];
+    const content = `${code}:${batchPolicyArgs(p).join(':')}`;
+    s = byContent.get(content);
+    if (s === undefined) {
+      s = script(`check:${p.algorithm}:${content}`, checkScriptSource(code, p as unknown as Record<string, number>));
+      byContent.set(content, s);
+    }
+    ownScripts.set(p, s);
+  }
+  return s;
+}

@@ -1,0 +1,96 @@
+/**
+ * A policy's own script (the policy written into the Lua: policy-scripts.ts): loaded on the policy's
+ * first check, then used for every batch whose first item has that policy — alone, and batched with
+ * items of other policies, which travel as arguments. At most MAX_POLICY_SCRIPTS per store.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { useRedis } from '../../../../test/helpers/redis-client.js';
+import { type ResolvedPolicy, resolvePolicy } from '../../src/core/policy.js';
+import { createRedisStore } from '../../src/stores/redis/index.js';
+import { MAX_POLICY_SCRIPTS } from '../../src/stores/redis/policy-scripts.js';
+import { ALL_SCRIPTS, policyScript } from '../../src/stores/redis/scripts.js';
+
+describe("a policy's own script", () => {
+  const redis = useRedis();
+
+  async function cachedScripts(): Promise<number> {
+    return Number(/number_of_cached_scripts:(\d+)/.exec(await redis.client.info('memory'))?.[1]);
+  }
+
+  async function loaded(policies: readonly ResolvedPolicy[]): Promise<number[]> {
+    return (await redis.client.script('EXISTS', ...policies.map((p) => policyScript(p).sha))) as number[];
+  }
+
+  for (const algorithm of ['fixed-window', 'token-bucket', 'gcra'] as const) {
+    it(`${algorithm}: decides batches led by either policy exactly, the other policy as arguments`, async () => {
+      const store = createRedisStore({ client: redis.client, prefix: `own-${algorithm}:`, timeoutMs: 2000 });
+      const three = resolvePolicy({ algorithm, limit: 3, period: 3_600_000 });
+      const five = resolvePolicy({ algorithm, limit: 5, period: 3_600_000 });
+      // The first check of each policy starts its script's load (and is decided by the algorithm's).
+      assert.equal((await store.check('warm', three, 1, 0, true)).remaining, 2);
+      assert.equal((await store.check('warm', five, 1, 0, true)).remaining, 4);
+      assert.deepEqual(await loaded([three, five]), [1, 1]);
+      // The first check goes alone; the next three go as one batch led by its first item's policy.
+      const lead3 = await Promise.all([
+        store.check('a', three, 1, 0, true),
+        store.check('b', three, 2, 0, true),
+        store.check('c', five, 4, 0, true),
+        store.check('b', three, 2, 0, true),
+      ]);
+      assert.deepEqual(
+        lead3.map((d) => [d.allowed, d.remaining]),
+        [
+          [true, 2],
+          [true, 1],
+          [true, 1],
+          [false, 1],
+        ],
+      );
+      const lead5 = await Promise.all([
+        store.check('a', three, 1, 0, true),
+        store.check('c', five, 1, 0, true),
+        store.check('a', three, 1, 0, true),
+        store.check('c', five, 1, 0, true),
+      ]);
+      assert.deepEqual(
+        lead5.map((d) => [d.allowed, d.remaining]),
+        [
+          [true, 1],
+          [true, 0],
+          [true, 0],
+          [false, 0],
+        ],
+      );
+      await store.close();
+    });
+  }
+
+  it('after SCRIPT FLUSH, sends the source again and decides the same', async () => {
+    const store = createRedisStore({ client: redis.client, prefix: 'flush:', timeoutMs: 2000 });
+    const p = resolvePolicy({ algorithm: 'sliding-window', limit: 4, period: 3_600_000 });
+    await store.check('k', p, 1, 0, true);
+    assert.deepEqual(await loaded([p]), [1]);
+    await redis.client.script('FLUSH');
+    const loadsBefore = store.stats().scriptLoads;
+    const d = await store.check('k', p, 1, 0, true);
+    assert.equal(d.remaining, 2);
+    assert.equal(store.stats().scriptLoads, loadsBefore + 1, 'NOSCRIPT, then EVAL with the source');
+    await store.close();
+  });
+
+  it(`gives at most ${MAX_POLICY_SCRIPTS} policies a script of their own; the rest decide as before`, async () => {
+    await redis.client.script('FLUSH');
+    const store = createRedisStore({ client: redis.client, prefix: 'cap:', timeoutMs: 2000 });
+    await store.ready();
+    const policies = Array.from({ length: MAX_POLICY_SCRIPTS + 16 }, (_, i) =>
+      resolvePolicy({ algorithm: 'gcra', limit: 10 + i, period: 60_000 }),
+    );
+    for (const p of policies) await store.check('k', p, 1, 0, true);
+    for (const [i, p] of policies.entries()) assert.equal((await store.check('k', p, 1, 0, true)).remaining, 8 + i);
+    const own = (await loaded(policies)).filter((e) => e === 1).length;
+    assert.equal(own, MAX_POLICY_SCRIPTS);
+    assert.equal(await cachedScripts(), ALL_SCRIPTS.length + MAX_POLICY_SCRIPTS);
+    await store.close();
+  });
+});
