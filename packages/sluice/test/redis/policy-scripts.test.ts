@@ -31,37 +31,27 @@ describe("a policy's own script", () => {
       assert.equal((await store.check('warm', three, 1, 0, true)).remaining, 2);
       assert.equal((await store.check('warm', five, 1, 0, true)).remaining, 4);
       assert.deepEqual(await loaded([three, five]), [1, 1]);
-      // The first check goes alone; the next three go as one batch led by its first item's policy.
-      const lead3 = await Promise.all([
-        store.check('a', three, 1, 0, true),
-        store.check('b', three, 2, 0, true),
-        store.check('c', five, 4, 0, true),
-        store.check('b', three, 2, 0, true),
+      // Checks sent together: the first goes alone, the other three as one batch led by the second's
+      // policy. Each answer as [allowed, remaining].
+      const together = async (...calls: [string, ResolvedPolicy, number][]) =>
+        (await Promise.all(calls.map(([key, p, cost]) => store.check(key, p, cost, 0, true)))).map((d) => [
+          d.allowed,
+          d.remaining,
+        ]);
+      const ledByThree = await together(['a', three, 1], ['b', three, 2], ['c', five, 4], ['b', three, 2]);
+      assert.deepEqual(ledByThree, [
+        [true, 2],
+        [true, 1],
+        [true, 1],
+        [false, 1],
       ]);
-      assert.deepEqual(
-        lead3.map((d) => [d.allowed, d.remaining]),
-        [
-          [true, 2],
-          [true, 1],
-          [true, 1],
-          [false, 1],
-        ],
-      );
-      const lead5 = await Promise.all([
-        store.check('a', three, 1, 0, true),
-        store.check('c', five, 1, 0, true),
-        store.check('a', three, 1, 0, true),
-        store.check('c', five, 1, 0, true),
+      const ledByFive = await together(['a', three, 1], ['c', five, 1], ['a', three, 1], ['c', five, 1]);
+      assert.deepEqual(ledByFive, [
+        [true, 1],
+        [true, 0],
+        [true, 0],
+        [false, 0],
       ]);
-      assert.deepEqual(
-        lead5.map((d) => [d.allowed, d.remaining]),
-        [
-          [true, 1],
-          [true, 0],
-          [true, 0],
-          [false, 0],
-        ],
-      );
       await store.close();
     });
   }

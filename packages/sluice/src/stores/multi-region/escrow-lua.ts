@@ -85,7 +85,7 @@ local A = H + 3 + npeers
 local function fmt(x) return ${fmt('x')} end
 -- The check snippets write through WCALL (the single-region store's refusal-aware write). Here it is
 -- redis.call: a refused write fails the whole script, as every other write of these scripts does.
-local WCALL, WERR, type = call, false, type
+local WCALL, WERR, type, PXAT = call, false, type, false
 local function num(v) if v then return tonumber(v) end return 0 end
 -- Fields named with a ':' (per peer: transfers, what the peers reported) live in the record's
 -- transfer hash, rkey .. '~', which only the sync writes; a decision reads the small record, with its
@@ -442,7 +442,7 @@ if ARGV[2] ~= '1' then
   local call, tonumber, KEYS, ARGV, unpack = redis.call, tonumber, KEYS, ARGV, struct.unpack
   local STAMP, SERVER, COMMIT = tonumber(ARGV[1]), false, ARGV[3] == '1'
   local I0 = 5 + tonumber(ARGV[4])
-  local WCALL, WERR, type = call, false, type
+  local WCALL, WERR, type, PXAT = call, false, type, false
   local k = 1
   local PQ, period, pcapacity, block, ttl, GRACE
   for i = I0, I0 + #KEYS / 2 - 1 do

@@ -6,16 +6,15 @@
  *
  * A snippet runs inside `repeat … until true` (so `break` ends it) and sees these locals:
  *   in:  key, limit, period, capacity, scale, T (intervalTicks), capT (capacityTicks), cost, commit,
- *        NOW (nil under the server clock until something reads it: READ_CLOCK), SERVER, GRACE, WCALL,
- *        WERR, and sub, find, sformat, floor, ceil, max, min, call, tonumber, type
+ *        NOW (nil under the server clock until something reads it: READ_CLOCK), SERVER, GRACE, PXAT,
+ *        WCALL, WERR, and sub, find, sformat, floor, ceil, max, min, call, tonumber, type
  *   out: ok (1/0), remaining, reset, retry (-1 = never), reason (0, 1 = cost-exceeds-capacity),
  *        delay (-1 = none); they start as 0, 0, 0, 0, 0, -1.
  * It writes the key only when the request is allowed, `commit` is set and cost > 0, through WCALL (see
  * the PRELUDE in lua.ts): when Redis refuses the write, the snippet sets reason 3 and ends, and the
  * item is left undecided for the caller's failure policy.
  *
- * Under the server clock every state key expires at an instant its value determines (putAt sets it
- * with PEXPIREAT): the bucket's drain, the window's end, the arrival time, the newest log entry plus the
+ * Under the server clock every state key expires at an instant its value determines (putAt): the bucket's drain, the window's end, the arrival time, the newest log entry plus the
  * period. A snippet that finds a stored key while NOW is still unset takes the time from that key's
  * PTTL (timeFromExpiry) instead of TIME: one PTTL costs Redis a fraction of what TIME and parsing its
  * two-string reply do (10,400 instructions of a lone token-bucket decision's 91,000).
@@ -54,19 +53,21 @@ const joined = (...exprs: string[]) => {
 
 /**
  * Lua text writing `value` to live until `at` (ms on NOW's clock): under the server clock exactly
- * then (PEXPIREAT), so that its PTTL tells the time later (timeFromExpiry) — a relative expiry would
- * start from Redis's clock a few microseconds later, and each write could add a millisecond; under the
- * callers' clock for `at - NOW` ms plus the grace. A state already as good as a fresh one (at <= NOW) is
- * deleted. (`SET … PXAT` would be one command, but needs Redis 6.2; these scripts run on Redis 5.)
+ * then, so that its PTTL tells the time later (timeFromExpiry) — a relative expiry would start from
+ * Redis's clock a few microseconds later, and each write could add a millisecond; under the callers'
+ * clock for `at - NOW` ms plus the grace. A state already as good as a fresh one (at <= NOW) is
+ * deleted. `SET … PXAT` needs Redis 6.2 and the scripts run on Redis 5, so PXAT (see the PRELUDE)
+ * says whether to use it; the fallback, SET then PEXPIREAT, is one more command and, oddly, 16 more
+ * bytes per key for a string value on Redis 7.0.
  */
 export const putAt = (key: string, value: string, at: string) =>
-  `do local at = ${at} if at + GRACE > NOW then local value = ${value} if SERVER then ${must(`'SET', ${key}, value`)} ${must(`'PEXPIREAT', ${key}, ${fmt('at')}`)} else ${must(`'SET', ${key}, value, 'PX', ${fmt('at - NOW + GRACE')}`)} end else ${write(`'DEL', ${key}`)} end end`;
+  `do local at = ${at} if at + GRACE > NOW then local value = ${value} if not SERVER then ${must(`'SET', ${key}, value, 'PX', ${fmt('at - NOW + GRACE')}`)} elseif PXAT then ${must(`'SET', ${key}, value, 'PXAT', ${fmt('at')}`)} else ${must(`'SET', ${key}, value`)} ${must(`'PEXPIREAT', ${key}, ${fmt('at')}`)} end else ${write(`'DEL', ${key}`)} end end`;
 
 /** Lua text reading Redis's clock into NOW unless it is already set (the server clock; see prelude() in lua.ts). */
 export const READ_CLOCK = `if not NOW then local t = call('TIME') NOW = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000) end`;
 
 /**
- * Lua text setting NOW from a stored key that expires at `expiry` (putAt set it with PEXPIREAT), when
+ * Lua text setting NOW from a stored key that expires at `expiry` (putAt set it so), when
  * NOW is not set yet: NOW = expiry − PTTL. A key without a TTL (not written by sluice) leaves it unset.
  */
 const timeFromExpiry = (key: string, expiry: string) =>

@@ -64,6 +64,8 @@ else
 end
 local GRACE = 0
 if ARGV[2] ~= '0' then GRACE = tonumber(ARGV[2]) end
+-- Whether SET takes PXAT (Redis 6.2): REDIS_VERSION_NUM came with Redis 7.0.
+local PXAT = redis.REDIS_VERSION_NUM ~= nil
 -- Writes that decide go through WCALL (lua-checks.ts, write); WERR keeps the first refused write's
 -- message, returned after the decisions.
 local WCALL, WERR = redis.pcall, false
@@ -192,7 +194,7 @@ ${CHECK_SNIPPETS[code]}
   out[n + 1], out[n + 2], out[n + 3], out[n + 4], out[n + 5], out[n + 6] = ok, remaining, reset, retry, reason, delay
   n = n + 6
 end
--- A lone allowed decision without a delay, the usual reply, is one integer when it fits (packReply).
+-- A lone allowed decision without a delay, the usual reply, is one integer when it fits (PACKED_RESET_LIMIT).
 if n == 6 and out[1] == 1 and out[4] == 0 and out[5] == 0 and out[6] == -1 and not WERR then
   local rem, rst = out[2], out[3]
   if rem >= 0 and rem < ${PACKED_REMAINING_LIMIT} and rst >= 0 and rst < ${PACKED_RESET_LIMIT} and rem % 1 == 0 and rst % 1 == 0 then
@@ -221,10 +223,12 @@ end
 -- a TTL; a state that is already as good as a fresh one is deleted instead.
 local function put(key, value, at)
   if at + GRACE <= NOW then call('DEL', key)
-  elseif SERVER then
+  elseif not SERVER then call('SET', key, value, 'PX', fmt(at - NOW + GRACE))
+  elseif PXAT then call('SET', key, value, 'PXAT', fmt(at))
+  else
     call('SET', key, value)
     call('PEXPIREAT', key, fmt(at))
-  else call('SET', key, value, 'PX', fmt(at - NOW + GRACE)) end
+  end
 end
 -- The policies (ARGV[3] of them, 8 arguments each, at the end), and the index of the last
 -- argument before them.
