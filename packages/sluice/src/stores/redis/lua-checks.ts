@@ -14,9 +14,10 @@
  * the PRELUDE in lua.ts): when Redis refuses the write, the snippet sets reason 3 and ends, and the
  * item is left undecided for the caller's failure policy.
  *
- * Under the server clock every state key expires at an instant its value determines (putAt): the bucket's drain, the window's end, the arrival time, the newest log entry plus the
- * period. A snippet that finds a stored key while NOW is still unset takes the time from that key's
- * PTTL (timeFromExpiry) instead of TIME: one PTTL costs Redis a fraction of what TIME and parsing its
+ * Under the server clock every state key expires at an instant its value determines (putAt): the
+ * bucket's drain, the window's end, the arrival time, the newest log entry plus the period. A snippet
+ * that finds a stored key while NOW is still unset takes the time from that key's PTTL
+ * (timeFromExpiry) instead of TIME: one PTTL costs Redis a fraction of what TIME and parsing its
  * two-string reply do (10,400 instructions of a lone token-bucket decision's 91,000).
  */
 

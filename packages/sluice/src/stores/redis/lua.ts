@@ -108,6 +108,9 @@ const BATCH_LOCAL = {
   blockMs: 'blockMs',
 } as const;
 
+/** A policy's fields as numbers, for a script with the policy written in (a ResolvedPolicy is one). */
+export type BakedPolicy = Readonly<Record<keyof typeof BATCH_LOCAL, number>>;
+
 /** Which field list a batch script of `code` takes (see BATCH_POLICY_FIELDS). */
 export function batchPolicyKind(code: number): keyof typeof BATCH_POLICY_FIELDS {
   return code <= 3 ? 'windows' : 'buckets';
@@ -133,7 +136,7 @@ export const PACKED_REMAINING_LIMIT = 2 ** 24;
  * With `baked` (a policy's own script: policy-scripts.ts), policy 1 is written into the source and
  * does not travel: ARGV holds policies 2 on, and ARGV[3] counts only those.
  */
-function batchScript(code: number, baked?: Readonly<Record<string, number>>): string {
+function batchScript(code: number, baked?: BakedPolicy): string {
   const fields: readonly string[] = BATCH_POLICY_FIELDS[batchPolicyKind(code)];
   const width = fields.length;
   const all = Object.values(BATCH_LOCAL);
@@ -157,7 +160,7 @@ ${
   local ${readPolicy('last')}
   L1, P1, C1, S1, T1, CT1, B1 = ${all.join(', ')}
 end`
-    : `L1, P1, C1, S1, T1, CT1, B1 = ${Object.keys(BATCH_LOCAL)
+    : `L1, P1, C1, S1, T1, CT1, B1 = ${(Object.keys(BATCH_LOCAL) as (keyof BakedPolicy)[])
         .map((field) => (fields.includes(field) ? String(baked[field]) : '0'))
         .join(', ')}`
 }
@@ -459,7 +462,7 @@ return call('ZREM', KEYS[1], ARGV[3])
  * The source of the batch-check script of one algorithm (code 1–6); with `baked`, the script of that
  * one policy (its BATCH_POLICY_FIELDS as numbers; see batchScript).
  */
-export function checkScriptSource(code: number, baked?: Readonly<Record<string, number>>): string {
+export function checkScriptSource(code: number, baked?: BakedPolicy): string {
   return batchScript(code, baked);
 }
 

@@ -88,7 +88,7 @@ export function policyScript(p: ResolvedPolicy): Script {
     const content = `${code}:${batchPolicyArgs(p).join(':')}`;
     s = byContent.get(content);
     if (s === undefined) {
-      s = script(`check:${p.algorithm}:${content}`, checkScriptSource(code, p as unknown as Record<string, number>));
+      s = script(`check:${p.algorithm}:${content}`, checkScriptSource(code, p));
       byContent.set(content, s);
     }
     ownScripts.set(p, s);
