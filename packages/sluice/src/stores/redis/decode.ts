@@ -23,11 +23,27 @@ export function decodeDecision(r: readonly unknown[], offset: number, limit: num
 }
 
 /**
- * A batch script's reply as the table of decisions: a lone allowed decision without a delay comes
- * packed in one integer, remaining × 2^29 + resetMs (PACKED_RESET_LIMIT in lua.ts).
+ * A batch script's reply as six integers per decision, the layout every decoder reads: a packed
+ * decision (a number ≥ 0: remaining × 2^29 + resetMs, allowed, no delay) is unpacked, a full one (its
+ * first integer −1 − allowed) copied, and a refused write's message, after the decisions, kept at the
+ * end (PACKED_RESET_LIMIT in lua.ts).
  */
-export function unpackReply(reply: unknown): readonly unknown[] {
-  if (typeof reply !== 'number') return reply as unknown[];
-  const reset = reply % PACKED_RESET_LIMIT;
-  return [1, (reply - reset) / PACKED_RESET_LIMIT, reset, 0, 0, -1];
+export function expandReply(reply: unknown): unknown[] {
+  const r: readonly unknown[] = typeof reply === 'number' ? [reply] : (reply as unknown[]);
+  const out: unknown[] = [];
+  for (let i = 0; i < r.length; ) {
+    const x = r[i];
+    if (typeof x !== 'number') {
+      out.push(x);
+      i++;
+    } else if (x >= 0) {
+      const reset = x % PACKED_RESET_LIMIT;
+      out.push(1, (x - reset) / PACKED_RESET_LIMIT, reset, 0, 0, -1);
+      i++;
+    } else {
+      out.push(-1 - x, r[i + 1], r[i + 2], r[i + 3], r[i + 4], r[i + 5]);
+      i += DECISION_WIDTH;
+    }
+  }
+  return out;
 }

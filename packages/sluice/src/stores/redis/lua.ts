@@ -117,11 +117,13 @@ export function batchPolicyKind(code: number): keyof typeof BATCH_POLICY_FIELDS 
 }
 
 /**
- * A batch script's reply for a lone allowed decision with no delay — what nearly every call
- * answers — is not the 6-integer table but one integer, remaining × 2^29 + resetMs, when remaining
- * is below 2^24 and resetMs below 2^29 (6.2 days): exact in a double. Redis turns a table into its
- * reply at about 6,000 instructions more than a number (it probes every table for error and status
- * fields), a tenth of such a call. unpackReply (decode.ts) turns it back into the table.
+ * A batch script replies to an allowed decision with no delay — nearly every decision — with one
+ * integer, remaining × 2^29 + resetMs, when remaining is below 2^24 and resetMs below 2^29 (6.2 days):
+ * exact in a double, and never negative. Any other decision is six integers, the first of them
+ * −1 − allowed (so negative), then remaining, reset, retry, reason, delay. A lone packed decision is
+ * the whole reply, not a table: Redis turns a table into its reply at about 6,000 instructions more
+ * than a number (it probes every table for error and status fields), and every element costs Redis
+ * and the client again. expandReply (decode.ts) turns a reply back into six integers per decision.
  */
 export const PACKED_RESET_LIMIT = 2 ** 29;
 export const PACKED_REMAINING_LIMIT = 2 ** 24;
@@ -194,16 +196,17 @@ ${CHECK_SNIPPETS[code]}
     ${BLOCK}
     end
   end
-  out[n + 1], out[n + 2], out[n + 3], out[n + 4], out[n + 5], out[n + 6] = ok, remaining, reset, retry, reason, delay
-  n = n + 6
-end
--- A lone allowed decision without a delay, the usual reply, is one integer when it fits (PACKED_RESET_LIMIT).
-if n == 6 and out[1] == 1 and out[4] == 0 and out[5] == 0 and out[6] == -1 and not WERR then
-  local rem, rst = out[2], out[3]
-  if rem >= 0 and rem < ${PACKED_REMAINING_LIMIT} and rst >= 0 and rst < ${PACKED_RESET_LIMIT} and rem % 1 == 0 and rst % 1 == 0 then
-    return rem * ${PACKED_RESET_LIMIT} + rst
+  -- An allowed decision without a delay, the usual one, is one integer when it fits (PACKED_RESET_LIMIT).
+  if ok == 1 and retry == 0 and reason == 0 and delay == -1 and remaining >= 0 and remaining < ${PACKED_REMAINING_LIMIT} and reset >= 0 and reset < ${PACKED_RESET_LIMIT} and remaining % 1 == 0 and reset % 1 == 0 then
+    n = n + 1
+    out[n] = remaining * ${PACKED_RESET_LIMIT} + reset
+  else
+    out[n + 1], out[n + 2], out[n + 3], out[n + 4], out[n + 5], out[n + 6] = -1 - ok, remaining, reset, retry, reason, delay
+    n = n + 6
   end
 end
+-- A lone decision in one integer is the reply itself: a table costs Redis more to send.
+if n == 1 and not WERR then return out[1] end
 if WERR then out[n + 1] = WERR end
 return out
 `;

@@ -11,7 +11,7 @@ import {
 } from '../store.js';
 import { Batcher, type Job } from './batcher.js';
 import { createTransport, type RedisClientLike } from './client.js';
-import { DECISION_WIDTH, decodeDecision, unpackReply } from './decode.js';
+import { DECISION_WIDTH, decodeDecision, expandReply } from './decode.js';
 import { blockKey, keyIdOf, leaseKey, slotOf, stateKey, tagOf, validatePrefix } from './keys.js';
 import { LocalCache } from './local-cache.js';
 import { PolicyScripts } from './policy-scripts.js';
@@ -214,7 +214,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
         for (const job of jobs) job.fail(error);
         return;
       }
-      const r = unpackReply(reply);
+      const r = batch ? expandReply(reply) : (reply as unknown[]);
       let end = 0;
       for (const job of jobs) end += job.width * DECISION_WIDTH;
       // Items Redis could not decide (it refused their write) share one error, reported once per call.
