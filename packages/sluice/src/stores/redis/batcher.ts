@@ -9,7 +9,7 @@ export interface Job {
   readonly queueKey: string;
   readonly nowMs: number;
   readonly items: readonly ScriptItem[];
-  /** How many 6-integer decisions of the reply are this job's. */
+  /** How many decisions of the reply are this job's (6 integers each; a batch script's: see decode.ts). */
   readonly width: number;
   /**
    * Takes the job's decisions, which start at `offset` in the reply; `refused()` is the error for a

@@ -6,9 +6,35 @@ export const DECISION_WIDTH = 6;
 
 /** Reads the 6 integers of one decision at `offset` of a script's reply (the layout of lua.ts). */
 export function decodeDecision(r: readonly unknown[], offset: number, limit: number): Decision {
+  return decisionOf(Number(r[offset]) === 1, r, offset, limit);
+}
+
+/**
+ * Reads the decision at `offset` of a batch script's reply: one integer ≥ 0 (remaining × 2^29 +
+ * resetMs: allowed, no delay), or six led by −1 − allowed (PACKED_RESET_LIMIT in lua.ts).
+ */
+export function decodeCompact(r: readonly unknown[], offset: number, limit: number): Decision {
+  const x = r[offset] as number;
+  if (x < 0) return decisionOf(x === -2, r, offset, limit);
+  const resetMs = x % PACKED_RESET_LIMIT;
+  return { allowed: true, limit, remaining: (x - resetMs) / PACKED_RESET_LIMIT, resetMs, retryAfterMs: 0 };
+}
+
+/** How many integers the decision at `offset` of a batch script's reply takes. */
+export function compactWidth(r: readonly unknown[], offset: number): number {
+  return (r[offset] as number) < 0 ? DECISION_WIDTH : 1;
+}
+
+/** True when Redis left the decision at `offset` undecided: it refused the write it needed (lua.ts). */
+export function undecided(r: readonly unknown[], offset: number, compact: boolean): boolean {
+  return (!compact || (r[offset] as number) < 0) && Number(r[offset + 4]) === 3;
+}
+
+/** A decision from `allowed` and the five integers after `offset`: remaining, reset, retry, reason, delay. */
+function decisionOf(allowed: boolean, r: readonly unknown[], offset: number, limit: number): Decision {
   const retry = Number(r[offset + 3]);
   const d: Decision = {
-    allowed: Number(r[offset]) === 1,
+    allowed,
     limit,
     remaining: Number(r[offset + 1]),
     resetMs: Number(r[offset + 2]),
@@ -20,30 +46,4 @@ export function decodeDecision(r: readonly unknown[], offset: number, limit: num
   const delay = Number(r[offset + 5]);
   if (delay !== -1) d.delayMs = delay;
   return d;
-}
-
-/**
- * A batch script's reply as six integers per decision, the layout every decoder reads: a packed
- * decision (a number ≥ 0: remaining × 2^29 + resetMs, allowed, no delay) is unpacked, a full one (its
- * first integer −1 − allowed) copied, and a refused write's message, after the decisions, kept at the
- * end (PACKED_RESET_LIMIT in lua.ts).
- */
-export function expandReply(reply: unknown): unknown[] {
-  const r: readonly unknown[] = typeof reply === 'number' ? [reply] : (reply as unknown[]);
-  const out: unknown[] = [];
-  for (let i = 0; i < r.length; ) {
-    const x = r[i];
-    if (typeof x !== 'number') {
-      out.push(x);
-      i++;
-    } else if (x >= 0) {
-      const reset = x % PACKED_RESET_LIMIT;
-      out.push(1, (x - reset) / PACKED_RESET_LIMIT, reset, 0, 0, -1);
-      i++;
-    } else {
-      out.push(-1 - x, r[i + 1], r[i + 2], r[i + 3], r[i + 4], r[i + 5]);
-      i += DECISION_WIDTH;
-    }
-  }
-  return out;
 }

@@ -11,7 +11,7 @@ import {
 } from '../store.js';
 import { Batcher, type Job } from './batcher.js';
 import { createTransport, type RedisClientLike } from './client.js';
-import { DECISION_WIDTH, decodeDecision, expandReply } from './decode.js';
+import { compactWidth, DECISION_WIDTH, decodeCompact, decodeDecision, undecided } from './decode.js';
 import { blockKey, keyIdOf, leaseKey, slotOf, stateKey, tagOf, validatePrefix } from './keys.js';
 import { LocalCache } from './local-cache.js';
 import { PolicyScripts } from './policy-scripts.js';
@@ -214,9 +214,16 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
         for (const job of jobs) job.fail(error);
         return;
       }
-      const r = batch ? expandReply(reply) : (reply as unknown[]);
+      // A batch script's lone packed decision is the whole reply (lua.ts, PACKED_RESET_LIMIT).
+      const r = typeof reply === 'number' ? [reply] : (reply as unknown[]);
+      // Where each job's decisions start: a batch script's are 1 or 6 integers each (decode.ts).
+      const offsets: number[] = [];
       let end = 0;
-      for (const job of jobs) end += job.width * DECISION_WIDTH;
+      for (const job of jobs) {
+        offsets.push(end);
+        if (!batch) end += job.width * DECISION_WIDTH;
+        else for (let k = 0; k < job.width; k++) end += compactWidth(r, end);
+      }
       // Items Redis could not decide (it refused their write) share one error, reported once per call.
       let refusal: SluiceError | undefined;
       const refused = () => {
@@ -224,11 +231,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
         refusal ??= runner.refused(String(r[end] ?? 'write refused'));
         return refusal;
       };
-      let offset = 0;
-      for (const job of jobs) {
-        job.settle(r, offset, refused);
-        offset += job.width * DECISION_WIDTH;
-      }
+      for (let i = 0; i < jobs.length; i++) (jobs[i] as Job).settle(r, offsets[i] as number, refused);
     });
   }
 
@@ -274,11 +277,11 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
         ],
         width: 1,
         settle(r, offset, refused) {
-          if (undecided(r, offset)) {
+          if (undecided(r, offset, true)) {
             failed(refused());
             return;
           }
-          const d = decodeDecision(r, offset, policy.limit);
+          const d = decodeCompact(r, offset, policy.limit);
           cache?.learn(skey, policy, cost, nowMs, commit, d);
           resolve(d);
         },
@@ -329,7 +332,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
         width: wantLooks ? 2 * n : n,
         settle(r, offset, refused) {
           // All or nothing: a request one of whose writes was refused is undecided as a whole.
-          if (group.some((_, i) => undecided(r, offset + i * DECISION_WIDTH))) {
+          if (group.some((_, i) => undecided(r, offset + i * DECISION_WIDTH, false))) {
             reject(refused());
             return;
           }
@@ -487,9 +490,4 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
 
 function closedError(): SluiceError {
   return new SluiceError('ERR_SLUICE_STORE_CLOSED', 'the redis store was closed');
-}
-
-/** True when Redis left the decision at `offset` undecided: it refused the write it needed (lua.ts). */
-function undecided(r: readonly unknown[], offset: number): boolean {
-  return Number(r[offset + 4]) === 3;
 }
