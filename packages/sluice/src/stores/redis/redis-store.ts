@@ -34,9 +34,9 @@ export interface RedisStoreOptions {
   /** Prepended to every key; must not contain `{` or `}`. @default 'sluice:' */
   prefix?: string;
   /**
-   * Whose clock decides: `'server'` reads Redis `TIME` inside each script, so application servers with
-   * skewed clocks agree; `'client'` uses the `nowMs` the limiter passes (tests with a manual clock, or
-   * Redis versions that cannot write after `TIME` in a script). @default 'server'
+   * Whose clock decides: `'server'` uses Redis's (`TIME`, or a stored key's expiry), so application
+   * servers with skewed clocks agree; `'client'` uses the `nowMs` the limiter passes (tests with a manual
+   * clock, or Redis versions that cannot write after `TIME` in a script). @default 'server'
    */
   clock?: 'server' | 'client';
   /** Longest wait for Redis, in ms; past it the call fails with ERR_SLUICE_STORE_TIMEOUT. @default 50 */
