@@ -74,7 +74,9 @@ export function batchPolicyArgs(p: ResolvedPolicy): readonly string[] {
   return args;
 }
 
+/** Policy scripts shared by equal policies, up to a bound (a process may make many stores). */
 const byContent = new Map<string, Script>();
+const MAX_SHARED = 1024;
 const ownScripts = new WeakMap<ResolvedPolicy, Script>();
 
 /**
@@ -89,7 +91,7 @@ export function policyScript(p: ResolvedPolicy): Script {
     s = byContent.get(content);
     if (s === undefined) {
       s = script(`check:${p.algorithm}:${content}`, checkScriptSource(code, p));
-      byContent.set(content, s);
+      if (byContent.size < MAX_SHARED) byContent.set(content, s);
     }
     ownScripts.set(p, s);
   }
