@@ -9,6 +9,7 @@ import { useRedis } from '../../../../test/helpers/redis-client.js';
 import { type ResolvedPolicy, resolvePolicy } from '../../src/core/policy.js';
 import { createRedisStore } from '../../src/stores/redis/index.js';
 import { MAX_POLICY_SCRIPTS } from '../../src/stores/redis/policy-scripts.js';
+import { scriptCall } from '../../src/stores/redis/script-args.js';
 import { ALL_SCRIPTS, policyScript } from '../../src/stores/redis/scripts.js';
 
 describe("a policy's own script", () => {
@@ -55,6 +56,25 @@ describe("a policy's own script", () => {
       await store.close();
     });
   }
+
+  it('replies with one integer per allowed decision, six per other, and nothing after them', async () => {
+    const p = resolvePolicy({ algorithm: 'token-bucket', limit: 2, period: 60_000 });
+    const script = policyScript(p);
+    await redis.client.script('LOAD', script.source);
+    const batch = async (keys: string[]) => {
+      const items = keys.map((k) => ({ key: `reply:{${k}}`, bkey: '', policy: p, fields: ['1', '2'] }));
+      const argv = scriptCall(script, ['', '0'], items, true, p) as [string, ...string[]];
+      return (await redis.client.call(...argv)) as number[];
+    };
+    const allowed = await batch(['a', 'b', 'c']);
+    assert.equal(allowed.length, 3);
+    assert.ok(allowed.every((x) => x >= 0));
+    // 'a' is full: its check is refused (six integers, the first −1 − allowed), 'd' is new.
+    const mixed = await batch(['a', 'd']);
+    assert.equal(mixed.length, 7);
+    assert.equal(mixed[0], -1);
+    assert.ok((mixed[6] as number) >= 0);
+  });
 
   it('after SCRIPT FLUSH, sends the source again and decides the same', async () => {
     const store = createRedisStore({ client: redis.client, prefix: 'flush:', timeoutMs: 2000 });

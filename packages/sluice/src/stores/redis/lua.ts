@@ -207,7 +207,12 @@ ${CHECK_SNIPPETS[code]}
 end
 -- A lone decision in one integer is the reply itself: a table costs Redis more to send.
 if n == 1 and not WERR then return out[1] end
-if WERR then out[n + 1] = WERR end
+if WERR then
+  out[n + 1] = WERR
+  n = n + 1
+end
+-- The reply ends at the first nil: the preallocated slots past it are not part of it.
+if n < 6 then out[n + 1] = nil end
 return out
 `;
 }
