@@ -90,6 +90,12 @@ describe('Redis Cluster: node-redis and ioredis, server clock', () => {
   });
 });
 
+/** Redis's clock in ms, as the scripts read it. */
+async function redisNow(client: Redis): Promise<number> {
+  const [seconds, micros] = (await client.time()) as [number, number];
+  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+}
+
 describe('server clock: fixed-window encoding', () => {
   const redis = useRedis();
 
@@ -104,8 +110,7 @@ describe('server clock: fixed-window encoding', () => {
     assert.equal(await client.get(key), '6');
     const expireAt = Number(await client.call('PEXPIRETIME', key));
     assert.equal((expireAt + 1) % period, 0, 'expires at a window boundary − 1 ms');
-    const [seconds, micros] = (await client.time()) as [number, number];
-    const serverNow = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+    const serverNow = await redisNow(client);
     assert.ok(expireAt >= serverNow && expireAt < serverNow + period);
     const d = await store.check('k', p, 1, 0, false);
     assert.equal(d.remaining, 994);
@@ -129,8 +134,7 @@ describe('server clock: fixed-window encoding', () => {
       store.check('old', p, 2, 0, true),
       store.check('new', p, 4, 0, true),
     ]);
-    const [seconds, micros] = (await client.time()) as [number, number];
-    const serverNow = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+    const serverNow = await redisNow(client);
     for (const [name, d, remaining] of [
       ['old', stored, 5],
       ['new', fresh, 6],
@@ -169,11 +173,6 @@ describe('server clock: fixed-window encoding', () => {
 
 describe('server clock: a stored key tells the time (its PTTL), and lone allowed replies are one integer', () => {
   const redis = useRedis();
-
-  async function redisNow(client: Redis): Promise<number> {
-    const [seconds, micros] = (await client.time()) as [number, number];
-    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-  }
 
   for (const algorithm of ALGORITHMS) {
     it(`${algorithm}: the second check, timed from the key's expiry, agrees with Redis's clock`, async () => {

@@ -27,8 +27,11 @@
  * (≈ 60 against 350 ns, and a decision writes two to four), anything else by '%.17g'. `expr` is
  * evaluated up to three times: callers pass plain arithmetic.
  */
-export const fmt = (expr: string) =>
-  `((${expr}) % 1 == 0 and (${expr}) < 9007199254740992 and (${expr}) > -9007199254740992 and sformat('%d', ${expr}) or sformat('%.17g', ${expr}))`;
+export const fmt = (expr: string) => `(${isInteger(expr)} and sformat('%d', ${expr}) or sformat('%.17g', ${expr}))`;
+
+/** Lua text: whether `expr` is an integer that '%d' prints exactly (below 2^53 in magnitude). */
+const isInteger = (expr: string) =>
+  `(${expr}) % 1 == 0 and (${expr}) < 9007199254740992 and (${expr}) > -9007199254740992`;
 
 /**
  * Lua text running a write through WCALL (redis.pcall here; the escrow store's scripts make it
@@ -47,10 +50,8 @@ const must = (args: string) => write(args, 'reason = 3 break');
  * `string.format` when all are integers (each call is a Lua string built and interned: two or three
  * cost twice one).
  */
-const joined = (...exprs: string[]) => {
-  const integer = exprs.map((e) => `(${e}) % 1 == 0 and (${e}) < 9007199254740992 and (${e}) > -9007199254740992`);
-  return `(${integer.join(' and ')} and sformat('${exprs.map(() => '%d').join(':')}', ${exprs.join(', ')}) or ${exprs.map(fmt).join(" .. ':' .. ")})`;
-};
+const joined = (...exprs: string[]) =>
+  `(${exprs.map(isInteger).join(' and ')} and sformat('${exprs.map(() => '%d').join(':')}', ${exprs.join(', ')}) or ${exprs.map(fmt).join(" .. ':' .. ")})`;
 
 /**
  * Lua text writing `value` to live until `at` (ms on NOW's clock): under the server clock exactly

@@ -126,7 +126,7 @@ export function batchPolicyKind(code: number): keyof typeof BATCH_POLICY_FIELDS 
  * and the client again. expandReply (decode.ts) turns a reply back into six integers per decision.
  */
 export const PACKED_RESET_LIMIT = 2 ** 29;
-export const PACKED_REMAINING_LIMIT = 2 ** 24;
+const PACKED_REMAINING_LIMIT = 2 ** 24;
 
 /**
  * The batch-check script of one algorithm: independent decisions, one after the other — the same as

@@ -216,14 +216,14 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
       }
       // A batch script's lone packed decision is the whole reply (lua.ts, PACKED_RESET_LIMIT).
       const r = typeof reply === 'number' ? [reply] : (reply as unknown[]);
-      // Where each job's decisions start: a batch script's are 1 or 6 integers each (decode.ts).
-      const offsets: number[] = [];
+      // Where the decisions of the job starting at `at` end: a batch script's take 1 or 6 integers each.
+      const after = (job: Job, at: number) => {
+        if (!batch) return at + job.width * DECISION_WIDTH;
+        for (let k = 0; k < job.width; k++) at += compactWidth(r, at);
+        return at;
+      };
       let end = 0;
-      for (const job of jobs) {
-        offsets.push(end);
-        if (!batch) end += job.width * DECISION_WIDTH;
-        else for (let k = 0; k < job.width; k++) end += compactWidth(r, end);
-      }
+      for (const job of jobs) end = after(job, end);
       // Items Redis could not decide (it refused their write) share one error, reported once per call.
       let refusal: SluiceError | undefined;
       const refused = () => {
@@ -231,7 +231,11 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
         refusal ??= runner.refused(String(r[end] ?? 'write refused'));
         return refusal;
       };
-      for (let i = 0; i < jobs.length; i++) (jobs[i] as Job).settle(r, offsets[i] as number, refused);
+      let offset = 0;
+      for (const job of jobs) {
+        job.settle(r, offset, refused);
+        offset = after(job, offset);
+      }
     });
   }
 
