@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { useRedis } from '../../../../test/helpers/redis-client.js';
 import { type ResolvedPolicy, resolvePolicy } from '../../src/core/policy.js';
+import { createMemoryStore } from '../../src/stores/memory/memory-store.js';
 import { createRedisStore } from '../../src/stores/redis/index.js';
 import { MAX_POLICY_SCRIPTS } from '../../src/stores/redis/policy-scripts.js';
 import { scriptCall } from '../../src/stores/redis/script-args.js';
@@ -74,6 +75,57 @@ describe("a policy's own script", () => {
     assert.equal(mixed.length, 7);
     assert.equal(mixed[0], -1);
     assert.ok((mixed[6] as number) >= 0);
+  });
+
+  it('leaky bucket: an allowed decision is one integer that carries its delay, exactly', async () => {
+    // 7 per second: a request adds 142.857… ms, so resetMs − delayMs is 142 or 143 (the packed q bit).
+    const p = resolvePolicy({ algorithm: 'leaky-bucket', limit: 7, period: 1000, burst: 6 });
+    const script = policyScript(p);
+    await redis.client.script('LOAD', script.source);
+    const lone = scriptCall(
+      script,
+      ['5000', '0'],
+      [{ key: 'lone:{k}', bkey: '', policy: p, fields: ['1', '1'] }],
+      true,
+      p,
+    );
+    assert.equal(typeof (await redis.client.call(...(lone as [string, ...string[]]))), 'number');
+
+    const redisStore = createRedisStore({
+      client: redis.client,
+      prefix: 'leaky-packed:',
+      clock: 'client',
+      timeoutMs: 2000,
+    });
+    const memory = createMemoryStore();
+    const added = (cost: number, commit: boolean) => (commit && cost > 0 ? cost * p.intervalTicks : 0);
+    const gaps = new Set<number>();
+    // [ms, cost, commit]: queued requests, a peek, a cost of 0 and of 2, then the bucket draining.
+    const trace: [number, number, boolean][] = [
+      [0, 1, true],
+      [1, 1, true],
+      [40, 1, false],
+      [41, 2, true],
+      [90, 0, true],
+      [200, 1, true],
+      [333, 1, true],
+      [334, 1, false],
+      [700, 2, true],
+      [701, 1, true],
+      [1500, 1, true],
+      [1501, 1, false],
+    ];
+    for (const [at, cost, commit] of trace) {
+      const [fromRedis, fromMemory] = await Promise.all([
+        redisStore.check('k', p, cost, at, commit),
+        memory.check('k', p, cost, at, commit),
+      ]);
+      assert.deepEqual(fromRedis, fromMemory, `at ${at} ms, cost ${cost}, commit ${commit}`);
+      if (fromRedis.allowed)
+        gaps.add(fromRedis.resetMs - (fromRedis.delayMs as number) - Math.floor(added(cost, commit) / p.scale));
+    }
+    assert.deepEqual([...gaps].sort(), [0, 1], 'both values of q occur');
+    await redisStore.close();
   });
 
   it('after SCRIPT FLUSH, sends the source again and decides the same', async () => {

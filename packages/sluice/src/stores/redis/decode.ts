@@ -1,4 +1,5 @@
 import type { Decision } from '../../core/decision.js';
+import type { ResolvedPolicy } from '../../core/policy.js';
 import { PACKED_RESET_LIMIT } from './lua.js';
 
 /** Integers of one decision in a script's reply: allowed, remaining, reset, retry, reason, delay (lua.ts). */
@@ -10,14 +11,28 @@ export function decodeDecision(r: readonly unknown[], offset: number, limit: num
 }
 
 /**
- * Reads the decision at `offset` of a batch script's reply: one integer ≥ 0 (remaining × 2^29 +
- * resetMs: allowed, no delay), or six led by −1 − allowed (PACKED_RESET_LIMIT in lua.ts).
+ * Reads the decision at `offset` of a batch script's reply: one integer ≥ 0 for an allowed decision
+ * (PACKED_RESET_LIMIT in lua.ts: for the leaky bucket, with what its delay needs), or six led by
+ * −1 − allowed. `cost` and `commit` are the check's: the leaky bucket's delay depends on what it added.
  */
-export function decodeCompact(r: readonly unknown[], offset: number, limit: number): Decision {
+export function decodeCompact(
+  r: readonly unknown[],
+  offset: number,
+  policy: ResolvedPolicy,
+  cost: number,
+  commit: boolean,
+): Decision {
   const x = r[offset] as number;
-  if (x < 0) return decisionOf(x === -2, r, offset, limit);
-  const resetMs = x % PACKED_RESET_LIMIT;
-  return { allowed: true, limit, remaining: (x - resetMs) / PACKED_RESET_LIMIT, resetMs, retryAfterMs: 0 };
+  if (x < 0) return decisionOf(x === -2, r, offset, policy.limit);
+  const low = x % PACKED_RESET_LIMIT;
+  const remaining = (x - low) / PACKED_RESET_LIMIT;
+  if (policy.algorithm !== 'leaky-bucket') {
+    return { allowed: true, limit: policy.limit, remaining, resetMs: low, retryAfterMs: 0 };
+  }
+  const resetMs = Math.floor(low / 2);
+  const added = commit && cost > 0 ? cost * policy.intervalTicks : 0;
+  const delayMs = resetMs - Math.floor(added / policy.scale) - (low - resetMs * 2);
+  return { allowed: true, limit: policy.limit, remaining, resetMs, retryAfterMs: 0, delayMs };
 }
 
 /** How many integers the decision at `offset` of a batch script's reply takes. */

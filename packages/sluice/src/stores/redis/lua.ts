@@ -117,16 +117,45 @@ export function batchPolicyKind(code: number): keyof typeof BATCH_POLICY_FIELDS 
 }
 
 /**
- * A batch script replies to an allowed decision with no delay — nearly every decision — with one
- * integer, remaining × 2^29 + resetMs, when remaining is below 2^24 and resetMs below 2^29 (6.2 days):
- * exact in a double, and never negative. Any other decision is six integers, the first of them
+ * A batch script replies to an allowed decision — nearly every decision — with one integer,
+ * remaining × 2^29 + resetMs, when remaining is below 2^24 and resetMs below 2^29 (6.2 days): exact in
+ * a double, and never negative. The leaky bucket's allowed decisions carry a delay too; theirs is
+ * remaining × 2^29 + resetMs × 2 + q (resetMs below 2^28), where q is 0 or 1: the delay is
+ * ceil(level / scale) and resetMs ceil((level + Δ) / scale), Δ being what the request adds (cost ×
+ * intervalTicks, or 0 when it takes nothing), so resetMs − delay is floor(Δ / scale) or one more, and
+ * q says which (decodeCompact in decode.ts). Any other decision is six integers, the first of them
  * −1 − allowed (so negative), then remaining, reset, retry, reason, delay. A lone packed decision is
  * the whole reply, not a table: Redis turns a table into its reply at about 6,000 instructions more
  * than a number (it probes every table for error and status fields), and every element costs Redis
- * and the client again. expandReply (decode.ts) turns a reply back into six integers per decision.
+ * and the client again.
  */
 export const PACKED_RESET_LIMIT = 2 ** 29;
 const PACKED_REMAINING_LIMIT = 2 ** 24;
+/** The leaky bucket's packed decision holds resetMs × 2 where the others hold resetMs. */
+const PACKED_SHAPED_RESET_LIMIT = PACKED_RESET_LIMIT / 2;
+
+/** The leaky bucket's decisions carry a delay (the request's turn in the queue). */
+const shapes = (code: number) => code === ALGORITHM_CODES['leaky-bucket'];
+
+/** Lua: whether the item's decision goes back as one integer (PACKED_RESET_LIMIT). */
+function packable(code: number): string {
+  const fits = `remaining >= 0 and remaining < ${PACKED_REMAINING_LIMIT} and reset >= 0 and remaining % 1 == 0 and reset % 1 == 0`;
+  if (!shapes(code)) {
+    return `  -- An allowed decision without a delay, the usual one, is one integer when it fits.
+  if ok == 1 and retry == 0 and reason == 0 and delay == -1 and ${fits} and reset < ${PACKED_RESET_LIMIT} then`;
+  }
+  return `  -- An allowed decision is one integer when it fits; q says which of two the delay is.
+  local q = -1
+  if ok == 1 and reason == 0 then q = reset - delay - floor(((commit and cost > 0) and cost * T or 0) / scale) end
+  if (q == 0 or q == 1) and ${fits} and reset < ${PACKED_SHAPED_RESET_LIMIT} then`;
+}
+
+/** Lua: the packed integer of the item's decision. */
+function packed(code: number): string {
+  return shapes(code)
+    ? `remaining * ${PACKED_RESET_LIMIT} + reset * 2 + q`
+    : `remaining * ${PACKED_RESET_LIMIT} + reset`;
+}
 
 /**
  * The batch-check script of one algorithm: independent decisions, one after the other — the same as
@@ -196,10 +225,9 @@ ${CHECK_SNIPPETS[code]}
     ${BLOCK}
     end
   end
-  -- An allowed decision without a delay, the usual one, is one integer when it fits (PACKED_RESET_LIMIT).
-  if ok == 1 and retry == 0 and reason == 0 and delay == -1 and remaining >= 0 and remaining < ${PACKED_REMAINING_LIMIT} and reset >= 0 and reset < ${PACKED_RESET_LIMIT} and remaining % 1 == 0 and reset % 1 == 0 then
+${packable(code)}
     n = n + 1
-    out[n] = remaining * ${PACKED_RESET_LIMIT} + reset
+    out[n] = ${packed(code)}
   else
     out[n + 1], out[n + 2], out[n + 3], out[n + 4], out[n + 5], out[n + 6] = -1 - ok, remaining, reset, retry, reason, delay
     n = n + 6

@@ -285,7 +285,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
             failed(refused());
             return;
           }
-          const d = decodeCompact(r, offset, policy.limit);
+          const d = decodeCompact(r, offset, policy, cost, commit);
           cache?.learn(skey, policy, cost, nowMs, commit, d);
           resolve(d);
         },
