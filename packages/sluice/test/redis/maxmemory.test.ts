@@ -68,6 +68,19 @@ describe('Redis full (maxmemory, noeviction)', () => {
     assert.ok(refused, 'Redis refused a write');
   });
 
+  it("a lone check Redis cannot write fails with Redis's own words, for every algorithm", async () => {
+    const errors: string[] = [];
+    const store = createRedisStore({ client, timeoutMs: 2000, onError: (error) => errors.push(error.message) });
+    for (const algorithm of ALGORITHMS) {
+      // Alone in its tick: the batch script's one-item reply, not a batch's.
+      const d = await single(algorithm, store, 'closed').check(`lone:${algorithm}`);
+      assert.deepEqual([d.allowed, d.reason], [false, 'store-unavailable']);
+    }
+    assert.equal(errors.length, ALGORITHMS.length);
+    for (const message of errors) assert.match(message, /^redis refused a write: OOM /);
+    await store.close();
+  });
+
   for (const algorithm of ALGORITHMS) {
     it(`${algorithm}: over-limit keys rejected exactly in a batch with fresh keys, by a new store; fresh keys get the policy`, async () => {
       // A new store: an empty local over-limit cache, as in a process that never saw alice or bob.

@@ -137,17 +137,17 @@ const PACKED_SHAPED_RESET_LIMIT = PACKED_RESET_LIMIT / 2;
 /** The leaky bucket's decisions carry a delay (the request's turn in the queue). */
 const shapes = (code: number) => code === ALGORITHM_CODES['leaky-bucket'];
 
-/** Lua: whether the item's decision goes back as one integer (PACKED_RESET_LIMIT). */
+/** Lua setting `packs`: whether the item's decision goes back as one integer (PACKED_RESET_LIMIT). */
 function packable(code: number): string {
   const fits = `remaining >= 0 and remaining < ${PACKED_REMAINING_LIMIT} and reset >= 0 and remaining % 1 == 0 and reset % 1 == 0`;
   if (!shapes(code)) {
     return `  -- An allowed decision without a delay, the usual one, is one integer when it fits.
-  if ok == 1 and retry == 0 and reason == 0 and delay == -1 and ${fits} and reset < ${PACKED_RESET_LIMIT} then`;
+  local packs = ok == 1 and retry == 0 and reason == 0 and delay == -1 and ${fits} and reset < ${PACKED_RESET_LIMIT}`;
   }
   return `  -- An allowed decision is one integer when it fits; q says which of two the delay is.
   local q = -1
   if ok == 1 and reason == 0 then q = reset - delay - floor(((commit and cost > 0) and cost * T or 0) / scale) end
-  if (q == 0 or q == 1) and ${fits} and reset < ${PACKED_SHAPED_RESET_LIMIT} then`;
+  local packs = (q == 0 or q == 1) and ${fits} and reset < ${PACKED_SHAPED_RESET_LIMIT}`;
 }
 
 /** Lua: the packed integer of the item's decision. */
@@ -180,9 +180,11 @@ function batchScript(code: number, baked?: BakedPolicy): string {
       })
       .join(', ')}`;
   return `${prelude(true)}
--- Sized for one item up front: growing an empty table to six entries takes four resizes.
-local out, n, k = {0, 0, 0, 0, 0, 0}, 0, 1
-local last = #ARGV - tonumber(ARGV[3]) * ${width}
+local n, k, last = 0, 1, #ARGV
+if ARGV[3] ~= '0' then last = last - tonumber(ARGV[3]) * ${width} end
+-- A lone item's decision is the reply (below); a batch's go into out, sized for one item up front:
+-- growing an empty table to six entries takes four resizes.
+local out = last ~= 4 and {0, 0, 0, 0, 0, 0}
 -- The first policy, read once per call: a batch is mostly one policy.
 local L1, P1, C1, S1, T1, CT1, B1
 ${
@@ -226,6 +228,12 @@ ${CHECK_SNIPPETS[code]}
     end
   end
 ${packable(code)}
+  if last == 4 then
+    -- A lone decision is the whole reply: one integer when it packs (a table costs Redis more to send).
+    if packs and not WERR then return ${packed(code)} end
+    return {-1 - ok, remaining, reset, retry, reason, delay, WERR or nil}
+  end
+  if packs then
     n = n + 1
     out[n] = ${packed(code)}
   else
@@ -233,8 +241,6 @@ ${packable(code)}
     n = n + 6
   end
 end
--- A lone decision in one integer is the reply itself: a table costs Redis more to send.
-if n == 1 and not WERR then return out[1] end
 if WERR then
   out[n + 1] = WERR
   n = n + 1
