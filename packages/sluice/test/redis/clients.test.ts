@@ -212,4 +212,15 @@ describe('server clock: a stored key tells the time (its PTTL), and lone allowed
     assert.equal(d2.resetMs, week);
     await store.close();
   });
+
+  it('answers a leaky bucket past its packed bounds (reset ≥ 2^28 ms) exactly, delay included', async () => {
+    const store = createRedisStore({ client: redis.client, prefix: 'wide-leaky:', clock: 'client', timeoutMs: 2000 });
+    // Two a week: each request adds 3.5 days (302,400,000 ms, past 2^28) to the queue.
+    const p = resolvePolicy({ algorithm: 'leaky-bucket', limit: 2, period: 7 * 86_400_000 });
+    const first = await store.check('k', p, 1, 0, true);
+    assert.deepEqual([first.remaining, first.resetMs, first.delayMs], [1, 302_400_000, 0]);
+    const second = await store.check('k', p, 1, 0, true);
+    assert.deepEqual([second.remaining, second.resetMs, second.delayMs], [0, 604_800_000, 302_400_000]);
+    await store.close();
+  });
 });
