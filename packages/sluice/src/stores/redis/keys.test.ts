@@ -24,7 +24,7 @@ describe('redis keys', () => {
 
   it('shortens policy ids injectively', () => {
     assert.equal(shortPolicyId('fw100/86400000'), 'f2s.1d');
-    assert.equal(shortPolicyId('tb10/1000b20'), 'ta.1sbk');
+    assert.equal(shortPolicyId('tb10/1000b20'), 'ba.1sbk');
     assert.equal(shortPolicyId('gc7/1500'), 'g7.1500');
     assert.equal(shortPolicyId('x~fw1/1000'), 'x~fw1/1000', 'any other id is kept whole');
     const ids = new Set<string>();

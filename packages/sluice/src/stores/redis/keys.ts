@@ -33,8 +33,12 @@ export function tagOf(prefix: string, key: string): string {
   return `${prefix}{${escapeKey(key)}}`;
 }
 
-/** One letter per algorithm code of policy ids (core/policy.ts). */
-const ALGORITHM_LETTERS: Readonly<Record<string, string>> = { fw: 'f', sw: 'w', sl: 'l', tb: 't', lb: 'k', gc: 'g' };
+/**
+ * One letter per algorithm code of policy ids (core/policy.ts). The buckets' letters say what their
+ * keys hold: `t` and `k` held "level:last" in earlier versions, which this version's scripts do not
+ * read (they keep the arrival time, as GCRA does), so the new form lives under new names.
+ */
+const ALGORITHM_LETTERS: Readonly<Record<string, string>> = { fw: 'f', sw: 'w', sl: 'l', tb: 'b', lb: 'q', gc: 'g' };
 /** Policy ids as resolvePolicy makes them: algorithm, limit, `/`, period ms, optional `b` burst. */
 const POLICY_ID = /^([a-z]{2})(\d+)\/(\d+)(?:b(\d+))?$/;
 const PERIOD_UNITS: readonly (readonly [number, string])[] = [

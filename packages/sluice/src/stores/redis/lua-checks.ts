@@ -252,42 +252,14 @@ elseif count > 0 then
 end
 `;
 
-// State: "level in ticks:last update ms" (src/algorithms/bucket.ts). The level drains at `scale`
-// ticks per ms; a request adds cost × T ticks; a clock that went back drains nothing.
-const bucket = (shaping: boolean) => `
-local v = call('GET', key)
-local stored, last = 0, 0
-if v then
-  local i = find(v, ':', 1, true)
-  stored, last = tonumber(sub(v, 1, i - 1)), tonumber(sub(v, i + 1))
-  ${timeFromExpiry('key', 'last + ceil(stored / scale)')}
-end
-${READ_CLOCK}
-local level = max(0, stored - max(0, NOW - last) * scale)
-local held = level
-if cost > capacity then
-  ok, retry, reason = 0, -1, 1
-else
-  local after = level + cost * T
-  if after > capT then
-    ok, retry = 0, ceil((after - capT) / scale)
-  else
-    ok = 1
-    if commit and cost > 0 then
-      held = after
-      last = max(NOW, last)
-      ${putAt('key', joined('after', 'last'), 'last + ceil(after / scale)')}
-    end
-    ${shaping ? '-- What is already queued drains first: this request goes when it has.\n    delay = ceil(level / scale)' : ''}
-  end
-end
-remaining = floor((capT - held) / T)
-reset = ceil(held / scale)
-`;
-
-// State: the theoretical arrival time in ticks (src/algorithms/gcra.ts). A request of cost c conforms
-// iff max(TAT, now) + c·T − now <= capT; then TAT becomes that sum.
-const GCRA = `
+// State: the theoretical arrival time in ticks (src/algorithms/gcra.ts), for GCRA and both buckets.
+// A request of cost c conforms iff max(TAT, now) + c·T − now <= capT; then TAT becomes that sum.
+// max(TAT, now) − now is the bucket's level (src/algorithms/bucket.ts: its spent tokens, or its queue),
+// so the three decide alike from one number: a value Redis keeps as an integer (no string, 32 bytes
+// less per key than "level:last") and reads with one tonumber. Where the memory store's buckets keep
+// the level and the time of the last update, a clock that goes back shows here as time not yet
+// drained (the bucket looks fuller by that time, never emptier).
+const gcra = (shaping: boolean) => `
 local v = call('GET', key)
 local stored = 0
 if v then
@@ -306,6 +278,7 @@ else
     ok, retry = 0, ceil((newTat - nowT - capT) / scale)
   else
     ok = 1
+    ${shaping ? '-- What is already queued drains first: this request goes when it has.\n    delay = ceil(held / scale)' : ''}
     if commit and cost > 0 then
       held = newTat - nowT
       ${putAt('key', fmt('newTat'), 'ceil(newTat / scale)')}
@@ -321,7 +294,7 @@ export const CHECK_SNIPPETS: Readonly<Record<number, string>> = {
   1: FIXED_WINDOW,
   2: SLIDING_WINDOW,
   3: SLIDING_LOG,
-  4: bucket(false),
-  5: bucket(true),
-  6: GCRA,
+  4: gcra(false),
+  5: gcra(true),
+  6: gcra(false),
 };

@@ -381,23 +381,15 @@ REFUND[3] = function(key, p, cost)
   end
   put(key, struct.pack('<dd', total, HDR + 1) .. live, struct.unpack('<d', live, #live - 15) + P)
 end
-local function bucket_refund(key, p, cost)
-  local v = call('GET', key)
-  if not v then return end
-  local stored, last = nums2(v)
-  local level = max(0, max(0, stored - max(0, NOW - last) * p.scale) - cost * p.T)
-  last = max(NOW, last)
-  put(key, fmt(level) .. ':' .. fmt(last), last + ceil(level / p.scale))
-end
-REFUND[4] = bucket_refund
-REFUND[5] = bucket_refund
-REFUND[6] = function(key, p, cost)
+-- GCRA and both buckets keep the theoretical arrival time (lua-checks.ts).
+local function tat_refund(key, p, cost)
   local v = call('GET', key)
   if not v then return end
   local nowT = NOW * p.scale
   local s = max(nowT, max(tonumber(v), nowT) - cost * p.T)
   put(key, fmt(s), ceil(s / p.scale))
 end
+REFUND[4], REFUND[5], REFUND[6] = tat_refund, tat_refund, tat_refund
 `;
 
 // Several requests, each with several limits, each decided all or nothing — exactly as the memory

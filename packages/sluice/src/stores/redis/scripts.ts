@@ -28,13 +28,17 @@ export const ACQUIRE_SCRIPT = script('acquire', SCRIPT_SOURCES.acquire);
 /** Ends a concurrency lease. */
 export const RELEASE_SCRIPT = script('release', SCRIPT_SOURCES.release);
 
-/** Every script, loaded when the store first connects. */
+/**
+ * Every script, loaded when the store first connects: each source once (the token bucket's batch
+ * script is GCRA's: they keep the same state and decide alike).
+ */
 export const ALL_SCRIPTS: readonly Script[] = [
-  ...Object.values(CHECK_SCRIPTS),
-  MANY_SCRIPT,
-  REFUND_SCRIPT,
-  ACQUIRE_SCRIPT,
-  RELEASE_SCRIPT,
+  ...new Map(
+    [...Object.values(CHECK_SCRIPTS), MANY_SCRIPT, REFUND_SCRIPT, ACQUIRE_SCRIPT, RELEASE_SCRIPT].map((s) => [
+      s.sha,
+      s,
+    ]),
+  ).values(),
 ];
 
 const encoded = new WeakMap<ResolvedPolicy, readonly string[]>();
