@@ -34,11 +34,12 @@ export function tagOf(prefix: string, key: string): string {
 }
 
 /**
- * One letter per algorithm code of policy ids (core/policy.ts). The buckets' letters say what their
- * keys hold: `t` and `k` held "level:last" in earlier versions, which this version's scripts do not
- * read (they keep the arrival time, as GCRA does), so the new form lives under new names.
+ * One letter per algorithm code of policy ids (core/policy.ts). A letter also says how a key's value
+ * is laid out: earlier versions kept the buckets (`t`, `k`) as "level:last" and the sliding log (`l`)
+ * in doubles, which this version's scripts do not read (lua-checks.ts), so the new layouts live under
+ * new names and an older process never misreads one.
  */
-const ALGORITHM_LETTERS: Readonly<Record<string, string>> = { fw: 'f', sw: 'w', sl: 'l', tb: 'b', lb: 'q', gc: 'g' };
+const ALGORITHM_LETTERS: Readonly<Record<string, string>> = { fw: 'f', sw: 'w', sl: 'e', tb: 'b', lb: 'q', gc: 'g' };
 /** Policy ids as resolvePolicy makes them: algorithm, limit, `/`, period ms, optional `b` burst. */
 const POLICY_ID = /^([a-z]{2})(\d+)\/(\d+)(?:b(\d+))?$/;
 const PERIOD_UNITS: readonly (readonly [number, string])[] = [

@@ -179,27 +179,46 @@ remaining = max(0, floor((limit * period - prev * (period - elapsed)) / period) 
 if curr > 0 then reset = 2 * period - elapsed elseif prev > 0 then reset = period - elapsed end
 `;
 
-// State: a binary string — a 16-byte header (total units of the live entries, byte position of the
-// first live entry) and (timestamp, units) pairs of doubles, oldest first. Only admitted requests are
-// logged, one pair per distinct timestamp, so a key holds at most `limit` pairs. Expired pairs are
-// skipped by moving the head; a small string is rewritten whole (one command), a large one patched in
-// place and compacted once its dead prefix is as long as the live part (O(1) amortised).
+/**
+ * The sliding log's binary layout in Redis (struct formats): a header of the live entries' total units
+ * and the byte position of the first live entry, then one entry per distinct admission time — its
+ * time in ms (signed 48 bits: ±4,000 years) and its units (16 bits: an entry holds at most the
+ * policy's limit, and MAX_SLIDING_LOG_LIMIT is below 2^16). 8 bytes an entry, half of two doubles.
+ */
+export const LOG_HEADER = '<I4I4';
+export const LOG_ENTRY = '<i6I2';
+/** Sizes in bytes of the header and of an entry, and the format of an entry's time alone. */
+export const LOG_HEADER_SIZE = 8;
+export const LOG_ENTRY_SIZE = 8;
+const LOG_TIME = '<i6';
+/** Up to this many entries a log is rewritten whole (one command); a longer one is patched in place. */
+const LOG_REWRITE_ENTRIES = 32;
+
+const H = LOG_HEADER_SIZE;
+const E = LOG_ENTRY_SIZE;
+/** Lua text: the time of the entry at byte position `pos` (1-based) of `blob`. */
+const entryTime = (blob: string, pos: string) => `struct.unpack('${LOG_TIME}', ${blob}, ${pos})`;
+
+// State: the binary string above, oldest entry first. Only admitted requests are logged, one entry
+// per distinct timestamp, so a key holds at most `limit` entries. Expired entries are skipped by
+// moving the head; a small string is rewritten whole (one command), a large one patched in place and
+// compacted once its dead prefix is as long as the live part (O(1) amortised).
 const SLIDING_LOG = `
 local blob = call('GET', key)
-local n, count, idx = 16, 0, 17
+local n, count, idx = ${H}, 0, ${H + 1}
 -- A stored log holds at least one entry (an empty one is deleted); the newest is last.
-if blob then ${timeFromExpiry('key', "struct.unpack('<d', blob, #blob - 15) + period")} end
+if blob then ${timeFromExpiry('key', `${entryTime('blob', `#blob - ${E - 1}`)} + period`)} end
 ${READ_CLOCK}
 if blob then
   n = #blob
-  local total, head = struct.unpack('<dd', blob)
+  local total, head = struct.unpack('${LOG_HEADER}', blob)
   local oldest = NOW - period
   local units, i = 0, head
   while i < n do
-    local ts, u = struct.unpack('<dd', blob, i)
+    local ts, u = struct.unpack('${LOG_ENTRY}', blob, i)
     if ts > oldest then break end
     units = units + u
-    i = i + 16
+    i = i + ${E}
   end
   count, idx = total - units, i
 end
@@ -210,35 +229,36 @@ elseif count + cost > limit then
   -- Wait until enough of the oldest entries leave the window.
   local freed, i = 0, idx
   while count - freed + cost > limit do
-    local _, u = struct.unpack('<dd', blob, i)
+    local _, u = struct.unpack('${LOG_ENTRY}', blob, i)
     freed = freed + u
-    i = i + 16
+    i = i + ${E}
   end
-  ok, remaining, retry = 0, limit - count, struct.unpack('<d', blob, i - 16) + period - NOW
+  ok, remaining, retry = 0, limit - count, ${entryTime('blob', `i - ${E}`)} + period - NOW
 else
   ok = 1
   if commit then taken = cost end
   if taken > 0 then
     local after = count + taken
-    local lastPos = n - 15
-    local merge = lastPos >= idx and struct.unpack('<d', blob, lastPos) == NOW
-    if blob == nil or n <= 528 or (idx - 17) * 2 >= n - 16 then
+    local lastPos = n - ${E - 1}
+    local merge = lastPos >= idx and ${entryTime('blob', 'lastPos')} == NOW
+    if blob == nil or n <= ${H + LOG_REWRITE_ENTRIES * E} or (idx - ${H + 1}) * 2 >= n - ${H} then
       local live = ''
       if blob then live = sub(blob, idx) end
       if merge then
-        local _, u = struct.unpack('<dd', blob, lastPos)
-        live = sub(live, 1, #live - 16) .. struct.pack('<dd', NOW, u + taken)
+        local _, u = struct.unpack('${LOG_ENTRY}', blob, lastPos)
+        live = sub(live, 1, #live - ${E}) .. struct.pack('${LOG_ENTRY}', NOW, u + taken)
       else
-        live = live .. struct.pack('<dd', NOW, taken)
+        live = live .. struct.pack('${LOG_ENTRY}', NOW, taken)
       end
-      ${putAt('key', "struct.pack('<dd', after, 17) .. live", 'NOW + period')}
+      ${putAt('key', `struct.pack('${LOG_HEADER}', after, ${H + 1}) .. live`, 'NOW + period')}
     else
-      ${must("'SETRANGE', key, 0, struct.pack('<dd', after, idx)")}
+      ${must(`'SETRANGE', key, 0, struct.pack('${LOG_HEADER}', after, idx)`)}
       if merge then
-        local _, u = struct.unpack('<dd', blob, lastPos)
-        ${must("'SETRANGE', key, lastPos + 7, struct.pack('<d', u + taken)")}
+        -- The units field of the last entry: after its 6-byte time (SETRANGE counts from 0).
+        local _, u = struct.unpack('${LOG_ENTRY}', blob, lastPos)
+        ${must("'SETRANGE', key, lastPos + 5, struct.pack('<I2', u + taken)")}
       else
-        ${must("'APPEND', key, struct.pack('<dd', NOW, taken)")}
+        ${must(`'APPEND', key, struct.pack('${LOG_ENTRY}', NOW, taken)`)}
       end
       if SERVER then ${must(`'PEXPIREAT', key, ${fmt('NOW + period')}`)} else ${must(`'PEXPIRE', key, ${fmt('period + GRACE')}`)} end
     end
@@ -248,7 +268,7 @@ end
 if taken > 0 then
   reset = period
 elseif count > 0 then
-  reset = struct.unpack('<d', blob, n - 15) + period - NOW
+  reset = ${entryTime('blob', `n - ${E - 1}`)} + period - NOW
 end
 `;
 

@@ -39,7 +39,16 @@ export const ALGORITHM_CODES = {
   gcra: 6,
 } as const;
 
-import { CHECK_SNIPPETS, fmt, READ_CLOCK, write } from './lua-checks.js';
+import {
+  CHECK_SNIPPETS,
+  fmt,
+  LOG_ENTRY,
+  LOG_ENTRY_SIZE,
+  LOG_HEADER,
+  LOG_HEADER_SIZE,
+  READ_CLOCK,
+  write,
+} from './lua-checks.js';
 
 /**
  * The start of every script. With `lazyServerTime` (the batch scripts), NOW stays nil under the
@@ -344,19 +353,19 @@ REFUND[2] = function(key, p, cost)
   local w, a, b = nums3(v)
   if w == window then put(key, fmt(w) .. ':' .. fmt(a) .. ':' .. fmt(max(0, b - cost)), (window + 2) * P) end
 end
-local HDR = 16
+-- The sliding log's layout: LOG_HEADER, LOG_ENTRY in lua-checks.ts.
 local function sl_load(key, P)
   local blob = call('GET', key)
-  if not blob then return nil, HDR, 0, HDR + 1 end
+  if not blob then return nil, ${LOG_HEADER_SIZE}, 0, ${LOG_HEADER_SIZE + 1} end
   local n = #blob
-  local total, head = struct.unpack('<dd', blob)
+  local total, head = struct.unpack('${LOG_HEADER}', blob)
   local oldest = NOW - P
   local units, i = 0, head
   while i < n do
-    local ts, u = struct.unpack('<dd', blob, i)
+    local ts, u = struct.unpack('${LOG_ENTRY}', blob, i)
     if ts > oldest then break end
     units = units + u
-    i = i + 16
+    i = i + ${LOG_ENTRY_SIZE}
   end
   return blob, n, total - units, i
 end
@@ -366,20 +375,21 @@ REFUND[3] = function(key, p, cost)
   if not blob then return end
   -- Give back the newest units first: they are the ones the caller just took.
   local left, total, stop, tail = cost, count, n, ''
-  while left > 0 and stop >= idx + 15 do
-    local ts, u = struct.unpack('<dd', blob, stop - 15)
+  while left > 0 and stop >= idx + ${LOG_ENTRY_SIZE - 1} do
+    local ts, u = struct.unpack('${LOG_ENTRY}', blob, stop - ${LOG_ENTRY_SIZE - 1})
     local back = min(u, left)
     left = left - back
     total = total - back
-    stop = stop - 16
-    if back < u then tail = struct.pack('<dd', ts, u - back) end
+    stop = stop - ${LOG_ENTRY_SIZE}
+    if back < u then tail = struct.pack('${LOG_ENTRY}', ts, u - back) end
   end
   local live = sub(blob, idx, stop) .. tail
   if #live == 0 then
     call('DEL', key)
     return
   end
-  put(key, struct.pack('<dd', total, HDR + 1) .. live, struct.unpack('<d', live, #live - 15) + P)
+  local newest = struct.unpack('${LOG_ENTRY}', live, #live - ${LOG_ENTRY_SIZE - 1})
+  put(key, struct.pack('${LOG_HEADER}', total, ${LOG_HEADER_SIZE + 1}) .. live, newest + P)
 end
 -- GCRA and both buckets keep the theoretical arrival time (lua-checks.ts).
 local function tat_refund(key, p, cost)
