@@ -66,9 +66,9 @@ export const MAX_MAGNITUDE = 2 ** 50;
 /** The longest period accepted: 10 years. Also the longest `blockDuration`. */
 export const MAX_PERIOD_MS = 10 * 366 * 86_400_000;
 /**
- * The largest limit of a sliding log. A log keeps one (time, units) pair — 16 bytes, in memory and in
- * Redis — per admitted request still in its window, so its memory per key is O(limit): 10,000 is at most
- * 160 KB per key. Larger limits are refused (`ERR_SLUICE_SLIDING_LOG_TOO_LARGE`); the sliding window
+ * The largest limit of a sliding log. A log keeps one (time, units) pair — 16 bytes in memory, 8 in
+ * Redis, whose 16-bit units field this bound keeps (stores/redis/lua-checks.ts) — per admitted request
+ * still in its window, so its memory per key is O(limit): 10,000 is at most 160 KB per key. Larger limits are refused (`ERR_SLUICE_SLIDING_LOG_TOO_LARGE`); the sliding window
  * counter keeps two counts per key whatever the limit, within about 1% of the exact log.
  */
 export const MAX_SLIDING_LOG_LIMIT = 10_000;
@@ -160,7 +160,7 @@ export function resolvePolicy(
   if (algorithm === 'sliding-log' && limit > MAX_SLIDING_LOG_LIMIT) {
     throw new SluiceError(
       'ERR_SLUICE_SLIDING_LOG_TOO_LARGE',
-      `${path}limit: a sliding log keeps one entry per admitted request (16 bytes each, per key), so it takes a limit of at most ${MAX_SLIDING_LOG_LIMIT}, not ${limit}; use algorithm 'sliding-window' (two counters per key, within about 1% of exact)`,
+      `${path}limit: a sliding log keeps one entry per admitted request (up to 16 bytes each, per key), so it takes a limit of at most ${MAX_SLIDING_LOG_LIMIT}, not ${limit}; use algorithm 'sliding-window' (two counters per key, within about 1% of exact)`,
       { option: `${path}limit` },
     );
   }
