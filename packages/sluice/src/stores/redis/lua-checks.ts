@@ -198,6 +198,8 @@ const H = LOG_HEADER_SIZE;
 const E = LOG_ENTRY_SIZE;
 /** Lua text: the time of the entry at byte position `pos` (1-based) of `blob`. */
 const entryTime = (blob: string, pos: string) => `struct.unpack('${LOG_TIME}', ${blob}, ${pos})`;
+/** Lua text: the time of the newest (last) entry of a log `blob` that holds at least one. */
+export const newestEntryTime = (blob: string) => entryTime(blob, `#${blob} - ${E - 1}`);
 
 // State: the binary string above, oldest entry first. Only admitted requests are logged, one entry
 // per distinct timestamp, so a key holds at most `limit` entries. Expired entries are skipped by
@@ -207,7 +209,7 @@ const SLIDING_LOG = `
 local blob = call('GET', key)
 local n, count, idx = ${H}, 0, ${H + 1}
 -- A stored log holds at least one entry (an empty one is deleted); the newest is last.
-if blob then ${timeFromExpiry('key', `${entryTime('blob', `#blob - ${E - 1}`)} + period`)} end
+if blob then ${timeFromExpiry('key', `${newestEntryTime('blob')} + period`)} end
 ${READ_CLOCK}
 if blob then
   n = #blob
@@ -268,7 +270,7 @@ end
 if taken > 0 then
   reset = period
 elseif count > 0 then
-  reset = ${entryTime('blob', `n - ${E - 1}`)} + period - NOW
+  reset = ${newestEntryTime('blob')} + period - NOW
 end
 `;
 

@@ -46,6 +46,7 @@ import {
   LOG_ENTRY_SIZE,
   LOG_HEADER,
   LOG_HEADER_SIZE,
+  newestEntryTime,
   READ_CLOCK,
   write,
 } from './lua-checks.js';
@@ -388,8 +389,7 @@ REFUND[3] = function(key, p, cost)
     call('DEL', key)
     return
   end
-  local newest = struct.unpack('${LOG_ENTRY}', live, #live - ${LOG_ENTRY_SIZE - 1})
-  put(key, struct.pack('${LOG_HEADER}', total, ${LOG_HEADER_SIZE + 1}) .. live, newest + P)
+  put(key, struct.pack('${LOG_HEADER}', total, ${LOG_HEADER_SIZE + 1}) .. live, ${newestEntryTime('live')} + P)
 end
 -- GCRA and both buckets keep the theoretical arrival time (lua-checks.ts).
 local function tat_refund(key, p, cost)
