@@ -15,7 +15,14 @@ import { fileURLToPath } from 'node:url';
 import { MemoryStore } from 'express-rate-limit';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { ALGORITHMS, type AlgorithmName, createLimiter, createMemoryStore } from '../packages/sluice/src/index.js';
-import { fmt, opsPerSecondAsync, opsPerSecondSync, retainedBytes, table } from './lib/measure.js';
+import {
+  allocatedBytesPerCallAsync,
+  fmt,
+  opsPerSecondAsync,
+  opsPerSecondSync,
+  retainedBytes,
+  table,
+} from './lib/measure.js';
 
 const HOT_OPS = Number(process.env.BENCH_HOT_OPS ?? 2_000_000);
 const KEYS = Number(process.env.BENCH_KEYS ?? 1_000_000);
@@ -40,6 +47,47 @@ interface Row {
   hotAsync: number;
   distinct: number;
   bytesPerKey: number;
+  /** Heap bytes one awaited hot-key call allocates, garbage included (see measureAllocation). */
+  allocatedPerAwait?: number;
+}
+
+/** A child's young generation big enough for a whole allocation loop (see allocatedBytesPerCallAsync). */
+const ALLOCATION_FLAGS = ['--min-semi-space-size=128', '--max-semi-space-size=128'];
+
+const makeRateLimiterFlexible = () => new RateLimiterMemory({ points: LIMIT, duration: 3600 });
+
+function makeExpressRateLimit(): MemoryStore {
+  const store = new MemoryStore();
+  store.init({ windowMs: 3_600_000 } as Parameters<MemoryStore['init']>[0]);
+  return store;
+}
+
+/** The awaited hot-key call a subject's "await" column measures. */
+function hotCall(subject: string): () => Promise<unknown> {
+  if (subject === 'rate-limiter-flexible') {
+    const limiter = makeRateLimiterFlexible();
+    return () => limiter.consume('hot');
+  }
+  if (subject === 'express-rate-limit') {
+    const store = makeExpressRateLimit();
+    return () => store.increment('hot');
+  }
+  const limiter = sluice(subject as AlgorithmName, true);
+  return () => limiter.check('hot');
+}
+
+/**
+ * What one awaited hot-key call allocates, in a child started with ALLOCATION_FLAGS: 100,000 calls
+ * after 100,000 to warm up and a full collection, so that none runs between the two heap readings (up
+ * to 1.2 KB a call fits). Garbage is what the young generation's collections are paid for, so this is
+ * the part of an awaited call's cost that allocation sets.
+ */
+async function measureAllocation(subject: string): Promise<number> {
+  const call = hotCall(subject);
+  await opsPerSecondAsync(100_000, call);
+  retainedBytes(); // collects
+  await opsPerSecondAsync(1_000, call); // what the first calls after a collection allocate once
+  return allocatedBytesPerCallAsync(100_000, call);
 }
 
 /**
@@ -48,9 +96,9 @@ interface Row {
  * again into `check` (it prefers the code it has), which an application using one of the two never sees.
  */
 async function measureSluiceAwait(algorithm: AlgorithmName): Promise<number> {
-  const hot = sluice(algorithm, true);
-  await opsPerSecondAsync(100_000, () => hot.check('hot')); // warm up
-  return opsPerSecondAsync(HOT_OPS / 2, () => hot.check('hot'));
+  const call = hotCall(algorithm);
+  await opsPerSecondAsync(100_000, call); // warm up
+  return opsPerSecondAsync(HOT_OPS / 2, call);
 }
 
 async function measureSluice(algorithm: AlgorithmName): Promise<Row> {
@@ -66,28 +114,22 @@ async function measureSluice(algorithm: AlgorithmName): Promise<Row> {
 }
 
 async function measureRateLimiterFlexible(): Promise<Row> {
-  const make = () => new RateLimiterMemory({ points: LIMIT, duration: 3600 });
-  const hot = make();
+  const hot = makeRateLimiterFlexible();
   await opsPerSecondAsync(100_000, () => hot.consume('hot'));
   const hotAsync = await opsPerSecondAsync(HOT_OPS / 2, () => hot.consume('hot'));
   const base = retainedBytes();
-  const many = make();
+  const many = makeRateLimiterFlexible();
   const distinct = await opsPerSecondAsync(KEYS, (i) => many.consume(keys[i] as string));
   const bytesPerKey = (retainedBytes() - base) / KEYS;
   return { name: 'rate-limiter-flexible (RateLimiterMemory.consume)', hotAsync, distinct, bytesPerKey };
 }
 
 async function measureExpressRateLimit(): Promise<Row> {
-  const make = () => {
-    const store = new MemoryStore();
-    store.init({ windowMs: 3_600_000 } as Parameters<MemoryStore['init']>[0]);
-    return store;
-  };
-  const hot = make();
+  const hot = makeExpressRateLimit();
   await opsPerSecondAsync(100_000, () => hot.increment('hot'));
   const hotAsync = await opsPerSecondAsync(HOT_OPS / 2, () => hot.increment('hot'));
   const base = retainedBytes();
-  const many = make();
+  const many = makeExpressRateLimit();
   const distinct = await opsPerSecondAsync(KEYS, (i) => many.increment(keys[i] as string));
   const bytesPerKey = (retainedBytes() - base) / KEYS;
   hot.shutdown();
@@ -97,6 +139,10 @@ async function measureExpressRateLimit(): Promise<Row> {
 
 /** Each subject runs in a process of its own, so no subject's code warms up or pollutes another's. */
 async function measure(subject: string): Promise<Row> {
+  if (subject.endsWith(':alloc')) {
+    const allocatedPerAwait = await measureAllocation(subject.slice(0, -':alloc'.length));
+    return { name: subject, hotAsync: 0, distinct: 0, bytesPerKey: 0, allocatedPerAwait };
+  }
   if (subject === 'rate-limiter-flexible') return measureRateLimiterFlexible();
   if (subject === 'express-rate-limit') return measureExpressRateLimit();
   if (subject.endsWith(':await')) {
@@ -106,8 +152,9 @@ async function measure(subject: string): Promise<Row> {
   return measureSluice(subject as AlgorithmName);
 }
 
-function inChild(subject: string): Row {
-  const run = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', fileURLToPath(import.meta.url), subject], {
+function inChild(subject: string, nodeFlags: string[] = []): Row {
+  const args = [...nodeFlags, '--expose-gc', '--import', 'tsx', fileURLToPath(import.meta.url), subject];
+  const run = spawnSync(process.execPath, args, {
     encoding: 'utf8',
     env: process.env,
     maxBuffer: 1 << 20,
@@ -122,9 +169,13 @@ async function main() {
     console.log(JSON.stringify(await measure(subject)));
     process.exit(0);
   }
-  const rlf = inChild('rate-limiter-flexible');
-  const erl = inChild('express-rate-limit');
-  const rows = [...ALGORITHMS.map(inChild), rlf, erl];
+  const measured = (subject: string): Row => ({
+    ...inChild(subject),
+    allocatedPerAwait: inChild(`${subject}:alloc`, ALLOCATION_FLAGS).allocatedPerAwait ?? Number.NaN,
+  });
+  const rlf = measured('rate-limiter-flexible');
+  const erl = measured('express-rate-limit');
+  const rows = [...ALGORITHMS.map(measured), rlf, erl];
   const ratio = (a: number, b: number) => `${fmt(a / b, 1)}×`;
   console.log(
     `\n### Core engine, one thread (${fmt(HOT_OPS)} hot-key checks, ${fmt(KEYS)} distinct keys; operations per CPU-second)\n`,
@@ -139,6 +190,7 @@ async function main() {
         'vs rlf (hot sync / hot await / keys)',
         'vs erl (hot sync / hot await / keys)',
         'heap bytes/key',
+        'bytes allocated per awaited call',
       ],
       rows.map((r) => [
         r.name,
@@ -152,6 +204,7 @@ async function main() {
           ? '—'
           : `${ratio(r.hotSync, erl.hotAsync)} / ${ratio(r.hotAsync, erl.hotAsync)} / ${ratio(r.distinct, erl.distinct)}`,
         fmt(r.bytesPerKey),
+        fmt(r.allocatedPerAwait ?? 0),
       ]),
     ),
   );
@@ -159,6 +212,9 @@ async function main() {
   console.log('Peers only offer a promise API and are measured awaited one call at a time, like sluice "await".');
   console.log(
     "Every row runs in a fresh process, and sluice's await column in one of its own (see measureSluiceAwait); keys for the distinct-key column are all new (the insert path).",
+  );
+  console.log(
+    'Bytes allocated per awaited call: the heap an awaited hot-key call allocates (garbage included), counted in a process whose young generation holds the whole loop (see measureAllocation).',
   );
 }
 

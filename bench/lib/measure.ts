@@ -1,4 +1,5 @@
 /** Small measuring tools shared by the benchmarks. Numbers, never assertions. */
+import { getHeapStatistics } from 'node:v8';
 
 /**
  * CPU time this process used since `start` (user + system, all its threads: GC included), in seconds.
@@ -23,6 +24,18 @@ export async function opsPerSecondAsync(n: number, op: (i: number) => Promise<un
   const start = process.cpuUsage();
   for (let i = 0; i < n; i++) await op(i);
   return n / cpuSecondsSince(start);
+}
+
+/**
+ * Bytes of JS heap that each of `n` awaited calls of `op` allocates (promises, reactions, results:
+ * garbage included). Exact only when nothing is collected meanwhile: run it in a process whose young
+ * generation holds all `n` calls (node --min-semi-space-size=128 --max-semi-space-size=128), after a
+ * warm-up, so that the code measured is the optimized code.
+ */
+export async function allocatedBytesPerCallAsync(n: number, op: () => Promise<unknown>): Promise<number> {
+  const before = getHeapStatistics().used_heap_size;
+  for (let i = 0; i < n; i++) await op();
+  return (getHeapStatistics().used_heap_size - before) / n;
 }
 
 /** Heap (JS heap plus ArrayBuffer backing stores) after a full GC. Needs `--expose-gc`. */
