@@ -204,7 +204,7 @@ async function main() {
           ? '—'
           : `${ratio(r.hotSync, erl.hotAsync)} / ${ratio(r.hotAsync, erl.hotAsync)} / ${ratio(r.distinct, erl.distinct)}`,
         fmt(r.bytesPerKey),
-        fmt(r.allocatedPerAwait ?? 0),
+        r.allocatedPerAwait !== undefined && Number.isFinite(r.allocatedPerAwait) ? fmt(r.allocatedPerAwait) : '—',
       ]),
     ),
   );

@@ -1,4 +1,5 @@
 /** Small measuring tools shared by the benchmarks. Numbers, never assertions. */
+import { PerformanceObserver } from 'node:perf_hooks';
 import { getHeapStatistics } from 'node:v8';
 
 /**
@@ -28,14 +29,22 @@ export async function opsPerSecondAsync(n: number, op: (i: number) => Promise<un
 
 /**
  * Bytes of JS heap that each of `n` awaited calls of `op` allocates (promises, reactions, results:
- * garbage included). Exact only when nothing is collected meanwhile: run it in a process whose young
+ * garbage included). Exact only when nothing is collected meanwhile — run it in a process whose young
  * generation holds all `n` calls (node --min-semi-space-size=128 --max-semi-space-size=128), after a
- * warm-up, so that the code measured is the optimized code.
+ * warm-up, so that the code measured is the optimized code; NaN when a collection ran all the same.
  */
 export async function allocatedBytesPerCallAsync(n: number, op: () => Promise<unknown>): Promise<number> {
+  let collections = 0;
+  const observer = new PerformanceObserver((list) => {
+    collections += list.getEntries().length;
+  });
+  observer.observe({ entryTypes: ['gc'] });
   const before = getHeapStatistics().used_heap_size;
   for (let i = 0; i < n; i++) await op();
-  return (getHeapStatistics().used_heap_size - before) / n;
+  const after = getHeapStatistics().used_heap_size;
+  await new Promise((resolve) => setTimeout(resolve, 50)); // gc entries are delivered after the fact
+  observer.disconnect();
+  return collections === 0 ? (after - before) / n : Number.NaN;
 }
 
 /** Heap (JS heap plus ArrayBuffer backing stores) after a full GC. Needs `--expose-gc`. */
