@@ -186,11 +186,14 @@ if curr > 0 then reset = 2 * period - elapsed elseif prev > 0 then reset = perio
  * policy's limit, and MAX_SLIDING_LOG_LIMIT is below 2^16). 8 bytes an entry, half of two doubles.
  */
 export const LOG_HEADER = '<I4I4';
-export const LOG_ENTRY = '<i6I2';
-/** Sizes in bytes of the header and of an entry, and the format of an entry's time alone. */
-export const LOG_HEADER_SIZE = 8;
-export const LOG_ENTRY_SIZE = 8;
+/** An entry's two fields alone (a same-millisecond admission patches the units in place). */
 const LOG_TIME = '<i6';
+const LOG_UNITS = '<I2';
+export const LOG_ENTRY = `${LOG_TIME}${LOG_UNITS.slice(1)}`;
+/** Sizes in bytes of the header, of an entry's time and of a whole entry. */
+export const LOG_HEADER_SIZE = 8;
+const LOG_TIME_SIZE = 6;
+export const LOG_ENTRY_SIZE = 8;
 /** Up to this many entries a log is rewritten whole (one command); a longer one is patched in place. */
 const LOG_REWRITE_ENTRIES = 32;
 
@@ -256,9 +259,9 @@ else
     else
       ${must(`'SETRANGE', key, 0, struct.pack('${LOG_HEADER}', after, idx)`)}
       if merge then
-        -- The units field of the last entry: after its 6-byte time (SETRANGE counts from 0).
+        -- The units field of the last entry, after its time (SETRANGE counts from 0, lastPos from 1).
         local _, u = struct.unpack('${LOG_ENTRY}', blob, lastPos)
-        ${must("'SETRANGE', key, lastPos + 5, struct.pack('<I2', u + taken)")}
+        ${must(`'SETRANGE', key, lastPos + ${LOG_TIME_SIZE - 1}, struct.pack('${LOG_UNITS}', u + taken)`)}
       else
         ${must(`'APPEND', key, struct.pack('${LOG_ENTRY}', NOW, taken)`)}
       end
