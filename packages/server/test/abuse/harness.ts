@@ -31,6 +31,24 @@ export function memoryOf(pid: number): { rss: number; peak: number } {
   return { rss: kb('VmRSS'), peak: kb('VmHWM') };
 }
 
+/** Clock ticks per second of /proc's CPU times (USER_HZ: 100 on every Linux Node supports). */
+const TICKS_PER_SECOND = 100;
+
+/** The CPU time (user + system) a process has used so far, ms, from /proc (Linux); 10 ms steps. */
+export function cpuTimeMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name (in parentheses, which may hold spaces): state is field 3, utime 14, stime 15.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
+}
+
+/** Runs `work`, returning its result and the CPU time process `pid` spent meanwhile, ms. */
+export async function cpuSpent<T>(pid: number, work: () => Promise<T>): Promise<{ result: T; ms: number }> {
+  const before = cpuTimeMs(pid);
+  const result = await work();
+  return { result, ms: cpuTimeMs(pid) - before };
+}
+
 /**
  * Runs `attack` while `probe` asks the service every 100 ms, then probes once more after it; asserts the
  * process is alive, every probe succeeded within {@link PROBE_DEADLINE_MS}, and the bounds held.
