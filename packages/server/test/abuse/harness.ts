@@ -2,6 +2,8 @@
  * What every abuse test asserts about the real `sluice serve` under attack (issue 12): the process stays
  * alive, another client's probe is answered within 1 s during and after the attack, peak RSS stays under
  * a stated bound, and `/metrics` stays under a stated size. The attack itself asserts its own error codes.
+ * An attack on cost alone (work per request, not a stall) compares the service's CPU time with a harmless
+ * request's in the same run instead ({@link cpuSpent}): wall-clock time on a busy machine is too coarse.
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
