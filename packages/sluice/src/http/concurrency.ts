@@ -1,24 +1,10 @@
 import type { Clock } from '../core/clock.js';
-import type { Duration } from '../core/duration.js';
 import { SluiceError } from '../core/errors.js';
 import { createConcurrencyLimiter } from '../limiter/concurrency-limiter.js';
 import type { Store } from '../stores/store.js';
 import { type LimitHeaderInfo, toSfString } from './headers.js';
+import type { ConcurrencyOptions } from './options.js';
 import type { AppliedLimitInfo } from './rate-limit-info.js';
-
-/**
- * A concurrency limit in the middleware (Stripe's second limiter): at most `limit` requests of one key
- * in flight at once. A place is taken once the rate limits passed and given back when the response is
- * sent (or the client goes away); a place a crashed process never gave back lapses after `lease`.
- */
-export interface ConcurrencyOptions {
-  /** Most requests of one key in flight at once. */
-  limit: number;
-  /** The longest a request holds its place if it is never given back. @default '1m' */
-  lease?: Duration;
-  /** Names the limit in the headers (`qu="concurrent-requests"`). @default 'inflight' */
-  name?: string;
-}
 
 /** A place taken, and how to give it back. */
 export interface Inflight {

@@ -23,7 +23,6 @@ export type { AccessList } from './access-list.js';
 export { createAccessList, isAccessList } from './access-list.js';
 export type { ClientIpOptions, ClientIpResolver, ProxyHeader } from './client-ip.js';
 export { createClientIpResolver, PROXY_GROUPS } from './client-ip.js';
-export type { ConcurrencyOptions } from './concurrency.js';
 export type { RateLimitControls } from './controls.js';
 export { parseForwarded, parseXForwardedFor } from './forwarded.js';
 export type { AppliedLimit, HeaderList, HeaderMode, LimitHeaderInfo, PolicyFacts, ResetFormat } from './headers.js';
@@ -40,6 +39,7 @@ export type { HttpLimiter, HttpOutcome } from './http-limiter.js';
 export { createHttpLimiter, PASS } from './http-limiter.js';
 export type { MissingKey } from './keys.js';
 export type {
+  ConcurrencyOptions,
   FailPolicy,
   HttpLimit,
   HttpLimitEntry,

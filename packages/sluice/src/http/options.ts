@@ -6,12 +6,25 @@ import type { RulesEngine } from '../rules/engine-types.js';
 import type { Store } from '../stores/store.js';
 import type { AccessList } from './access-list.js';
 import type { ClientIpOptions } from './client-ip.js';
-import type { ConcurrencyOptions } from './concurrency.js';
 import type { ResponseCountingOptions } from './count-by-response.js';
 import type { HeaderMode, ResetFormat } from './headers.js';
 import type { MissingKey } from './keys.js';
 import type { RejectionInfo } from './rejection.js';
 import type { HttpRequestInfo, RequestFn } from './request.js';
+
+/**
+ * A concurrency limit in the middleware (Stripe's second limiter): at most `limit` requests of one key
+ * in flight at once. A place is taken once the rate limits passed and given back when the response is
+ * sent (or the client goes away); a place a crashed process never gave back lapses after `lease`.
+ */
+export interface ConcurrencyOptions {
+  /** Most requests of one key in flight at once. */
+  limit: number;
+  /** The longest a request holds its place if it is never given back. @default '1m' */
+  lease?: Duration;
+  /** Names the limit in the headers (`qu="concurrent-requests"`). @default 'inflight' */
+  name?: string;
+}
 
 /** What happens when the store fails (passed to the limiter): allow, reject, or fall back to memory. */
 export type FailPolicy = 'open' | 'closed' | 'insurance';

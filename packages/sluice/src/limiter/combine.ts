@@ -1,5 +1,5 @@
 import type { Decision } from '../core/decision.js';
-import type { LimiterDecision, LimitResult } from './create-limiter.js';
+import type { LimiterDecision, LimitResult } from './limiter-decision.js';
 
 /**
  * One decision for a request checked against several limits: a rejection if any limit rejected

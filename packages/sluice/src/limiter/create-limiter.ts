@@ -10,7 +10,11 @@ import {
 } from '../stores/store.js';
 import { combineDecisions, decisionWithResults } from './combine.js';
 import { createFailurePolicy, type FailurePolicy, isStoreFailure } from './failure-policy.js';
+import type { LimiterDecision } from './limiter-decision.js';
 import type { LimiterOptions, ResolvedLimit } from './options.js';
+
+export type { LimiterDecision, LimitResult } from './limiter-decision.js';
+
 import { resolveCost, resolveLimiterOptions } from './options.js';
 
 /**
@@ -23,19 +27,6 @@ export type LimiterKey = string | Readonly<Record<string, string | null | undefi
 export interface CheckOptions {
   /** Units this request takes (integer ≥ 0; 0 looks without taking). @default 1 */
   cost?: number;
-}
-
-/** How one limit of a multi-limit check decided. */
-export interface LimitResult {
-  readonly name: string;
-  readonly key: string;
-  readonly decision: Decision;
-}
-
-/** A limiter's answer: the combined decision, plus each limit's own when the limiter has several. */
-export interface LimiterDecision extends Decision {
-  /** Each applied limit's decision (limiters created with `limits: [...]` only). */
-  results?: LimitResult[];
 }
 
 /** A rate limiter: one policy, or several checked together. */
