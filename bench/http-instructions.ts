@@ -19,7 +19,7 @@
  * collections when a process allocates slowly in wall-clock terms, and under valgrind beside other
  * load one server can count a third more (seen once, beside a test run).
  *
- * Rows: the bare framework; sluice with its default headers (the five of SPEC §4: X-RateLimit-* and the
+ * Rows: the bare framework; sluice with its default headers (the five of docs/middleware.md: X-RateLimit-* and the
  * draft's RateLimit-Policy and RateLimit); sluice with `headers: 'x'`, the three the peers send; the
  * peer (@fastify/rate-limit, express-rate-limit); and no limiter but the same five headers with fixed
  * values, what the headers alone cost the framework and Node.

@@ -22,7 +22,7 @@ export interface Decided extends RateLimitResponse {
 }
 
 /**
- * Which rate-limit headers a response carries: sluice's (SPEC section 4: `X-RateLimit-*`, `RateLimit-Policy`,
+ * Which rate-limit headers a response carries: sluice's (docs/service.md: `X-RateLimit-*`, `RateLimit-Policy`,
  * `RateLimit`, `Retry-After`), none, or envoy ratelimit's three (`LIMIT_RESPONSE_HEADERS_ENABLED`).
  */
 export type HeaderMode = 'sluice' | 'none' | EnvoyHeaderNames;

@@ -65,7 +65,7 @@ describe('simulate: every trace', () => {
         }
         const byName = Object.fromEntries(result.runs.map((r) => [r.algorithm, r]));
         assert.ok((byName['sliding-log']?.peak.units ?? Infinity) <= limit);
-        // A token bucket and a GCRA of the same burst make the same decisions (SPEC §1).
+        // A token bucket and a GCRA of the same burst make the same decisions (docs/algorithms.md).
         assert.deepEqual(byName.gcra?.allowed, byName['token-bucket']?.allowed);
         // The leaky bucket admits like a token bucket, but what leaves its queue never exceeds the rate.
         assert.deepEqual(byName['leaky-bucket']?.allowed, byName['token-bucket']?.allowed);

@@ -25,7 +25,7 @@ declare global {
   }
 }
 
-/** Options of the Express middleware: the common options (SPEC §4) plus a native rejection handler. */
+/** Options of the Express middleware: the common options plus a native rejection handler. */
 export interface ExpressRateLimitOptions extends RateLimitOptions<Request> {
   /**
    * Answers a rejection yourself (the rate-limit headers and `Retry-After` are already set).

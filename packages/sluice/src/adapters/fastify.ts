@@ -23,7 +23,7 @@ import {
 } from '../http/index.js';
 import { warnOnce } from '../http/warn.js';
 
-/** Options of the Fastify plugin: the common options (SPEC §4) plus a native rejection handler. */
+/** Options of the Fastify plugin: the common options plus a native rejection handler. */
 export interface FastifyRateLimitOptions extends RateLimitOptions<FastifyRequest> {
   /** Answers a rejection yourself (the rate-limit headers and `Retry-After` are already set). */
   handler?: (request: FastifyRequest, reply: FastifyReply, rejection: RejectionInfo) => void;

@@ -23,7 +23,7 @@ declare module 'hono' {
   }
 }
 
-/** Options of the Hono middleware: the common options (SPEC §4) plus a native rejection handler. */
+/** Options of the Hono middleware: the common options plus a native rejection handler. */
 export interface HonoRateLimitOptions extends RateLimitOptions<Context> {
   /** Answers a rejection yourself (the rate-limit headers and `Retry-After` are already set). */
   handler?: (c: Context, rejection: RejectionInfo) => Response | Promise<Response>;

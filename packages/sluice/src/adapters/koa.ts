@@ -15,7 +15,7 @@ import {
   type RequestAccess,
 } from '../http/index.js';
 
-/** Options of the Koa middleware: the common options (SPEC §4) plus a native rejection handler. */
+/** Options of the Koa middleware: the common options plus a native rejection handler. */
 export interface KoaRateLimitOptions extends RateLimitOptions<Context> {
   /** Answers a rejection yourself (the rate-limit headers and `Retry-After` are already set). */
   handler?: (ctx: Context, next: Next, rejection: RejectionInfo) => unknown;

@@ -21,7 +21,7 @@ export type LimitedRequest = IncomingMessage & { rateLimit?: RateLimitInfo };
 /** A `node:http` request listener. */
 export type Listener = (req: IncomingMessage, res: ServerResponse) => unknown;
 
-/** Options of the `node:http` wrapper: the common options (SPEC §4) plus native handlers. */
+/** Options of the `node:http` wrapper: the common options plus native handlers. */
 export interface NodeRateLimitOptions extends RateLimitOptions<IncomingMessage> {
   /** Answers a rejection yourself (the rate-limit headers and `Retry-After` are already set). */
   handler?: (req: IncomingMessage, res: ServerResponse, rejection: RejectionInfo) => void;

@@ -143,7 +143,7 @@ export interface AppliedLimit {
 }
 
 /**
- * The rate-limit headers of a decision (SPEC §4): `X-RateLimit-Limit`, `X-RateLimit-Remaining`,
+ * The rate-limit headers of a decision: `X-RateLimit-Limit`, `X-RateLimit-Remaining`,
  * `X-RateLimit-Reset`, and the structured fields of draft-ietf-httpapi-ratelimit-headers (drafts
  * 08–11): `RateLimit-Policy: "<name>";q=<quota>;w=<window-s>` and `RateLimit: "<name>";r=<remaining>;t=<s>`.
  * `X-RateLimit-Degraded: 1` is added when the decision was taken without the store (fail-open).

@@ -80,7 +80,7 @@ export interface LimitedEvent<Req> {
 }
 
 /**
- * Options of `rateLimit()` in every adapter (SPEC §4). Give one limit inline (`limit`, `period`,
+ * Options of `rateLimit()` in every adapter. Give one limit inline (`limit`, `period`,
  * `algorithm`, …) or several under `limits`. Every option that is a function receives the framework's
  * request and a neutral `HttpRequestInfo`, and may return a promise.
  */

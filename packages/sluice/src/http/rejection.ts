@@ -37,7 +37,7 @@ export interface RejectionInfo {
   readonly limitName: string | undefined;
 }
 
-/** The default JSON body: `{"error":{"code","message","retry_after"}}` (SPEC §4). */
+/** The default JSON body: `{"error":{"code","message","retry_after"}}`. */
 export interface RejectionBody {
   error: { code: string; message: string; retry_after: number | null };
 }

@@ -10,7 +10,7 @@ export interface Binding<Req> {
 }
 
 /**
- * With several limits, the headers describe the one closest to exhaustion (SPEC §4): the rejecting
+ * With several limits, the headers describe the one closest to exhaustion: the rejecting
  * limit that holds the request longest, else the allowance with the fewest remaining — exactly the
  * limit `combineDecisions` picks. A store failure on any limit marks the answer degraded.
  */

@@ -12,7 +12,7 @@ const SAMPLES = 5;
  * key. One key costs its string, a Map entry and 64 bytes here (four numbers, two links, three
  * references). Slots are found through the caller's Map (key → slot); the slab owns the records.
  *
- * When the store is full, a key is forgotten in the order that forgets least (the SPEC's eviction
+ * When the store is full, a key is forgotten in the order that forgets least (docs/limiter.md's eviction
  * order): a key whose state already equals a fresh one first, then the one with the least of its quota
  * used among the SAMPLES least recently used — O(1), sampled as Redis does. Keys at their limit or
  * blocked live on a second list and are forgotten only when no other key is left: forgetting them would
