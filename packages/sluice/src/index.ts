@@ -20,6 +20,7 @@ export type { Duration } from './core/duration.js';
 export { parseDuration } from './core/duration.js';
 export type { SluiceErrorCode } from './core/errors.js';
 export { isSluiceError, SluiceError } from './core/errors.js';
+export type { FailMode } from './core/fail-mode.js';
 export type { AlgorithmName, PolicyOptions, ResolvedPolicy } from './core/policy.js';
 export { ALGORITHMS, isAlgorithmName, isBucketAlgorithm, MAX_SLIDING_LOG_LIMIT, resolvePolicy } from './core/policy.js';
 export type { CheckAllItem } from './limiter/check-all.js';

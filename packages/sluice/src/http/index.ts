@@ -16,6 +16,7 @@
  * @packageDocumentation
  */
 
+export type { FailMode } from '../core/fail-mode.js';
 export type { Cidr, IpBytes } from '../core/ip.js';
 export { cidrContains, formatIp, maskIp, parseCidr, parseIp } from '../core/ip.js';
 export { IpPrefixTable } from '../core/ip-prefix-table.js';
@@ -40,7 +41,6 @@ export { createHttpLimiter, PASS } from './http-limiter.js';
 export type { MissingKey } from './keys.js';
 export type {
   ConcurrencyOptions,
-  FailPolicy,
   HttpLimit,
   HttpLimitEntry,
   HttpLimitSpec,

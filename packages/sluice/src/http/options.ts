@@ -1,6 +1,7 @@
 import type { Clock } from '../core/clock.js';
 import type { Decision } from '../core/decision.js';
 import type { Duration } from '../core/duration.js';
+import type { FailMode } from '../core/fail-mode.js';
 import type { AlgorithmName } from '../core/policy.js';
 import type { RulesEngine } from '../rules/engine-types.js';
 import type { Store } from '../stores/store.js';
@@ -25,9 +26,6 @@ export interface ConcurrencyOptions {
   /** Names the limit in the headers (`qu="concurrent-requests"`). @default 'inflight' */
   name?: string;
 }
-
-/** What happens when the store fails (passed to the limiter): allow, reject, or fall back to memory. */
-export type FailPolicy = 'open' | 'closed' | 'insurance';
 
 /** A limit's policy, all of it fixed. */
 export interface HttpPolicy {
@@ -126,7 +124,7 @@ export interface RateLimitOptions<Req = unknown> extends ClientIpOptions, Respon
   /** Where time comes from (tests inject a manual clock). @default the system clock */
   clock?: Clock;
   /** What to do when the store fails: `'open'` (pass, `X-RateLimit-Degraded: 1`), `'closed'` (503), `'insurance'`. */
-  fail?: FailPolicy;
+  fail?: FailMode;
   /** Under `fail: 'insurance'`, the share of each limit the in-memory fallback allows. */
   insuranceShare?: number;
   /** True = neither counted nor limited, no headers. */

@@ -1,19 +1,11 @@
 import type { Decision } from '../core/decision.js';
 import { isSluiceError, SluiceError } from '../core/errors.js';
+import type { FailMode } from '../core/fail-mode.js';
 import { isBucketAlgorithm, type ResolvedPolicy, resolvePolicy } from '../core/policy.js';
 import { createMemoryStore, type MemoryStore } from '../stores/memory/memory-store.js';
 import type { StoreItem } from '../stores/store.js';
 
-/**
- * What a limiter does when its store cannot answer (Redis down, timed out, erroring):
- * - `'open'`: allow the request (the decision says `degraded: true`), so an outage of the limiter
- *   is not an outage of the service;
- * - `'closed'`: reject it with `reason: 'store-unavailable'`, for limits that protect something
- *   that must not be overrun (logins, payments);
- * - `'insurance'`: decide with an in-memory limiter of the same policy (scaled by `insuranceShare`)
- *   until the store is back, so each process still enforces its share of the limit.
- */
-export type FailMode = 'open' | 'closed' | 'insurance';
+export type { FailMode } from '../core/fail-mode.js';
 
 /** The failure options a limiter takes. */
 export interface FailureOptions {

@@ -39,7 +39,7 @@ export type {
   HttpDomainDescriptors,
   HttpHeaders,
   HttpRateLimit,
-  HttpRequestInfo,
+  RuleHttpRequest,
 } from './http/types.js';
 export type { LoadRulesOptions } from './load-rules.js';
 export { loadRules } from './load-rules.js';

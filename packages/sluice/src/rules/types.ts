@@ -9,8 +9,10 @@ import type { MetricLevel } from './metric-key.js';
  */
 export type Unit = 'SECOND' | 'MINUTE' | 'HOUR' | 'DAY' | 'WEEK' | 'MONTH' | 'YEAR';
 
-/** How a rule behaves when its store fails: allow (`open`), reject (`closed`), or count in memory (`insurance`). */
-export type FailMode = 'open' | 'closed' | 'insurance';
+/** How a rule behaves when its store fails: the limiter's failure modes, one name in every layer. */
+import type { FailMode } from '../core/fail-mode.js';
+
+export type { FailMode };
 
 /** One problem found while loading rules. Every problem in every file is reported at once. */
 export interface RuleIssue {

@@ -1,10 +1,10 @@
 /** The `http:` section: Envoy's route actions turning an HTTP request into descriptors. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type HttpRequestInfo, httpDescriptorsFor, parseRules, RULE_ISSUE_CODES } from '../../src/rules/index.js';
+import { httpDescriptorsFor, parseRules, RULE_ISSUE_CODES, type RuleHttpRequest } from '../../src/rules/index.js';
 import { harness, rules } from './helpers.js';
 
-const req = (over: Partial<HttpRequestInfo> = {}): HttpRequestInfo => ({
+const req = (over: Partial<RuleHttpRequest> = {}): RuleHttpRequest => ({
   method: 'get',
   path: '/api/users/42?page=2&tag=a&tag=b',
   headers: { host: 'example.com', 'x-api-key': 'k1', 'x-tier': ['gold', 'silver'], 'content-length': '120' },
@@ -13,7 +13,7 @@ const req = (over: Partial<HttpRequestInfo> = {}): HttpRequestInfo => ({
 });
 
 /** The entries of each descriptor made for domain `edge` from one list of actions. */
-function entriesFor(actions: string, request: HttpRequestInfo = req()) {
+function entriesFor(actions: string, request: RuleHttpRequest = req()) {
   const set = rules(`domain: edge\nhttp:\n  rate_limits:\n    - actions:\n${actions}`);
   const out = httpDescriptorsFor(set, request);
   return out.length === 0 ? undefined : out[0]?.descriptors.map((d) => d.entries.map((e) => `${e.key}=${e.value}`));

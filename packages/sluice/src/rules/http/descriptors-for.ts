@@ -2,7 +2,7 @@ import { formatIp, isV4, maskToPrefix, parseIp } from '../../core/ip.js';
 import type { RuleSet } from '../types.js';
 import { DEFAULT_PATH_FOLDING, type PathFolding } from './normalize-path.js';
 import { createRequestView, matchHeader, matchQueryParameter, type RequestView } from './request-view.js';
-import type { HttpAction, HttpDescriptor, HttpDomainDescriptors, HttpRateLimit, HttpRequestInfo } from './types.js';
+import type { HttpAction, HttpDescriptor, HttpDomainDescriptors, HttpRateLimit, RuleHttpRequest } from './types.js';
 
 /** An action's outcome: an entry, nothing (skipped), or no descriptor at all. */
 type Outcome = { key: string; value: string } | 'skip' | 'drop';
@@ -19,7 +19,7 @@ type Outcome = { key: string; value: string } | 'skip' | 'drop';
  *   method: 'GET', path: '/api/users?page=2', headers: { 'x-api-key': 'k1' }, remoteAddress: '203.0.113.9',
  * })) await engine.shouldRateLimit({ domain, descriptors });
  */
-export function httpDescriptorsFor(ruleSet: RuleSet, request: HttpRequestInfo): HttpDomainDescriptors[] {
+export function httpDescriptorsFor(ruleSet: RuleSet, request: RuleHttpRequest): HttpDomainDescriptors[] {
   const out: HttpDomainDescriptors[] = [];
   // One view per path folding in use (domains usually share one: the first is kept aside, so the usual
   // request makes no map and no key string).

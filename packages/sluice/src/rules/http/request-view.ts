@@ -1,5 +1,5 @@
 import { DEFAULT_PATH_FOLDING, foldPath, normalizePath, type PathFolding } from './normalize-path.js';
-import type { HeaderMatcher, HttpRequestInfo, QueryParameterMatcher, StringMatcher } from './types.js';
+import type { HeaderMatcher, QueryParameterMatcher, RuleHttpRequest, StringMatcher } from './types.js';
 
 /** A request as the actions read it: headers (with pseudo-headers) and query parameters as lists. */
 export interface RequestView {
@@ -17,7 +17,7 @@ export interface RequestView {
  * Wraps request info; the query string is parsed only if an action asks for it. The path is normalised
  * (`normalizePath`) and folded (`folding`) first, so actions and `:path` matchers see one spelling of it.
  */
-export function createRequestView(request: HttpRequestInfo, folding: PathFolding = DEFAULT_PATH_FOLDING): RequestView {
+export function createRequestView(request: RuleHttpRequest, folding: PathFolding = DEFAULT_PATH_FOLDING): RequestView {
   return new HttpRequestView(request, folding);
 }
 
@@ -33,7 +33,7 @@ class HttpRequestView implements RequestView {
   private lowerHeaders: Map<string, string | readonly string[] | undefined> | undefined;
 
   constructor(
-    private readonly request: HttpRequestInfo,
+    private readonly request: RuleHttpRequest,
     folding: PathFolding,
   ) {
     const raw = String(request.path ?? '');

@@ -72,7 +72,7 @@ export interface HttpRateLimit {
 export type HttpHeaders = Readonly<Record<string, string | readonly string[] | undefined>>;
 
 /** What `httpDescriptorsFor` needs of an HTTP request. */
-export interface HttpRequestInfo {
+export interface RuleHttpRequest {
   method: string;
   /** The request target's path, with or without `?query`. */
   path: string;
