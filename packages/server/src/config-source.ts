@@ -4,6 +4,7 @@ import type { LoadResult, LoadRulesOptions, RuleIssue, RuleSet } from 'sluice/ru
 import { loadRules, parseRules, RULE_ISSUE_CODES, watchRules } from 'sluice/rules';
 import { EXAMPLE_CONFIG, EXAMPLE_CONFIG_NAME } from './example-config.js';
 import { parseOffThread } from './rules/parse-off-thread.js';
+import { publicResult } from './rules/public-issues.js';
 
 /** Where the rules come from and how the last load went (for the admin API and the dashboard). */
 export interface ConfigStatus {
@@ -47,7 +48,7 @@ export interface ConfigSourceOptions {
   mergeDomains?: boolean;
   /**
    * A directory (often a symlink) whose replacement means "reload", as envoy ratelimit's RUNTIME_ROOT
-   * with RUNTIME_WATCH_ROOT: its parent is watched for the swap.
+   * with RUNTIME_WATCH_ROOT: its parent is watched for the swap, and each swap watches the new target.
    */
   root?: string;
 }
@@ -74,13 +75,14 @@ export function createConfigSource(
     loadedAt: new Date().toISOString(),
   };
   const take = (loaded: LoadResult): LoadResult => {
-    let result = loaded;
+    // Issues quote what they read; the status is shown without a token (src/rules/public-issues.ts).
+    let result = publicResult(loaded);
     if (result.ok) {
       try {
         apply(result.ruleSet);
         status = { source: status.source, paths, files: result.files, loadedAt: new Date().toISOString() };
       } catch (error) {
-        result = failure(paths, error);
+        result = publicResult(failure(paths, error));
       }
     }
     if (!result.ok) status = { ...status, lastError: { at: new Date().toISOString(), issues: result.issues } };
@@ -102,8 +104,17 @@ export function createConfigSource(
     },
     watch() {
       if (paths.length === 0) return () => {};
-      const watcher = watchRules(paths, { parse, onReload: take });
-      const rootWatch = options.root === undefined ? undefined : watchSwap(options.root, () => void watcher.reload());
+      let watcher = watchRules(paths, { parse, onReload: take });
+      // fs.watch resolves a symlink once, when the watch starts: after a swap of the root, the old watches
+      // see only the old target's files. So each swap watches afresh (the new target) and reloads.
+      const rootWatch =
+        options.root === undefined
+          ? undefined
+          : watchSwap(options.root, () => {
+              watcher.close();
+              watcher = watchRules(paths, { parse, onReload: take });
+              void watcher.reload();
+            });
       return () => {
         watcher.close();
         rootWatch?.close();

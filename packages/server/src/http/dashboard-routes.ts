@@ -11,6 +11,7 @@ import type { StatsCollector } from '../stats/stats-collector.js';
 import type { StoreLatency } from '../stats/store-latency.js';
 import { createStoreLatencyReader } from '../stats/store-latency.js';
 import type { RouteHandler } from './api-server.js';
+import { setNoFraming } from './frame-headers.js';
 import { HttpError, sendJson } from './respond.js';
 
 /** Options of {@link createDashboardRoutes}. */
@@ -39,6 +40,11 @@ export interface DashboardRoutesOptions {
    * (`masked`). Throws an HttpError to refuse (a wrong token). @default every request sees them masked
    */
   keyAccess?: (req: IncomingMessage) => 'raw' | 'masked';
+  /**
+   * The secret of the key masks (an HMAC over policy and key): the same on several instances shows the
+   * same masks on each. @default 32 random bytes, new in each process
+   */
+  maskSecret?: string | Uint8Array;
 }
 
 /** Most keys `GET /api/top-keys?n=` answers. */
@@ -71,7 +77,7 @@ export function createDashboardRoutes(options: DashboardRoutesOptions): Record<s
       ? () => Promise.resolve(null)
       : createStoreLatencyReader({ registry: options.registry, now });
   const startedAtMs = Date.now();
-  const mask = createKeyMasker();
+  const mask = createKeyMasker(options.maskSecret === undefined ? {} : { secret: options.maskSecret });
   /** The top keys as this caller may see them: raw with the admin token, values masked without. */
   const topKeysFor = (req: IncomingMessage, n: number) => {
     const raw = (options.keyAccess?.(req) ?? 'masked') === 'raw';
@@ -154,12 +160,12 @@ function sinceOf(url: URL): number | undefined {
 }
 
 function sendStatic(req: IncomingMessage, res: ServerResponse, type: string, body: Buffer): void {
+  setNoFraming(res);
   res.writeHead(200, {
     'content-type': type,
     'content-length': body.length,
     // The file changes only with the installed package version.
     'cache-control': 'public, max-age=3600',
-    'x-content-type-options': 'nosniff',
   });
   res.end(req.method === 'HEAD' ? undefined : body);
 }

@@ -1,8 +1,12 @@
 import type { Server, ServerResponse } from 'node:http';
+import { deferIdleClose } from './drain-idle.js';
 
 /** Lets a server tell keep-alive clients, while it shuts down, that the connection ends with this answer. */
 export interface Drain {
-  /** From now on every answer (and every answer not yet started) carries `Connection: close`. */
+  /**
+   * From now on every answer (and every answer not yet started) carries `Connection: close`; idle
+   * connections stay open for a next request a little longer (see drain-idle.ts).
+   */
   start(): void;
 }
 
@@ -56,6 +60,7 @@ export function createDrain(server: Server): Drain {
     start() {
       draining = true;
       for (let res = list.head; res !== undefined; res = res[kNext]) if (!res.headersSent) res.shouldKeepAlive = false;
+      deferIdleClose(server);
     },
   };
 }

@@ -2,6 +2,7 @@ import { createReadStream, existsSync, statSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { extname, join, normalize, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { setNoFraming } from './frame-headers.js';
 
 /** The package's `dashboard/` directory (beside `src/` and `dist/`). */
 export const DASHBOARD_DIR = fileURLToPath(new URL('../../dashboard/', import.meta.url));
@@ -20,7 +21,8 @@ const TYPES: Record<string, string> = {
 
 /**
  * Serves GET/HEAD requests from `root` (`/` is `index.html`); answers false when there is no such file
- * so the caller can send its own 404. Paths that climb out of `root` never resolve.
+ * so the caller can send its own 404. Paths that climb out of `root` never resolve. No page may be framed
+ * by another site (see frame-headers.ts).
  */
 export function createStaticHandler(
   root: string,
@@ -39,11 +41,11 @@ export function createStaticHandler(
     if (!file.startsWith(base) || !existsSync(file)) return false;
     const stat = statSync(file);
     if (!stat.isFile()) return false;
+    setNoFraming(res);
     res.writeHead(200, {
       'content-type': TYPES[extname(file)] ?? 'application/octet-stream',
       'content-length': stat.size,
       'cache-control': 'no-cache',
-      'x-content-type-options': 'nosniff',
     });
     if (req.method === 'HEAD') res.end();
     else createReadStream(file).pipe(res);
