@@ -1,6 +1,7 @@
 import type { LoadResult, RuleSet } from 'sluice/rules';
 import type { ConfigSource, ConfigStatus } from '../config-source.js';
 import type { Logger } from '../logger.js';
+import { publicIssue } from '../rules/public-issues.js';
 import type { XdsOptions } from './xds-options.js';
 import { startXdsSource } from './xds-source.js';
 
@@ -31,9 +32,10 @@ export function createXdsConfigSource(
     apply,
     report(result, version) {
       last = result;
+      // The status is shown without a token (/api/rules): its issues never quote what was sent.
       status = result.ok
         ? { source: 'xds', paths: [options.server], files: result.files, loadedAt: new Date().toISOString(), version }
-        : { ...status, lastError: { at: new Date().toISOString(), issues: result.issues } };
+        : { ...status, lastError: { at: new Date().toISOString(), issues: result.issues.map(publicIssue) } };
       report(result);
     },
   });
