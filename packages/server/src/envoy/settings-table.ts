@@ -94,7 +94,7 @@ export const ENVOY_SETTINGS: readonly EnvoySetting[] = [
   na('RUNTIME_IGNOREDOTFILES', 'dot files are always skipped (a ConfigMap mount keeps old copies in ..data folders)'),
   h(
     'RUNTIME_WATCH_ROOT',
-    'both ways reload: the rules directory is watched, and so is a swap of the RUNTIME_ROOT symlink',
+    'both ways reload: the rules directory is watched, and so is a swap of the RUNTIME_ROOT symlink (after which the new target is watched)',
   ),
   na('EXPIRATION_JITTER_MAX_SECONDS', 'each Redis key expires with its own window; no jitter is needed'),
   h(
