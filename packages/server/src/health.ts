@@ -23,8 +23,10 @@ export interface HealthOptions {
   /** True while shutting down: load balancers should stop sending. */
   draining: () => boolean;
   /**
-   * False while no domain is loaded, when health must wait for config (envoy ratelimit's
-   * HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED). @default always true
+   * False while the service has no config to decide with: no domain loaded, when health must wait for
+   * one (envoy ratelimit's HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED), or no first config yet from an xDS
+   * management server (unless FORCE_START_WITHOUT_INITIAL_CONFIG). 503 `no-config` meanwhile.
+   * @default always true
    */
   configLoaded?: () => boolean;
   /** How long one ping may take. @default 250 */

@@ -372,13 +372,21 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     ...(options.nearLimitRatio === undefined ? {} : { nearLimitRatio: options.nearLimitRatio }),
   });
   let draining = false;
+  // Not ready until the xDS management server sent a first config (FORCE_START_WITHOUT_INITIAL_CONFIG=true: ready at once).
+  const awaitsXds = xdsSource !== undefined && xds?.forceStart !== true;
   const health = createHealth({
     storeName: store.name,
     ...(backend.ping === undefined ? {} : { ping: backend.ping }),
     failClosed: options.fail === undefined || options.fail === 'closed',
     ...(store.isReady === undefined ? {} : { ready: () => store.isReady !== false }),
     draining: () => draining,
-    ...(options.healthNeedsConfig === true ? { configLoaded: () => engine.ruleSet.domains.size > 0 } : {}),
+    ...(options.healthNeedsConfig === true || awaitsXds
+      ? {
+          configLoaded: () =>
+            (!awaitsXds || xdsSource?.hasConfig === true) &&
+            (options.healthNeedsConfig !== true || engine.ruleSet.domains.size > 0),
+        }
+      : {}),
   });
   // The dashboard's stats: per-rule decisions per second and the keys nearest their limits, bounded.
   const stats = createStatsCollector({ hub, now });
@@ -451,10 +459,10 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
           ...(options.gatewayLimits === undefined ? {} : { limits: options.gatewayLimits }),
         });
 
-  if (xdsSource !== undefined && xds?.forceStart !== true) {
-    // As envoy ratelimit: nothing listens before the first config (FORCE_START_WITHOUT_INITIAL_CONFIG=true skips this).
-    logger.info({ server: xds?.server }, 'waiting for the first config from the xDS management server');
-    await xdsSource.firstConfig;
+  if (awaitsXds) {
+    // Listening at once, not ready (503) until the first config: awaiting it here, with nothing listening,
+    // left Node nothing to wait on while the management server was unreachable, and it exited 0 (issue 37).
+    logger.info({ server: xds?.server }, 'not ready until the first config arrives from the xDS management server');
   }
   const started: { close(): Promise<void> }[] = [];
   try {

@@ -9,12 +9,14 @@ import { startXdsSource } from './xds-source.js';
 export interface XdsConfigSource extends ConfigSource {
   /** Resolves once the first valid config from the management server was applied. */
   readonly firstConfig: Promise<void>;
+  /** True once the first valid config was applied: until then the service reports not ready. */
+  readonly hasConfig: boolean;
 }
 
 /**
  * Takes the rules from an xDS management server (see `startXdsSource`), with the same status, reports
- * and last-good behaviour as files. The stream opens at once (so the service can wait for its first
- * config before listening); `watch()` returns the function that closes it, and `reload()` answers with
+ * and last-good behaviour as files. The stream opens at once; the service listens meanwhile and reports
+ * not ready until `hasConfig` (unless forced to start); `watch()` returns the function that closes it, and `reload()` answers with
  * the last response's result (the server pushes changes; there is nothing to re-read).
  */
 export function createXdsConfigSource(
@@ -41,6 +43,9 @@ export function createXdsConfigSource(
   });
   return {
     firstConfig: source.firstConfig,
+    get hasConfig() {
+      return source.hasConfig;
+    },
     get status() {
       return status;
     },

@@ -31,6 +31,8 @@ export interface XdsSourceCallbacks {
 export interface XdsSource {
   /** Resolves once the first valid config was applied. */
   readonly firstConfig: Promise<void>;
+  /** True once the first valid config was applied (the service is not ready before, unless forced to start). */
+  readonly hasConfig: boolean;
   /** The version of the config in use ('' before the first). */
   readonly version: string;
   close(): void;
@@ -74,6 +76,7 @@ export function startXdsSource(options: XdsOptions, callbacks: XdsSourceCallback
     ...(options.tls?.serverName === undefined ? {} : { 'grpc.ssl_target_name_override': options.tls.serverName }),
   });
   let version = '';
+  let hasConfig = false;
   let closed = false;
   let stream: ClientDuplexStream<Record<string, unknown>, DiscoveryResponse> | undefined;
   let retry: NodeJS.Timeout | undefined;
@@ -138,6 +141,7 @@ export function startXdsSource(options: XdsOptions, callbacks: XdsSourceCallback
       version = offered;
       attempt = 0;
       send({ versionInfo: version, responseNonce: nonce });
+      hasConfig = true;
       resolveFirst();
     } else {
       // NACK: the version still in use, the nonce answered, and why (INVALID_ARGUMENT).
@@ -171,8 +175,9 @@ export function startXdsSource(options: XdsOptions, callbacks: XdsSourceCallback
       if (closed) return;
       const waitMs = nextWait();
       logger.warn({ server: options.server, why, waitMs }, 'xds: stream to the management server ended; reconnecting');
+      // Not unref'd: while no config has arrived, this timer may be the only thing the process waits on,
+      // and an unref'd one let Node exit 0 (issue 37). close() clears it, so it never holds a shutdown.
       retry = setTimeout(open, waitMs);
-      retry.unref();
     };
     s.on('error', (error: Error) => again(error.message));
     s.on('end', () => again('the server ended the stream'));
@@ -183,6 +188,9 @@ export function startXdsSource(options: XdsOptions, callbacks: XdsSourceCallback
   open();
   return {
     firstConfig,
+    get hasConfig() {
+      return hasConfig;
+    },
     get version() {
       return version;
     },

@@ -1,131 +1,16 @@
 /**
- * The xDS config source (CONFIG_TYPE=GRPC_XDS_SOTW) against an xDS management server written here with
- * @grpc/grpc-js from the shipped protos: state-of-the-world ADS, RateLimitConfig resources encoded by this
- * test with protobufjs. Reproduces envoy ratelimit's xds_sotw_integration_test.go and
+ * The xDS config source (CONFIG_TYPE=GRPC_XDS_SOTW) against an xDS management server written for the tests
+ * (xds-management-server.ts) with @grpc/grpc-js from the shipped protos: state-of-the-world ADS,
+ * RateLimitConfig resources encoded with protobufjs. Reproduces envoy ratelimit's xds_sotw_integration_test.go and
  * xds_grpc_sotw_provider_test.go cases — initial config, updates, several domains, deeper limits, the same
  * domain twice — plus what files already guarantee: an invalid config is NACKed and the last good one
  * stays, and a dropped stream is reopened, asking with the last accepted version.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import {
-  loadPackageDefinition,
-  Server,
-  ServerCredentials,
-  type ServerDuplexStream,
-  type ServiceDefinition,
-} from '@grpc/grpc-js';
-import { loadSync } from '@grpc/proto-loader';
-import protobuf from 'protobufjs';
-import { PROTO_DIR } from '../../src/grpc/proto.js';
 import { type EnvoyService, GRPC_SERVERS, NO_LIMIT, shape, startEnvoy, status } from './harness.js';
+import { domain, limit, ManagementServer, type Request, TYPE_URL, untilReady } from './xds-management-server.js';
 
-const TYPE_URL = 'type.googleapis.com/ratelimit.config.ratelimit.v3.RateLimitConfig';
-
-/** The RateLimitConfig type, loaded by this test from the proto file. */
-function configType(): protobuf.Type {
-  const root = new protobuf.Root();
-  root.resolvePath = (_o, target) =>
-    target.startsWith('/') || target.startsWith('google/protobuf/') ? target : `${PROTO_DIR}${target}`;
-  root.loadSync(`${PROTO_DIR}ratelimit/config/ratelimit/v3/rls_conf.proto`);
-  return root.lookupType('ratelimit.config.ratelimit.v3.RateLimitConfig');
-}
-
-interface Request {
-  versionInfo?: string;
-  node?: { id?: string; metadata?: { fields?: Record<string, { stringValue?: string }> } };
-  typeUrl?: string;
-  responseNonce?: string;
-  errorDetail?: { code?: number; message?: string };
-}
-
-/** A state-of-the-world ADS management server holding one snapshot of RateLimitConfig resources. */
-class ManagementServer {
-  private readonly server = new Server();
-  private readonly streams = new Set<ServerDuplexStream<Request, unknown>>();
-  private readonly type = configType();
-  private snapshot: { version: string; resources: Record<string, unknown>[] } = { version: '', resources: [] };
-  private nonce = 0;
-  private waiters: { match: (r: Request) => boolean; resolve: (r: Request) => void }[] = [];
-  readonly requests: Request[] = [];
-  readonly headers: Record<string, unknown>[] = [];
-  port = 0;
-
-  async start(): Promise<void> {
-    const definition = loadSync('envoy/service/discovery/v3/ads.proto', {
-      includeDirs: [PROTO_DIR],
-      keepCase: false,
-      defaults: false,
-    });
-    const ads = (
-      loadPackageDefinition(definition) as unknown as {
-        envoy: { service: { discovery: { v3: { AggregatedDiscoveryService: { service: ServiceDefinition } } } } };
-      }
-    ).envoy.service.discovery.v3.AggregatedDiscoveryService.service;
-    this.server.addService(ads, {
-      StreamAggregatedResources: (stream: ServerDuplexStream<Request, unknown>) => {
-        this.streams.add(stream);
-        this.headers.push(stream.metadata.getMap());
-        stream.on('data', (request: Request) => {
-          this.requests.push(request);
-          this.waiters = this.waiters.filter((w) => {
-            if (!w.match(request)) return true;
-            w.resolve(request);
-            return false;
-          });
-          // The first request of a stream asks for the state of the world.
-          if (!request.responseNonce && this.snapshot.version !== '') this.push(stream);
-        });
-        stream.on('end', () => stream.end());
-        stream.on('close', () => this.streams.delete(stream));
-        stream.on('error', () => this.streams.delete(stream));
-      },
-    });
-    this.port = await new Promise((resolve, reject) =>
-      this.server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
-    );
-  }
-
-  /** Sets the snapshot and pushes it to every open stream. */
-  set(version: string, resources: Record<string, unknown>[]): void {
-    this.snapshot = { version, resources };
-    for (const stream of this.streams) this.push(stream);
-  }
-
-  private push(stream: ServerDuplexStream<Request, unknown>): void {
-    stream.write({
-      versionInfo: this.snapshot.version,
-      typeUrl: TYPE_URL,
-      nonce: String(++this.nonce),
-      resources: this.snapshot.resources.map((r) => ({
-        // protobufjs' built-in Any keeps its snake_case field name.
-        type_url: TYPE_URL,
-        value: Buffer.from(this.type.encode(this.type.fromObject(r)).finish()),
-      })),
-    });
-  }
-
-  /** The next request matching `match` (or one already received). */
-  next(match: (r: Request) => boolean): Promise<Request> {
-    const seen = this.requests.find(match);
-    if (seen !== undefined) return Promise.resolve(seen);
-    return new Promise((resolve) => this.waiters.push({ match, resolve }));
-  }
-
-  /** Ends every stream, as a management server restart would. */
-  dropStreams(): void {
-    // The server ends each stream (status OK): the client sees the end, as after a server restart.
-    for (const stream of this.streams) stream.end();
-    this.streams.clear();
-  }
-
-  stop(): void {
-    this.server.forceShutdown();
-  }
-}
-
-const limit = (unit: string, requestsPerUnit: number) => ({ unit, requestsPerUnit });
-const domain = (name: string, descriptors: Record<string, unknown>[]) => ({ name, domain: name, descriptors });
 const ack = (version: string) => (r: Request) =>
   r.versionInfo === version && !!r.responseNonce && r.errorDetail === undefined;
 
@@ -151,7 +36,8 @@ for (const grpcServer of GRPC_SERVERS) {
       mgmt?.stop();
     });
 
-    it('initial config: served only after it arrived; ACKed with its version, the node and the headers', async () => {
+    it('initial config: ready once it arrived; ACKed with its version, the node and the headers', async () => {
+      await untilReady(svc.sluice.http);
       assert.deepEqual(shape(await svc.ask('xds-a', [[['k', 'v1']]])).statuses, [status('OK', 2, 'HOUR', 1)]);
       const request = await mgmt.next(ack('1'));
       assert.equal(request.node?.id, 'sluice-test');
