@@ -4,13 +4,17 @@
  * no Node built-ins, so it runs on Bun, Deno and Cloudflare Workers too.
  */
 import { SluiceError } from '../../core/errors.js';
-import type { WireItem, WireResult } from './wire.js';
+import { type CappedBody, readCapped } from './read-capped.js';
+import { checkResults, type WireItem, type WireResult } from './wire.js';
 
-/** The part of `fetch` the store uses. */
+/**
+ * The part of `fetch` the store uses. The answer is read through `body` (a ReadableStream) so its size
+ * can be capped while it arrives; a fetch whose responses have no `body` is read with `text()`.
+ */
 export type FetchLike = (
   url: string,
   init: { method: string; headers: Record<string, string>; body: Uint8Array; signal: AbortSignal },
-) => Promise<{ ok: boolean; status: number; json(): Promise<unknown>; text(): Promise<string> }>;
+) => Promise<{ ok: boolean; status: number; text(): Promise<string> } & CappedBody>;
 
 export interface BatcherOptions {
   url: string;
@@ -19,6 +23,8 @@ export interface BatcherOptions {
   headers: Readonly<Record<string, string>>;
   batch: boolean;
   maxBatch: number;
+  /** Most bytes of an answer per operation it answers (the cap of a request's answer is this × its operations). */
+  maxResponseBytesPerCheck: number;
   onError: ((error: SluiceError) => void) | undefined;
 }
 
@@ -45,7 +51,7 @@ const MAX_HOPS = 16;
 const encoder = new TextEncoder();
 
 export function createBatcher(options: BatcherOptions): Batcher {
-  const { url, timeoutMs, batch, maxBatch, onError } = options;
+  const { url, timeoutMs, batch, maxBatch, maxResponseBytesPerCheck, onError } = options;
   const fetchFn = options.fetch;
   const headers = { 'content-type': 'application/json', ...options.headers };
   const stats = { requests: 0, operations: 0, errors: 0, timeouts: 0 };
@@ -101,17 +107,22 @@ export function createBatcher(options: BatcherOptions): Batcher {
     } catch (error) {
       sent = Promise.reject(error);
     }
+    const abort = () => controller.abort();
     const done = sent
       .then(async (res) => {
-        if (!res.ok) throw await httpError(res);
-        const body = (await res.json()) as { results?: unknown };
-        if (!Array.isArray(body?.results) || body.results.length !== items.length) {
+        if (!res.ok) throw await httpError(res, abort);
+        // Proportional to the operations: a batch of 100 may be 100 times longer than one check's answer.
+        const text = await readCapped(res, maxResponseBytesPerCheck * items.length, abort);
+        let body: { results?: unknown };
+        try {
+          body = JSON.parse(text) as { results?: unknown };
+        } catch {
           throw new SluiceError(
             'ERR_SLUICE_STORE_UNAVAILABLE',
-            'the sluice service answered without one result per check',
+            'the sluice service answered with a body that is not JSON',
           );
         }
-        return body.results as WireResult[];
+        return checkResults(body?.results, items.length);
       })
       .then(
         (results) => {
@@ -206,13 +217,23 @@ export function createBatcher(options: BatcherOptions): Batcher {
   };
 }
 
-async function httpError(res: { status: number; text(): Promise<string> }): Promise<SluiceError> {
+/** Most of an error answer read for its detail: an error page is not worth more. */
+const MAX_ERROR_BYTES = 8192;
+/** Most of the service's error message repeated in ours. */
+const MAX_DETAIL_CHARS = 512;
+
+async function httpError(res: { status: number } & CappedBody, abort: () => void): Promise<SluiceError> {
   let detail = '';
   try {
-    const body = JSON.parse(await res.text()) as { error?: { code?: string; message?: string } };
-    if (body?.error?.message !== undefined) detail = `: ${body.error.code ?? ''} ${body.error.message}`;
+    const body = JSON.parse(await readCapped(res, MAX_ERROR_BYTES, abort)) as {
+      error?: { code?: unknown; message?: unknown };
+    };
+    const { code, message } = body?.error ?? {};
+    if (typeof message === 'string') {
+      detail = `: ${typeof code === 'string' ? code.slice(0, 64) : ''} ${message.slice(0, MAX_DETAIL_CHARS)}`;
+    }
   } catch {
-    // Not JSON (a proxy's error page): the status says enough.
+    // Not JSON (a proxy's error page), or too long to be worth reading: the status says enough.
   }
   if (res.status === 400 || res.status === 413) {
     // The service refused the request itself: a bug or a version mismatch, not an outage.

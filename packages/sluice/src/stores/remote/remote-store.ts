@@ -6,6 +6,11 @@ import type { Lease, LeaseDecision, Store, StoreItem } from '../store.js';
 import { type Batcher, createBatcher, type FetchLike } from './batcher.js';
 import { policyPart, releaseItem, toDecision, toLeaseDecision, type WireItem, type WireResult } from './wire.js';
 
+/** Default, smallest and largest answer size per operation: see `maxResponseBytesPerCheck`. */
+const DEFAULT_RESPONSE_BYTES_PER_CHECK = 4096;
+const MIN_RESPONSE_BYTES_PER_CHECK = 1024;
+const MAX_RESPONSE_BYTES_PER_CHECK = 2 ** 24;
+
 /** Options of {@link createRemoteStore}. */
 export interface RemoteStoreOptions {
   /**
@@ -37,6 +42,15 @@ export interface RemoteStoreOptions {
   batch?: boolean;
   /** Most operations in one HTTP request (the service takes at most 1000). @default 100 */
   maxBatch?: number;
+  /**
+   * Most bytes of an answer per operation in the request (a batch of 100 may answer with 100 times
+   * this). A longer answer is cut off as it arrives, the connection dropped, and the operations fail as
+   * a store failure (`ERR_SLUICE_STORE_UNAVAILABLE`): the limiter's `fail` policy answers. A result is
+   * about 150 bytes, so this only matters against a broken or hostile server or proxy, which could
+   * otherwise stream an endless body into this process (edge runtimes have 128 MB). From 1024 to 2^24.
+   * @default 4096
+   */
+  maxResponseBytesPerCheck?: number;
   /** Called with store failures (timeouts, HTTP errors, a refused connection), once per outage. */
   onError?: (error: SluiceError) => void;
   /**
@@ -107,6 +121,18 @@ export function createRemoteStore(options: RemoteStoreOptions): RemoteStore {
       option: 'maxBatch',
     });
   }
+  const maxResponseBytesPerCheck = options.maxResponseBytesPerCheck ?? DEFAULT_RESPONSE_BYTES_PER_CHECK;
+  if (
+    !Number.isInteger(maxResponseBytesPerCheck) ||
+    maxResponseBytesPerCheck < MIN_RESPONSE_BYTES_PER_CHECK ||
+    maxResponseBytesPerCheck > MAX_RESPONSE_BYTES_PER_CHECK
+  ) {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `maxResponseBytesPerCheck: expected a whole number of bytes from ${MIN_RESPONSE_BYTES_PER_CHECK} to ${MAX_RESPONSE_BYTES_PER_CHECK}`,
+      { option: 'maxResponseBytesPerCheck' },
+    );
+  }
   const fetchFn = options.fetch ?? (globalThis.fetch as FetchLike | undefined);
   if (typeof fetchFn !== 'function') {
     throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'fetch: this runtime has no global fetch; pass options.fetch', {
@@ -125,6 +151,7 @@ export function createRemoteStore(options: RemoteStoreOptions): RemoteStore {
     headers: options.headers ?? {},
     batch: options.batch ?? true,
     maxBatch,
+    maxResponseBytesPerCheck,
     onError: options.onError,
   });
   const cacheOption = options.localCache ?? true;

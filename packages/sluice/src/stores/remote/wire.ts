@@ -6,6 +6,7 @@ import type { Decision, RejectReason } from '../../core/decision.js';
 import { SluiceError } from '../../core/errors.js';
 import { isBucketAlgorithm, type ResolvedPolicy, resolvePolicy } from '../../core/policy.js';
 import type { Lease, LeaseDecision } from '../store.js';
+import { checkResult } from './check-result.js';
 
 /** The operations of a `/v1/check` item; `check` when absent. */
 export type WireOp = 'check' | 'peek' | 'refund' | 'reset' | 'acquire' | 'release';
@@ -76,20 +77,45 @@ export function policyPart(policy: ResolvedPolicy): PolicyPart {
 
 const REASONS: ReadonlySet<string> = new Set(['cost-exceeds-capacity', 'blocked', 'denied', 'store-unavailable']);
 
-/** A decision out of a result; throws the result's error (see {@link resultError}). */
+/** A decision out of a result ({@link checkResults} validated it); throws the result's error (see {@link resultError}). */
 export function toDecision(r: WireResult): Decision {
   if (r.error !== undefined || typeof r.allowed !== 'boolean') throw resultError(r);
   const d: Decision = {
     allowed: r.allowed,
-    limit: Number(r.limit),
-    remaining: Number(r.remaining),
-    resetMs: Number(r.resetMs),
-    retryAfterMs: r.retryAfterMs === null ? Number.POSITIVE_INFINITY : Number(r.retryAfterMs),
+    limit: r.limit as number,
+    remaining: r.remaining as number,
+    resetMs: r.resetMs as number,
+    retryAfterMs: r.retryAfterMs === null ? Number.POSITIVE_INFINITY : (r.retryAfterMs as number),
   };
-  if (typeof r.delayMs === 'number') d.delayMs = r.delayMs;
-  if (typeof r.reason === 'string' && REASONS.has(r.reason)) d.reason = r.reason as RejectReason;
+  if (r.delayMs !== undefined) d.delayMs = r.delayMs;
+  // A reason a newer service added is left out: the decision itself stands.
+  if (r.reason !== undefined && REASONS.has(r.reason)) d.reason = r.reason as RejectReason;
   if (r.degraded === true) d.degraded = true;
   return d;
+}
+
+/**
+ * The `results` of an answer to `count` operations, each validated by {@link checkResult}: one per
+ * operation, or the whole answer is a store failure. A limit of `'lots'`, a `NaN` or an `Infinity`
+ * never becomes a decision.
+ */
+export function checkResults(results: unknown, count: number): WireResult[] {
+  if (!Array.isArray(results) || results.length !== count) {
+    throw new SluiceError(
+      'ERR_SLUICE_STORE_UNAVAILABLE',
+      `the sluice service answered ${Array.isArray(results) ? `${results.length} results` : 'without results'} to ${count} operations; expected one result per operation`,
+    );
+  }
+  for (let i = 0; i < count; i++) {
+    const problem = checkResult(results[i]);
+    if (problem !== undefined) {
+      throw new SluiceError(
+        'ERR_SLUICE_STORE_UNAVAILABLE',
+        `the sluice service sent a result that is not the protocol's: results[${i}]${problem}`,
+      );
+    }
+  }
+  return results as WireResult[];
 }
 
 /** A lease decision out of an `acquire` result. */
