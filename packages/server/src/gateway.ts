@@ -105,7 +105,7 @@ function errorAnswer(status: number, code: string, message: string, headers: Rec
  * `http:` rules, decided, and either answered 429 (403 for a deny-list match) here or reverse-proxied to
  * the upstream with bodies streamed both ways and the rate-limit headers added. The upstream's status
  * and headers are kept; 502 when it cannot be reached, 504 when it does not answer in time. Websocket
- * (and other) upgrades are rate limited the same way and then tunnelled.
+ * upgrades are rate limited the same way and then tunnelled; other upgrades (`h2c`) are refused.
  *
  * The path is normalised before the rules see it and before it is forwarded (`normalizePath`), so a
  * rule on `/login` also covers `//login`, `/a/../login` and `/%6Cogin`; a malformed escape is a 400.
@@ -234,6 +234,9 @@ export function createGateway(options: GatewayOptions): Server {
   /** The request's target path, normalised; undefined when it is not an origin-form path with valid escapes. */
   function targetOf(req: IncomingMessage): { path: string; query: string } | undefined {
     const url = req.url ?? '/';
+    // A request target never carries a fragment (RFC 9112 §3.2), but Node passes a raw `#` through and an
+    // upstream may cut the target there: `/login#x` would be matched as `/login#x` and served as `/login`.
+    if (url.includes('#')) return undefined;
     const q = url.indexOf('?');
     const path = normalizePath(q === -1 ? url : url.slice(0, q));
     return path === undefined ? undefined : { path, query: q === -1 ? '' : url.slice(q) };
@@ -388,8 +391,28 @@ export function createGateway(options: GatewayOptions): Server {
       );
     },
   );
+  // Upgraded sockets leave the HTTP server's own bookkeeping: `closeAllConnections()` never reaches them,
+  // yet `close()` waits for them. Track them here so shutdown can cut them at its grace deadline.
+  const tunnels = new Set<Duplex>();
+  const closeAllConnections = server.closeAllConnections;
+  server.closeAllConnections = function closeAllWithTunnels(this: Server) {
+    closeAllConnections.call(this);
+    for (const socket of tunnels) socket.destroy();
+  };
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => {});
+    tunnels.add(socket);
+    socket.once('close', () => tunnels.delete(socket));
+    // Only websocket is tunnelled: after an `h2c` switch every request on the tunnel would reach the
+    // upstream without a decision.
+    if (!isWebsocketUpgrade(req)) {
+      metrics.gateway(400);
+      rejectUpgrade(
+        socket,
+        errorAnswer(400, 'ERR_SLUICE_UPGRADE_REFUSED', 'only websocket upgrades are tunnelled (Upgrade: websocket)'),
+      );
+      return;
+    }
     const admitted = admit(req);
     if (!(admitted instanceof Promise)) {
       serveUpgrade(req, socket, head, admitted);
@@ -408,6 +431,11 @@ export function createGateway(options: GatewayOptions): Server {
   server.timeout = limits.idleTimeoutMs;
   server.keepAliveTimeout = 5_000;
   return server;
+}
+
+/** `Upgrade: websocket`, alone: a list that offers another protocol too is refused as a whole. */
+function isWebsocketUpgrade(req: IncomingMessage): boolean {
+  return String(req.headers.upgrade ?? '').trim().toLowerCase() === 'websocket';
 }
 
 /** What every proxied request of one gateway shares. */

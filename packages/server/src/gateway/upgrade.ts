@@ -53,7 +53,7 @@ export interface UpgradeProxy {
 }
 
 /**
- * Tunnels an upgrade (websocket, h2c) to the upstream: the upgrade request is sent on a connection of its
+ * Tunnels a websocket upgrade to the upstream: the upgrade request is sent on a connection of its
  * own, and when the upstream switches protocols the two sockets are joined byte for byte. When the upstream
  * answers without switching, that answer is relayed and the connection closed.
  */
