@@ -105,6 +105,8 @@ describe('gateway: no way past the decision', () => {
       `http://127.0.0.1:${(upstream.server.address() as AddressInfo).port}`,
       '--trust-proxy',
       'loopback',
+      '--shutdown-grace',
+      '1s',
     ]);
   });
   after(async () => {
@@ -184,9 +186,8 @@ describe('gateway: SIGTERM with websocket tunnels', () => {
         );
         await switched;
         if (tunnel === 'closed by the client') {
-          const closed = new Promise((resolve) => socket.once('close', resolve));
-          socket.end();
-          await closed;
+          socket.destroy();
+          await new Promise((resolve) => setImmediate(resolve));
         }
         const started = performance.now();
         // stop() sends SIGTERM and SIGKILLs after 10 s: a clean exit means the service finished by itself.
