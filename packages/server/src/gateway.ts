@@ -435,7 +435,11 @@ export function createGateway(options: GatewayOptions): Server {
 
 /** `Upgrade: websocket`, alone: a list that offers another protocol too is refused as a whole. */
 function isWebsocketUpgrade(req: IncomingMessage): boolean {
-  return String(req.headers.upgrade ?? '').trim().toLowerCase() === 'websocket';
+  return (
+    String(req.headers.upgrade ?? '')
+      .trim()
+      .toLowerCase() === 'websocket'
+  );
 }
 
 /** What every proxied request of one gateway shares. */

@@ -118,27 +118,27 @@ describe('gateway: no way past the decision', () => {
   it('a raw # in the target is refused with 400, so /login#x never reaches the upstream as /login', async () => {
     const before = upstream.logins();
     const statuses: number[] = [];
-    for (let i = 0; i < 10; i++) statuses.push(await rawGet(sluice.proxy, '/login#x', '198.51.100.1'));
-    for (let i = 0; i < 10; i++) statuses.push(await rawGet(sluice.proxy, '/LOGIN#', '198.51.100.1'));
-    for (let i = 0; i < 10; i++) statuses.push(await rawGet(sluice.proxy, '/login?a=1#x', '198.51.100.1'));
+    for (let i = 0; i < 10; i++) statuses.push(await rawGet(sluice.proxy as number, '/login#x', '198.51.100.1'));
+    for (let i = 0; i < 10; i++) statuses.push(await rawGet(sluice.proxy as number, '/LOGIN#', '198.51.100.1'));
+    for (let i = 0; i < 10; i++) statuses.push(await rawGet(sluice.proxy as number, '/login?a=1#x', '198.51.100.1'));
     assert.deepEqual(new Set(statuses), new Set([400]));
     assert.equal(upstream.logins(), before, 'no request with a fragment was served');
-    const raw = await exchange(sluice.proxy, 'GET /login#x HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n');
+    const raw = await exchange(sluice.proxy as number, 'GET /login#x HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n');
     assert.match(raw, /^HTTP\/1\.1 400/);
     assert.match(raw, /ERR_SLUICE_BAD_PATH/);
     // The limit itself still holds for the same client: 5 served, then 429.
     const plain: number[] = [];
-    for (let i = 0; i < 7; i++) plain.push(await rawGet(sluice.proxy, '/login', '198.51.100.1'));
+    for (let i = 0; i < 7; i++) plain.push(await rawGet(sluice.proxy as number, '/login', '198.51.100.1'));
     assert.deepEqual(plain, [200, 200, 200, 200, 200, 429, 429]);
   });
 
   it('an h2c upgrade is refused: no tunnel, and no login past the limit', async () => {
     const client = '198.51.100.2';
-    for (let i = 0; i < 5; i++) assert.equal(await rawGet(sluice.proxy, '/login', client), 200);
+    for (let i = 0; i < 5; i++) assert.equal(await rawGet(sluice.proxy as number, '/login', client), 200);
     const before = upstream.logins();
     const logins = Array.from({ length: 30 }, () => 'GET /login HTTP/1.1\r\nHost: a\r\n\r\n').join('');
     const answer = await exchange(
-      sluice.proxy,
+      sluice.proxy as number,
       `GET /probe HTTP/1.1\r\nHost: a\r\nX-Forwarded-For: ${client}\r\nConnection: Upgrade, HTTP2-Settings\r\n` +
         `Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n\r\n${logins}`,
     );
@@ -147,13 +147,13 @@ describe('gateway: no way past the decision', () => {
     assert.doesNotMatch(answer, /101 Switching/);
     assert.equal(upstream.logins(), before, 'the upstream served no login through a tunnel');
     // The same client is still limited, and others are still served.
-    assert.equal(await rawGet(sluice.proxy, '/login', client), 429);
-    assert.equal(await rawGet(sluice.proxy, '/login', '198.51.100.3'), 200);
+    assert.equal(await rawGet(sluice.proxy as number, '/login', client), 429);
+    assert.equal(await rawGet(sluice.proxy as number, '/login', '198.51.100.3'), 200);
   });
 
   it('a websocket upgrade is still tunnelled', async () => {
     const answer = await exchange(
-      sluice.proxy,
+      sluice.proxy as number,
       'GET /chat HTTP/1.1\r\nHost: a\r\nX-Forwarded-For: 198.51.100.4\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n' +
         'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n',
       1000,
@@ -177,7 +177,7 @@ describe('gateway: SIGTERM with websocket tunnels', () => {
         '1s',
       ]);
       try {
-        const socket = connect(sluice.proxy, '127.0.0.1');
+        const socket = connect(sluice.proxy as number, '127.0.0.1');
         const switched = new Promise<void>((resolve) => socket.once('data', () => resolve()));
         socket.on('error', () => {});
         socket.write(
