@@ -18,7 +18,7 @@ export interface MemoryStoreOptions {
    */
   maxKeys?: number;
   /**
-   * Most bytes the store's state may take (keys, sliding logs, each policy's table, blocks), estimated
+   * Most bytes the store's state may take (keys, sliding logs, each policy's table, blocks, leases), estimated
    * per key as measured in docs/limiter.md; past it keys are forgotten in the same order. @default 128 MiB
    */
   maxBytes?: number;
@@ -29,8 +29,12 @@ export interface MemoryStoreOptions {
 /** Counters of what the memory store did, for metrics and tests. */
 export interface MemoryStoreStats {
   keys: number;
-  /** Estimated bytes of state held now (see `maxBytes`). */
+  /** Estimated bytes of state held now (see `maxBytes`), leases included. */
   bytes: number;
+  /** Concurrency leases held now (at most half of `maxBytes` worth). */
+  leases: number;
+  /** New leases refused because the leases already held filled their share of `maxBytes` or `maxKeys`. */
+  leasesRefused: number;
   /** Keys (and blocks) forgotten to stay within maxKeys/maxBytes: each one started afresh. */
   evictions: number;
   /** Of those, keys forgotten while at their limit or blocked (only when nothing else was left). */
@@ -139,7 +143,8 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     if (lastContext === context) lastPolicy = undefined;
   });
   const blocks = new BlockList(maxKeys);
-  const leases = new LeaseTable(maxKeys);
+  // Leases may take half of maxBytes; past it a new lease is refused (forgetting one would over-admit).
+  const leases = new LeaseTable(maxKeys, Math.floor(maxBytes / 2));
   /** State of a key not stored yet: checked here first, copied into a slot only if it consumed. */
   const scratch = new Float64Array(SLOT_WIDTH);
   // The latest time the store has seen, in a Float64Array: moving it on (every new millisecond) then
@@ -210,7 +215,8 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
 
   /** Forgets keys, least first, until the state fits in maxBytes again; never `keep`. */
   function fitBytes(keep: number): void {
-    while (slab.bytes + contextBytes + blocks.bytes > maxBytes && slab.size > 1) slab.evictOne(usedShare, keep);
+    while (slab.bytes + contextBytes + blocks.bytes + leases.bytes > maxBytes && slab.size > 1)
+      slab.evictOne(usedShare, keep);
   }
 
   /**
@@ -384,7 +390,9 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
 
     acquire(key, limit, leaseMs, nowMs) {
       if (nowMs > (latest[0] as number)) latest[0] = nowMs;
-      return leases.acquire(key, limit, leaseMs, nowMs);
+      const d = leases.acquire(key, limit, leaseMs, nowMs);
+      if (d.lease !== undefined) fitBytes(-1);
+      return d;
     },
 
     release(lease, nowMs) {
@@ -393,7 +401,9 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
 
     stats: () => ({
       keys: slab.size,
-      bytes: slab.bytes + contextBytes + blocks.bytes,
+      bytes: slab.bytes + contextBytes + blocks.bytes + leases.bytes,
+      leases: leases.size,
+      leasesRefused: leases.refused,
       evictions: slab.evictions + blocks.evictions,
       evictedAtLimit: slab.evictedAtLimit + blocks.evictions,
       swept,

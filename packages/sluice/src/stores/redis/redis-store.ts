@@ -1,6 +1,7 @@
 import type { Decision } from '../../core/decision.js';
 import { SluiceError } from '../../core/errors.js';
 import type { ResolvedPolicy } from '../../core/policy.js';
+import { randomLeaseId } from '../lease-id.js';
 import {
   acceptsFallback,
   type CheckWithFallback,
@@ -174,9 +175,6 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
   const serverClock = clock === 'server';
   const grace = serverClock ? '0' : CLIENT_CLOCK_GRACE_MS;
   const nowArg = (nowMs: number) => (serverClock ? '' : String(nowMs));
-  /** Distinguishes this store's lease ids from other processes'. */
-  const instance = Math.floor(Math.random() * 2 ** 48).toString(36);
-  let leaseSeq = 0;
   let decisions = 0;
 
   // ---- script calls, batched per script (and per slot on a cluster, per time with the client clock)
@@ -458,7 +456,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
 
     async acquire(key, limit, leaseMs, nowMs) {
       const lkey = leaseKey(tagOf(prefix, key));
-      const id = `${instance}.${(++leaseSeq).toString(36)}`;
+      const id = randomLeaseId();
       const args = [nowArg(nowMs), grace, String(limit), String(leaseMs), id];
       const r = (await runner.script(ACQUIRE_SCRIPT, [lkey], args)) as unknown[];
       const d: LeaseDecision = decodeDecision(r, 0, limit);
