@@ -43,15 +43,29 @@ export function groupBySlot(keys: readonly string[], cluster: boolean, max = SYN
 /**
  * Runs `each` on every group, starting one per turn of the event loop: building a sync script's
  * arguments for many keys takes CPU, and decisions waiting on this process get their turn in between.
- * Resolves when every one has finished.
+ * Resolves when every one has finished; rejects with the first failure, after starting no more groups.
+ *
+ * Each group's promise is handled the moment it starts: one that rejects while a later group waits for
+ * its turn would otherwise be an unhandled rejection, which ends a Node process (a peer's Redis answering
+ * READONLY or OOM did exactly that).
  */
 export async function eachGroup<T>(groups: readonly T[], each: (group: T) => Promise<unknown>): Promise<void> {
-  const running: Promise<unknown>[] = [];
+  const running: Promise<void>[] = [];
+  let failure: { error: unknown } | undefined;
   for (const [i, group] of groups.entries()) {
     if (i > 0) await new Promise((resolve) => setImmediate(resolve));
-    running.push(each(group));
+    if (failure !== undefined) break;
+    running.push(
+      each(group).then(
+        () => undefined,
+        (error: unknown) => {
+          failure ??= { error };
+        },
+      ),
+    );
   }
   await Promise.all(running);
+  if (failure !== undefined) throw failure.error;
 }
 
 /** Sends this region's own counter fields to the others (eventual mode). */

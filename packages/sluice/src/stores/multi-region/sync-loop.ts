@@ -58,12 +58,19 @@ interface PeerState {
   pushes: number;
   failures: number;
   down: boolean;
+  /** Failures since the last push that went through: the backoff doubles with each. */
+  failuresInRow: number;
+  /** No push to this peer before this instant (backoff after a failure). */
+  retryAt: number;
   lastOkAt: number | null;
   lastPushMs: number | null;
   maxPushMs: number;
   lastLagMs: number | null;
   maxLagMs: number;
 }
+
+/** The longest wait between pushes to a peer that keeps failing. */
+const MAX_BACKOFF_MS = 30_000;
 
 /** Most keys one push carries; more wait for the next tick (or the one right after, see tick()). */
 const BATCH = 2000;
@@ -99,6 +106,8 @@ export class SyncLoop<P> {
       pushes: 0,
       failures: 0,
       down: false,
+      failuresInRow: 0,
+      retryAt: 0,
       lastOkAt: null,
       lastPushMs: null,
       maxPushMs: 0,
@@ -189,7 +198,8 @@ export class SyncLoop<P> {
    */
   private async tick(wait: boolean): Promise<void> {
     this.absorb();
-    const idle = this.peers.filter((p) => !p.inFlight && p.pending.size > 0);
+    const tickAt = this.options.clock.now();
+    const idle = this.peers.filter((p) => !p.inFlight && p.pending.size > 0 && (wait || p.retryAt <= tickAt));
     if (idle.length === 0) return;
     const batches = idle.map((p) => p.pending.take(BATCH));
     const union = new Set<string>();
@@ -227,12 +237,19 @@ export class SyncLoop<P> {
       peer.lastLagMs = lag;
       peer.maxLagMs = Math.max(peer.maxLagMs, lag);
       peer.down = false;
+      peer.failuresInRow = 0;
+      peer.retryAt = 0;
       peer.pushes++;
       peer.lastOkAt = readAt;
       peer.lastPushMs = took;
       peer.maxPushMs = Math.max(peer.maxPushMs, took);
     } catch (error) {
+      // A peer that answers errors (read-only after a failover, full, not Redis at all) is retried with
+      // exponential backoff; its keys stay pending, and decisions here go on meanwhile.
       peer.failures++;
+      peer.failuresInRow++;
+      const backoff = Math.min(MAX_BACKOFF_MS, this.options.intervalMs * 2 ** Math.min(peer.failuresInRow - 1, 16));
+      peer.retryAt = this.options.clock.now() + backoff;
       if (!peer.down) this.options.onError?.(error, peer.link.region);
       peer.down = true;
     } finally {

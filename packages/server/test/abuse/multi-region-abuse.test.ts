@@ -1,0 +1,128 @@
+/**
+ * A failing peer region (issue 37, item 1), against the real `sluice serve --region`: the peer's Redis is a
+ * read-only replica (as after a failover), or full at maxmemory with noeviction, or not Redis at all. With
+ * more than one sync script's worth of records to send, a rejected group used to be an unhandled rejection
+ * that ended the process; now the sync logs a coded error and retries, and decisions go on.
+ */
+import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:net';
+import { after, describe, it } from 'node:test';
+import { Redis } from 'ioredis';
+import { type RedisServerHandle, startRedis } from '../../../../test/helpers/redis-server.js';
+import { postJson, type SluiceProcess, startSluice, unique } from '../integration/helpers.js';
+
+/** A TCP server that answers every command with a RESP error no Redis sends, then garbage. */
+async function startFakePeer(): Promise<{ server: Server; url: string }> {
+  const server = createServer((socket) => {
+    socket.on('error', () => {});
+    socket.on('data', () => socket.write('-WRONGPEER not a redis\r\n*3\r\n:x\r\n$-7\r\n%%%\r\n'));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  assert.ok(address !== null && typeof address === 'object');
+  return { server, url: `redis://127.0.0.1:${address.port}` };
+}
+
+/** Decides 300 distinct keys in this region (many sync scripts' worth of records), in one request. */
+async function decideMany(sluice: SluiceProcess, prefix: string): Promise<number> {
+  const checks = Array.from({ length: KEYS }, (_, i) => ({
+    key: `${prefix}:${i}`,
+    limit: 10,
+    period: 3_600_000,
+    algorithm: 'fixed-window',
+  }));
+  const r = await postJson(`http://127.0.0.1:${sluice.http}/v1/check`, { checks });
+  assert.equal(r.status, 200, r.text);
+  return (r.json.results as { allowed: boolean }[]).filter((x) => x.allowed).length;
+}
+
+const KEYS = 300;
+
+/** Waits `ms` of real time: the sync runs on its own timer in the other process. */
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('multi-region: a failing peer never ends the service', () => {
+  const redises: RedisServerHandle[] = [];
+  const services: SluiceProcess[] = [];
+  const fakes: Server[] = [];
+  after(async () => {
+    await Promise.all(services.map((s) => s.stop()));
+    await Promise.all(redises.map((r) => r.stop()));
+    for (const f of fakes) f.close();
+  });
+
+  async function peerWith(kind: 'read-only replica' | 'full (noeviction)' | 'not Redis'): Promise<string> {
+    if (kind === 'not Redis') {
+      const fake = await startFakePeer();
+      fakes.push(fake.server);
+      return fake.url;
+    }
+    if (kind === 'read-only replica') {
+      const primary = await startRedis();
+      redises.push(primary);
+      const replica = await startRedis({ args: ['--replicaof', '127.0.0.1', String(primary.port)] });
+      redises.push(replica);
+      return replica.url;
+    }
+    const full = await startRedis({ args: ['--maxmemory', '2mb', '--maxmemory-policy', 'noeviction'] });
+    redises.push(full);
+    const client = new Redis(full.port, '127.0.0.1');
+    try {
+      // Fill it until writes are refused with OOM.
+      for (let i = 0; ; i++) {
+        try {
+          await client.set(`fill:${i}`, 'x'.repeat(64 * 1024));
+        } catch {
+          break;
+        }
+      }
+    } finally {
+      client.disconnect();
+    }
+    return full.url;
+  }
+
+  for (const mode of ['escrow', 'eventual'] as const)
+    for (const kind of ['read-only replica', 'full (noeviction)', 'not Redis'] as const)
+      it(`${mode}: the peer is ${kind}`, async () => {
+        const local = await startRedis();
+        redises.push(local);
+        const peerUrl = await peerWith(kind);
+        const sluice = await startSluice([
+          '--region',
+          'eu',
+          '--redis',
+          local.url,
+          '--region-peer',
+          `us=${peerUrl}`,
+          '--multi-region-mode',
+          mode,
+          '--sync-interval',
+          '100ms',
+          '--redis-timeout',
+          '1s',
+          '--no-watch',
+        ]);
+        services.push(sluice);
+        const prefix = unique('mr');
+        assert.equal(await decideMany(sluice, prefix), KEYS);
+        // Several sync rounds against the failing peer (it crashed within ~2.5 s before).
+        await pause(3000);
+        assert.equal(sluice.child.exitCode, null, `the service exited: ${sluice.stderr().slice(-500)}`);
+        assert.equal(await decideMany(sluice, prefix), KEYS, 'decisions go on, counted in this region');
+        if (kind === 'not Redis') {
+          // The client never gets a connection to it: each attempt is a coded store error for that region.
+          const logged = sluice.stdout.filter(
+            (l) => l.includes('"region":"us"') && l.includes('ERR_SLUICE_STORE_UNAVAILABLE'),
+          );
+          assert.ok(logged.length >= 1, 'the failing peer is logged with its code');
+        } else {
+          const logged = sluice.stdout.filter((line) => line.includes('ERR_SLUICE_MULTI_REGION_SYNC'));
+          assert.ok(logged.length >= 1, 'the failed sync is logged with its code');
+          assert.ok(logged.length <= 3, `logged once per outage, not per retry (${logged.length} lines)`);
+        }
+        const health = await fetch(`http://127.0.0.1:${sluice.http}/healthcheck`);
+        assert.equal(health.status, 200);
+        await health.text();
+      });
+});
