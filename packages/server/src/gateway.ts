@@ -158,7 +158,7 @@ export function createGateway(options: GatewayOptions): Server {
    */
   function decide(
     req: IncomingMessage,
-    path: string,
+    target: string,
     ip: string,
     key: string,
   ): Verdict | Decided | Promise<Decided | Verdict> {
@@ -170,7 +170,8 @@ export function createGateway(options: GatewayOptions): Server {
     if (groups === undefined) {
       groups = httpDescriptorsFor(ruleSet, {
         method: req.method ?? 'GET',
-        path,
+        // The path and query as forwarded: `query_parameters` rules read the query from it.
+        path: target,
         headers: req.headers,
         remoteAddress: key,
       });
@@ -231,11 +232,16 @@ export function createGateway(options: GatewayOptions): Server {
     return errorAnswer(500, 'ERR_SLUICE_INTERNAL', 'internal error');
   }
 
-  /** The request's target path, normalised; undefined when it is not an origin-form path with valid escapes. */
+  /**
+   * The request's target path, normalised, and its query as sent: what the rules see and what is forwarded,
+   * the same. Undefined for anything else than an origin-form target with valid escapes — an absolute-form
+   * (`http://host/login`) or asterisk-form target too: an upstream would read its path its own way.
+   */
   function targetOf(req: IncomingMessage): { path: string; query: string } | undefined {
     const url = req.url ?? '/';
     // A request target never carries a fragment (RFC 9112 §3.2), but Node passes a raw `#` through and an
     // upstream may cut the target there: `/login#x` would be matched as `/login#x` and served as `/login`.
+    // (An escaped `%23` is no fragment: it stays escaped in the path, for the rules and the upstream alike.)
     if (url.includes('#')) return undefined;
     const q = url.indexOf('?');
     const path = normalizePath(q === -1 ? url : url.slice(0, q));
@@ -277,7 +283,11 @@ export function createGateway(options: GatewayOptions): Server {
     if (target === undefined) {
       return {
         ok: false,
-        answer: errorAnswer(400, 'ERR_SLUICE_BAD_PATH', 'the request path is not a valid origin-form path'),
+        answer: errorAnswer(
+          400,
+          'ERR_SLUICE_BAD_PATH',
+          "send an origin-form request target: a path starting with '/', %-escapes of two hex digits, no '#'",
+        ),
       };
     }
     const ip = options.clientIp(req);
@@ -296,7 +306,7 @@ export function createGateway(options: GatewayOptions): Server {
     const targetText = target.query === '' ? target.path : target.path + target.query;
     let verdict: Verdict | Decided | Promise<Decided | Verdict>;
     try {
-      verdict = decide(req, target.path, ip, key);
+      verdict = decide(req, targetText, ip, key);
     } catch (error) {
       return failedAdmission(key, error);
     }

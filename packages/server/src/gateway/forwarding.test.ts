@@ -149,4 +149,11 @@ describe('upstreamHeaderList', () => {
     assert.equal(headers.host, 'up:80');
     assert.equal(headers.upgrade, undefined);
   });
+
+  it('never passes on HTTP2-Settings, even when the Connection header does not name it', () => {
+    // It only goes with an h2c upgrade (RFC 7540 §3.2.1), which the gateway refuses.
+    const req = clientRequest('GET', { host: 'h', upgrade: 'h2c', 'http2-settings': 'AAMAAABkAAQCAAAAAAIAAAAA' });
+    assert.equal(byName(upstreamHeaderList(req, '10.0.0.7', false, 'up:80'))['http2-settings'], undefined);
+    assert.equal(upstreamHeaders(req, '10.0.0.7', false, 'up:80')['http2-settings'], undefined);
+  });
 });

@@ -1,9 +1,13 @@
 import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import { cidrContains, PROXY_GROUPS, parseCidr, parseIp } from 'sluice/http';
 
-/** Hop-by-hop headers (RFC 9110 §7.6.1) are the proxy's own business and never forwarded. */
+/**
+ * Hop-by-hop headers (RFC 9110 §7.6.1) are the proxy's own business and never forwarded; `HTTP2-Settings`
+ * only goes with an `h2c` upgrade (RFC 7540 §3.2.1), which the gateway never passes on.
+ */
 const HOP_BY_HOP = new Set([
   'connection',
+  'http2-settings',
   'keep-alive',
   'proxy-authenticate',
   'proxy-authorization',

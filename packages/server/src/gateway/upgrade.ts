@@ -11,6 +11,12 @@ interface Answer {
   body: string;
 }
 
+/**
+ * How long the connection of an upgrade answered without a switch (refused, or the upstream's own answer)
+ * stays open after the answer for its client to read it and close, ms. @default 5000
+ */
+export const UPGRADE_ANSWER_LINGER_MS = 5_000;
+
 /** Writes a complete HTTP/1.1 response on a raw socket and closes it (an upgrade request has no ServerResponse). */
 export function rejectUpgrade(socket: Duplex, answer: Answer): void {
   if (socket.destroyed) return;
@@ -20,7 +26,21 @@ export function rejectUpgrade(socket: Duplex, answer: Answer): void {
     'content-length': Buffer.byteLength(answer.body),
     connection: 'close',
   };
+  lingerAfterAnswer(socket);
   socket.end(`${head(answer.status, STATUS_CODES[answer.status] ?? '', headers)}${answer.body}`);
+}
+
+/**
+ * Lets an upgrade's connection end once its answer is out. The HTTP server hands the socket over paused and
+ * half-open (`allowHalfOpen`): unread, it never sees the client's FIN, so the connection stayed open for
+ * good (and held up shutdown). What the client sends is read and dropped; past the linger it is cut.
+ */
+function lingerAfterAnswer(socket: Duplex): void {
+  socket.resume();
+  (socket as Duplex & { setTimeout?: (ms: number, cb: () => void) => void }).setTimeout?.(
+    UPGRADE_ANSWER_LINGER_MS,
+    () => socket.destroy(),
+  );
 }
 
 function head(status: number, message: string, headers: Record<string, string | number | string[]>): string {
@@ -109,6 +129,15 @@ export function proxyUpgrade(p: UpgradeProxy): void {
     upstreamSocket.pipe(socket).pipe(upstreamSocket);
     upstreamSocket.once('close', () => socket.destroy());
     socket.once('close', () => upstreamSocket.destroy());
+    // Either side's EOF ends the tunnel, once the other side has been sent it (pipe() ends it): both
+    // sockets are half-open, and a client gone with a FIN in front of an upstream that never closes its
+    // half (or the other way round) held both connections — and the service's shutdown — for good.
+    const closeBoth = () => {
+      socket.destroy();
+      upstreamSocket.destroy();
+    };
+    socket.once('end', () => whenFinished(upstreamSocket, closeBoth));
+    upstreamSocket.once('end', () => whenFinished(socket, closeBoth));
   });
   outgoing.on('response', (res) => {
     // The upstream did not switch protocols: relay its answer and close.
@@ -121,6 +150,7 @@ export function proxyUpgrade(p: UpgradeProxy): void {
     delete headers['content-length'];
     Object.assign(headers, p.extra, { connection: 'close' });
     socket.write(head(res.statusCode ?? 502, res.statusMessage ?? '', headers));
+    lingerAfterAnswer(socket);
     res.pipe(socket);
     res.on('error', () => socket.destroy());
   });
@@ -136,4 +166,10 @@ export function proxyUpgrade(p: UpgradeProxy): void {
     });
   });
   outgoing.end();
+}
+
+/** Runs `then` once `socket` has finished writing (at once if it has). */
+function whenFinished(socket: Duplex, then: () => void): void {
+  if (socket.writableFinished) then();
+  else socket.once('finish', then);
 }
