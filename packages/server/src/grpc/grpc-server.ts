@@ -1,6 +1,13 @@
 import { EventEmitter } from 'node:events';
 import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
-import { Server, ServerCredentials, type ServerUnaryCall, type sendUnaryData, status } from '@grpc/grpc-js';
+import {
+  Server,
+  ServerCredentials,
+  type ServerUnaryCall,
+  type ServerWritableStream,
+  type sendUnaryData,
+  status,
+} from '@grpc/grpc-js';
 import { isSluiceError } from 'sluice';
 import type { RateLimitRequest } from 'sluice/rules';
 import type { Decided, Decider } from '../decide.js';
@@ -252,11 +259,19 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcH
     else if (code === status.UNAVAILABLE) logger.warn({ err: (error as Error).message }, 'store unavailable');
     callback({ code, details: code === status.INTERNAL ? 'internal error' : (error as Error).message });
   };
+  /** With mutual TLS and a required SAN: whether this call's client certificate lacks it (then refuse it). */
+  const wrongClient = (call: { getAuthContext(): { sslPeerCertificate?: unknown } }) =>
+    clientSan !== undefined &&
+    !certificateHasSan(call.getAuthContext().sslPeerCertificate as Parameters<typeof certificateHasSan>[0], clientSan);
+  const wrongClientError = {
+    code: status.UNAUTHENTICATED,
+    details: `the client certificate does not name ${clientSan}`,
+  };
   server.addService(RLS_SERVICE_DEFINITION, {
     ShouldRateLimit(call: ServerUnaryCall<WireRequest, Decided>, callback: sendUnaryData<Decided>) {
-      if (clientSan !== undefined && !certificateHasSan(call.getAuthContext().sslPeerCertificate, clientSan)) {
+      if (wrongClient(call)) {
         metrics.grpc('UNAUTHENTICATED');
-        callback({ code: status.UNAUTHENTICATED, details: `the client certificate does not name ${clientSan}` });
+        callback(wrongClientError);
         return;
       }
       let request: RateLimitRequest;
@@ -277,8 +292,15 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcH
   });
   const health = options.health;
   if (health !== undefined) {
+    const watch = options.healthWatch === undefined ? undefined : grpcJsWatchHandler(options.healthWatch);
     server.addService(loadHealthService(), {
+      // Health calls are refused to a client certificate without the SAN, as ShouldRateLimit is.
       Check(call: ServerUnaryCall<{ service?: string }, unknown>, callback: sendUnaryData<unknown>) {
+        if (wrongClient(call)) {
+          metrics.grpc('UNAUTHENTICATED');
+          callback(wrongClientError);
+          return;
+        }
         health(call.request.service ?? '').then(
           (answer) =>
             answer === undefined
@@ -287,7 +309,18 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcH
           () => callback(null, { status: 'NOT_SERVING' }),
         );
       },
-      ...(options.healthWatch === undefined ? {} : { Watch: grpcJsWatchHandler(options.healthWatch) }),
+      ...(watch === undefined
+        ? {}
+        : {
+            Watch(call: ServerWritableStream<{ service?: string }, unknown>) {
+              if (wrongClient(call)) {
+                metrics.grpc('UNAUTHENTICATED');
+                call.emit('error', wrongClientError);
+                return;
+              }
+              watch(call);
+            },
+          }),
     });
   }
   const credentials =

@@ -1,11 +1,21 @@
 import type { ServerHttp2Stream } from 'node:http2';
 import { type ServerWritableStream, status } from '@grpc/grpc-js';
+import { peerKey } from '../http/peer-key.js';
 import { encodeHealthResponseFrame } from './health-service.js';
 import type { HealthWatch, WatchSink } from './health-watch.js';
 import { isAnswerable } from './receive-guard.js';
 
 const SHUTTING_DOWN = 'the server is shutting down';
-const TOO_MANY = 'too many health watches open (on this connection or in all); use Check, or retry later';
+const TOO_MANY =
+  'too many health watches open (on this connection, from this address or in all); use Check, or retry later';
+
+/** The address of a grpc-js peer (`1.2.3.4:5678`, `[::1]:5678`), without its port. */
+function addressOf(peer: string): string {
+  const bracket = peer.match(/^\[([^\]]+)\]:\d+$/);
+  if (bracket !== null) return bracket[1] as string;
+  const colon = peer.lastIndexOf(':');
+  return colon > 0 && !peer.slice(0, colon).includes(':') ? peer.slice(0, colon) : peer;
+}
 
 /** `grpc.health.v1.Health/Watch` for the grpc-js server. */
 export function grpcJsWatchHandler(watch: HealthWatch) {
@@ -18,7 +28,8 @@ export function grpcJsWatchHandler(watch: HealthWatch) {
       // grpc-js turns an 'error' on a server stream into the call's status.
       end: () => call.emit('error', { code: status.UNAVAILABLE, details: SHUTTING_DOWN }),
     };
-    const watcher = watch.open(call.request.service ?? '', connection, sink);
+    const client = peer === 'unknown' ? undefined : peerKey(addressOf(peer));
+    const watcher = watch.open(call.request.service ?? '', connection, sink, client);
     if (watcher === undefined) {
       call.emit('error', { code: status.RESOURCE_EXHAUSTED, details: TOO_MANY });
       return;
@@ -50,7 +61,8 @@ export function serveH2Watch(
       stream.end();
     },
   };
-  const watcher = watch.open(service, stream.session, sink);
+  const address = stream.session?.socket?.remoteAddress;
+  const watcher = watch.open(service, stream.session, sink, address === undefined ? undefined : peerKey(address));
   if (watcher === undefined) {
     refuse(TOO_MANY);
     return;

@@ -3,8 +3,10 @@
  * every change (https://github.com/grpc/grpc/blob/master/doc/health-checking.md). One hub serves the
  * watchers of both gRPC servers; each server only adapts its stream to a {@link WatchSink}.
  *
- * What a watcher can cost is bounded: a cap on watchers in all and per connection (a client past it gets
- * RESOURCE_EXHAUSTED, and every other call is served as before), and at most one unsent status per
+ * What a watcher can cost is bounded: a cap on watchers in all, per client address (IPv6: its /56) and per
+ * connection (a client past one gets RESOURCE_EXHAUSTED, and every other call is served as before). The
+ * per-address cap is what keeps one client from taking every slot with many connections, so that other
+ * clients' health checking still gets its Watch, and at most one unsent status per
  * watcher — a client that does not read keeps only the newest status waiting, as grpc-go's health server
  * does, so a never-reading client holds a few bytes, not a growing queue.
  */
@@ -40,6 +42,8 @@ export interface HealthWatchOptions {
   maxWatches?: number;
   /** Most open watches on one connection. @default 16 */
   maxWatchesPerConnection?: number;
+  /** Most open watches from one client address (IPv6: its /56), over all its connections. @default 64 */
+  maxWatchesPerClient?: number;
   /** How often the status is looked at while someone watches (changes are sent at most this late). @default 1000 */
   pollMs?: number;
 }
@@ -47,10 +51,11 @@ export interface HealthWatchOptions {
 /** The Watch hub of one service. */
 export interface HealthWatch {
   /**
-   * Starts a watch of `service` for a call on `connection` (any value that identifies the connection).
-   * Undefined when a cap is reached: the server answers RESOURCE_EXHAUSTED.
+   * Starts a watch of `service` for a call on `connection` (any value that identifies the connection)
+   * from `client` (its address key, see peer-key.ts). Undefined when a cap is reached: the server answers
+   * RESOURCE_EXHAUSTED.
    */
-  open(service: string, connection: unknown, sink: WatchSink): Watcher | undefined;
+  open(service: string, connection: unknown, sink: WatchSink, client?: string): Watcher | undefined;
   /** Looks at the status now and sends changes (e.g. when draining starts). */
   refresh(): Promise<void>;
   /** Shutdown: NOT_SERVING to every watcher of a known service, then every call ends. Later opens are refused. */
@@ -62,6 +67,7 @@ export interface HealthWatch {
 interface Entry {
   readonly service: string;
   readonly connection: unknown;
+  readonly client: string | undefined;
   readonly sink: WatchSink;
   /** The last status written to the stream. */
   sent: WatchStatus | undefined;
@@ -76,9 +82,11 @@ interface Entry {
 export function createHealthWatch(options: HealthWatchOptions): HealthWatch {
   const maxWatches = options.maxWatches ?? 1000;
   const perConnection = options.maxWatchesPerConnection ?? 16;
+  const perClient = options.maxWatchesPerClient ?? 64;
   const pollMs = options.pollMs ?? 1000;
   const entries = new Set<Entry>();
   const byConnection = new Map<unknown, number>();
+  const byClient = new Map<string, number>();
   let timer: NodeJS.Timeout | undefined;
   let closed = false;
   let running: Promise<void> | undefined;
@@ -115,6 +123,11 @@ export function createHealthWatch(options: HealthWatchOptions): HealthWatch {
     const left = (byConnection.get(entry.connection) ?? 1) - 1;
     if (left === 0) byConnection.delete(entry.connection);
     else byConnection.set(entry.connection, left);
+    if (entry.client !== undefined) {
+      const fromClient = (byClient.get(entry.client) ?? 1) - 1;
+      if (fromClient === 0) byClient.delete(entry.client);
+      else byClient.set(entry.client, fromClient);
+    }
     if (entries.size === 0 && timer !== undefined) {
       clearInterval(timer);
       timer = undefined;
@@ -152,12 +165,16 @@ export function createHealthWatch(options: HealthWatchOptions): HealthWatch {
   }
 
   return {
-    open(service, connection, sink) {
+    open(service, connection, sink, client) {
       const onConnection = byConnection.get(connection) ?? 0;
-      if (closed || entries.size >= maxWatches || onConnection >= perConnection) return undefined;
+      const fromClient = client === undefined ? 0 : (byClient.get(client) ?? 0);
+      if (closed || entries.size >= maxWatches || onConnection >= perConnection || fromClient >= perClient) {
+        return undefined;
+      }
       const entry: Entry = {
         service,
         connection,
+        client,
         sink,
         sent: undefined,
         pending: undefined,
@@ -166,6 +183,7 @@ export function createHealthWatch(options: HealthWatchOptions): HealthWatch {
       };
       entries.add(entry);
       byConnection.set(connection, onConnection + 1);
+      if (client !== undefined) byClient.set(client, fromClient + 1);
       if (timer === undefined) {
         timer = setInterval(() => void refresh(), pollMs);
         timer.unref();

@@ -7,6 +7,7 @@
 import { type ClientHttp2Session, type ClientHttp2Stream, connect } from 'node:http2';
 import { connect as connectSocket } from 'node:net';
 import {
+  type ChannelCredentials,
   type ClientReadableStream,
   credentials,
   loadPackageDefinition,
@@ -64,13 +65,17 @@ function makeLog(): { log: Omit<WatchLog, 'ended' | 'cancel'>; push(status: stri
   };
 }
 
-/** Watches `service` with a grpc-js client. */
-export function grpcJsWatch(address: string, service: string): WatchLog & { close(): void } {
+/** Watches `service` with a grpc-js client (over `creds`, plain text by default). */
+export function grpcJsWatch(
+  address: string,
+  service: string,
+  creds: ChannelCredentials = credentials.createInsecure(),
+): WatchLog & { close(): void } {
   const definition = loadPackageDefinition(
     loadSync('grpc/health/v1/health.proto', { includeDirs: [PROTO_DIR], enums: String, defaults: true }),
   ) as unknown as { grpc: { health: { v1: { Health: { service: never } } } } };
   const Client = makeGenericClientConstructor(definition.grpc.health.v1.Health.service, 'Health');
-  const client = new Client(address, credentials.createInsecure()) as unknown as {
+  const client = new Client(address, creds) as unknown as {
     Watch(req: unknown): ClientReadableStream<{ status: string }>;
     close(): void;
   };
