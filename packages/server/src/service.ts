@@ -510,7 +510,11 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
           grpc.updateTls?.(material);
           logger.info({ cert: options.grpcTls?.certFile }, 'gRPC TLS certificates reloaded');
         },
-        (error) => logger.warn({ err: error.message }, 'gRPC TLS files not reloaded; keeping the last good ones'),
+        (error) =>
+          logger.warn(
+            { err: error.message, code: (error as { code?: string }).code },
+            'gRPC TLS files not reloaded; keeping the last good ones',
+          ),
       );
       started.push({ close: async () => stop() });
     }

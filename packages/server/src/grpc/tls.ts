@@ -1,3 +1,4 @@
+import { X509Certificate } from 'node:crypto';
 import { type FSWatcher, readFileSync, watch } from 'node:fs';
 import type { SecureServerOptions } from 'node:http2';
 import { dirname } from 'node:path';
@@ -29,7 +30,7 @@ export interface TlsMaterial {
  * fails here rather than at the first handshake).
  * @throws SluiceError `ERR_SLUICE_TLS_INVALID` naming the files.
  */
-export function readTlsMaterial(options: GrpcTlsOptions): TlsMaterial {
+export function readTlsMaterial(options: GrpcTlsOptions, nowMs: number = Date.now()): TlsMaterial {
   try {
     const material: TlsMaterial = {
       key: readFileSync(options.keyFile),
@@ -37,12 +38,28 @@ export function readTlsMaterial(options: GrpcTlsOptions): TlsMaterial {
       ...(options.clientCaFile === undefined ? {} : { ca: readFileSync(options.clientCaFile) }),
     };
     createSecureContext(material);
+    checkValidity(material.cert, nowMs);
     return material;
   } catch (error) {
     throw new SluiceError(
       'ERR_SLUICE_TLS_INVALID',
       `gRPC TLS: cannot use ${[options.certFile, options.keyFile, options.clientCaFile].filter(Boolean).join(', ')}: ${(error as Error).message}`,
     );
+  }
+}
+
+/**
+ * Refuses a server certificate outside its validity period: every client would refuse it at the
+ * handshake, so serving with it is an outage; at start the service stops, at a reload it keeps the last
+ * good certificate.
+ */
+function checkValidity(chain: Buffer, nowMs: number): void {
+  const leaf = new X509Certificate(chain);
+  const from = Date.parse(leaf.validFrom);
+  const to = Date.parse(leaf.validTo);
+  if (nowMs > to) throw new Error(`the server certificate expired on ${leaf.validTo}; renew it`);
+  if (nowMs < from) {
+    throw new Error(`the server certificate is not valid before ${leaf.validFrom}; check the clock or the certificate`);
   }
 }
 

@@ -61,5 +61,52 @@ export function createPki(dir: string) {
     );
     return { cert: join(dir, `${name}.pem`), key: join(dir, `${name}.key`) };
   };
-  return { ca, leaf };
+  /**
+   * A self-signed certificate valid only between `start` and `end` (openssl's YYYYMMDDHHMMSSZ), e.g. one
+   * that expired years ago: `openssl req -days` cannot make one, `openssl ca` can.
+   */
+  const dated = (name: string, san: string, start: string, end: string) => {
+    writeFileSync(join(dir, `${name}-index.txt`), '');
+    writeFileSync(join(dir, `${name}-serial`), '01\n');
+    writeFileSync(
+      join(dir, `${name}-ca.cnf`),
+      `[ca]\ndefault_ca = d\n[d]\ndatabase = ${name}-index.txt\nserial = ${name}-serial\nnew_certs_dir = .\n` +
+        'default_md = sha256\npolicy = p\ncopy_extensions = copy\n[p]\ncommonName = supplied\n',
+    );
+    openssl(
+      'req',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      `${name}.key`,
+      '-out',
+      `${name}.csr`,
+      '-subj',
+      `/CN=${name}`,
+      '-addext',
+      `subjectAltName=${san}`,
+    );
+    openssl(
+      'ca',
+      '-batch',
+      '-config',
+      `${name}-ca.cnf`,
+      '-selfsign',
+      '-keyfile',
+      `${name}.key`,
+      '-in',
+      `${name}.csr`,
+      '-out',
+      `${name}.pem`,
+      '-startdate',
+      start,
+      '-enddate',
+      end,
+    );
+    return { cert: join(dir, `${name}.pem`), key: join(dir, `${name}.key`) };
+  };
+  return { ca, leaf, dated };
 }

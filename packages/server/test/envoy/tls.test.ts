@@ -160,5 +160,38 @@ for (const grpcServer of GRPC_SERVERS) {
         /ERR_SLUICE_TLS_INVALID|cannot use/,
       );
     });
+
+    it('an expired server certificate stops the start, and a reload to one keeps the last good one', async () => {
+      const expired = pki.dated('expired', 'DNS:localhost,IP:127.0.0.1', '20200101000000Z', '20200201000000Z');
+      await assert.rejects(
+        startEnvoy(grpcServer, {
+          ...runtime.env,
+          GRPC_SERVER_USE_TLS: 'true',
+          GRPC_SERVER_TLS_CERT: expired.cert,
+          GRPC_SERVER_TLS_KEY: expired.key,
+        }),
+        /expired on/,
+      );
+      const ca = pki.ca('ca-live');
+      const live = pki.leaf('server-live', 'ca-live', 'DNS:localhost,IP:127.0.0.1');
+      const svc = await startEnvoy(grpcServer, {
+        ...runtime.env,
+        GRPC_SERVER_USE_TLS: 'true',
+        GRPC_SERVER_TLS_CERT: live.cert,
+        GRPC_SERVER_TLS_KEY: live.key,
+      });
+      started.push(svc.sluice);
+      svc.client.close();
+      assert.equal(await askOver(svc.sluice.grpc, ca), 'OK');
+      renameSync(expired.cert, live.cert);
+      renameSync(expired.key, live.key);
+      const refused = await svc.sluice.waitForLog(
+        (r) => r.msg === 'gRPC TLS files not reloaded; keeping the last good ones',
+      );
+      assert.equal(refused.code, 'ERR_SLUICE_TLS_INVALID');
+      assert.match(String(refused.err), /expired on/);
+      assert.equal(await askOver(svc.sluice.grpc, ca), 'OK', 'clients are still served with the last good certificate');
+      assert.equal((await svc.sluice.stop()).code, 0);
+    });
   });
 }
