@@ -1,10 +1,17 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createReceiveGuard } from './receive-guard.js';
+import { createReceiveGuard, DEFAULT_RECEIVE_LIMITS, receiveResolutionMs } from './receive-guard.js';
 
 const never = () => assert.fail('no timeout expected');
 
 describe('createReceiveGuard', () => {
+  it('cuts an unfinished call at most 10% after its timeout (two sweeps late at worst)', () => {
+    for (const timeoutMs of [DEFAULT_RECEIVE_LIMITS.messageTimeoutMs, 2000, 60_000, 100]) {
+      const latest = timeoutMs + 2 * receiveResolutionMs(timeoutMs);
+      assert.ok(latest <= Math.max(timeoutMs * 1.1, timeoutMs + 20), `${timeoutMs} ms may wait ${latest} ms`);
+    }
+  });
+
   const limits = {
     maxMessageBytes: 100,
     maxConnectionBufferBytes: 250,

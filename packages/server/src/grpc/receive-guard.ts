@@ -22,6 +22,15 @@ export const DEFAULT_RECEIVE_LIMITS: ReceiveLimits = {
   messageTimeoutMs: 10_000,
 };
 
+/**
+ * How often unfinished calls are looked at, ms. A deadline fires up to two of these late (one for the
+ * coarse clock, one for the sweep): a twentieth of the timeout, at most 500 ms, keeps the 10 s default
+ * within 11 s (a quarter of it let a call wait 15 s).
+ */
+export function receiveResolutionMs(timeoutMs: number): number {
+  return Math.min(500, Math.max(10, Math.ceil(timeoutMs / 20)));
+}
+
 /** Why a call's request was cut off. */
 export type ReceiveFailure = 'too-large' | 'connection-budget' | 'total-budget' | 'timeout';
 
@@ -90,7 +99,7 @@ export function createReceiveGuard(limits: Partial<ReceiveLimits> = {}): Receive
   const totals: Account = { held: 0 };
   const open = new DeadlineList(
     resolved.messageTimeoutMs,
-    Math.max(10, Math.ceil(resolved.messageTimeoutMs / 4)),
+    receiveResolutionMs(resolved.messageTimeoutMs),
     performance.now.bind(performance),
   );
 
