@@ -5,7 +5,7 @@
  *
  *   npm run bench -- reload
  */
-import { parseOffThread } from '../packages/server/src/rules/parse-off-thread.js';
+import { parseOffThread } from '../packages/server/src/config/parse-off-thread.js';
 import { parseRules, type RuleSource } from '../packages/sluice/src/rules/index.js';
 import { fmt, table } from './lib/measure.js';
 

@@ -27,12 +27,24 @@ const ALLOWED: Record<string, readonly string[]> = {
   client: ['core', 'algorithms', 'limiter', 'stores'],
   index: ['core', 'algorithms', 'limiter', 'stores'],
 };
-/** Inside the server package: the service wiring, the simulator and the CLI on top of both. */
-const SERVER_ALLOWED: Record<string, readonly string[]> = {
-  service: [],
-  simulate: [],
-  cli: ['service', 'simulate'],
-};
+/**
+ * The service's layers, highest first: each folder of packages/server/src may import only the folders
+ * after it in this list (and itself). `index` is the package's public entry.
+ */
+const SERVER_LAYERS = [
+  'cli',
+  'index',
+  'app',
+  'tools',
+  'protocols',
+  'clients',
+  'rls',
+  'core',
+  'backends',
+  'config',
+  'observability',
+  'support',
+] as const;
 /** The library's adapter entry points, which the server must not use (it speaks HTTP itself). */
 const ADAPTER_ENTRIES = ['sluice/express', 'sluice/fastify', 'sluice/koa', 'sluice/hono', 'sluice/node', 'sluice/nest'];
 
@@ -69,10 +81,7 @@ const layerIn = (base: string, file: string, top: string) => {
   return rel.includes('/') ? (rel.split('/')[0] as string) : top;
 };
 const libraryLayer = (file: string) => layerIn(librarySrc, file, 'index');
-const serverLayer = (file: string) => {
-  const layer = layerIn(serverSrc, file, 'service');
-  return layer === 'cli' || layer === 'simulate' ? layer : 'service';
-};
+const serverLayer = (file: string) => layerIn(serverSrc, file, 'index');
 
 describe('architecture: the library (packages/sluice)', () => {
   const files = sources(librarySrc);
@@ -202,17 +211,69 @@ describe('architecture: the service (packages/server)', () => {
     assert.deepEqual(problems, []);
   });
 
-  it('the service, the simulator and the CLI import in one direction (cli -> service, simulate)', () => {
+  it('every folder imports only the layers below it (cli -> app -> protocols -> rls -> core -> … -> support)', () => {
     const problems: string[] = [];
+    const rank = (layer: string) => SERVER_LAYERS.indexOf(layer as (typeof SERVER_LAYERS)[number]);
     for (const file of files) {
       const layer = serverLayer(file);
+      if (rank(layer) < 0) {
+        problems.push(`${relative(root, file)}: src/${layer} is not a known layer (add it to SERVER_LAYERS)`);
+        continue;
+      }
       for (const { specifier } of importsOf(file)) {
         if (!specifier.startsWith('.')) continue;
         const to = serverLayer(resolve(dirname(file), specifier));
-        if (to !== layer && !(SERVER_ALLOWED[layer] ?? []).includes(to))
-          problems.push(`${relative(root, file)} (${layer}) imports ${to} (${specifier})`);
+        if (rank(to) < rank(layer)) problems.push(`${relative(root, file)} (${layer}) imports ${to} (${specifier})`);
       }
     }
     assert.deepEqual(problems, []);
   });
+
+  it('has no loose files beside the layers but the entry, and no file beside a folder of its name', () => {
+    const loose = readdirSync(serverSrc).filter((n) => n.endsWith('.ts') && n !== 'index.ts');
+    assert.deepEqual(loose, []);
+    const twins = [serverSrc, ...files.map(dirname)]
+      .filter((dir, i, all) => all.indexOf(dir) === i)
+      .flatMap((dir) =>
+        readdirSync(dir)
+          .filter((n) => n.endsWith('.ts') && existsSync(join(dir, n.replace(/\.ts$/, ''))))
+          .map((n) => relative(root, join(dir, n))),
+      );
+    assert.deepEqual(twins, []);
+  });
+});
+
+describe('architecture: no import circles', () => {
+  for (const [name, dir] of [
+    ['the library', librarySrc],
+    ['the service', serverSrc],
+  ] as const)
+    it(`${name} has no circle of imports, type imports included`, () => {
+      const graph = new Map<string, string[]>();
+      for (const file of sources(dir))
+        graph.set(
+          file,
+          importsOf(file)
+            .filter((i) => i.specifier.startsWith('.'))
+            .map((i) => resolve(dirname(file), i.specifier).replace(/\.js$/, '.ts'))
+            .filter((t) => t !== file && existsSync(t)),
+        );
+      const circles: string[] = [];
+      const state = new Map<string, 'open' | 'done'>();
+      const stack: string[] = [];
+      const visit = (file: string) => {
+        state.set(file, 'open');
+        stack.push(file);
+        for (const next of graph.get(file) ?? []) {
+          if (state.get(next) === 'open') {
+            const loop = stack.slice(stack.indexOf(next)).map((f) => relative(dir, f));
+            circles.push([...loop, relative(dir, next)].join(' -> '));
+          } else if (!state.has(next)) visit(next);
+        }
+        stack.pop();
+        state.set(file, 'done');
+      };
+      for (const file of graph.keys()) if (!state.has(file)) visit(file);
+      assert.deepEqual(circles, []);
+    });
 });

@@ -9,42 +9,43 @@
  * process.on('SIGTERM', () => service.close());
  * @packageDocumentation
  */
-export type { AccessEntry, AccessEntryInput, AccessLists, ListName } from './access-lists.js';
-export { createAccessLists, MAX_ACCESS_ENTRIES } from './access-lists.js';
-export type { CheckResult } from './check-api.js';
-export { MAX_CHECKS } from './check-api.js';
-export type { ConfigStatus } from './config-source.js';
-export { formatIssues, loadConfig } from './config-source.js';
-export type { HeaderMode } from './decide.js';
+
+export type { EnvoyStart } from './app/envoy-settings.js';
+export { envoyServiceOptions, isEnvoyStart } from './app/envoy-settings.js';
+export type { EnvoySetting, EnvoySettingStatus } from './app/envoy-settings-table.js';
+export { ENVOY_SETTINGS } from './app/envoy-settings-table.js';
+export type { ServiceHandle, ServiceOptions } from './app/service.js';
+export { startService } from './app/service.js';
+export type { MultiRegionOptions, RegionsView } from './backends/multi-region-backend.js';
+export type { RedisOptions } from './backends/redis-backend.js';
+export type { H2RlsClient, H2RlsRequest } from './clients/h2-client.js';
+export { createH2RlsClient } from './clients/h2-client.js';
+export type { RlsClient, RlsResponse } from './clients/rls-client.js';
+export { createRlsClient } from './clients/rls-client.js';
+export type { ConfigStatus } from './config/config-source.js';
+export { formatIssues, loadConfig } from './config/config-source.js';
+export { EXAMPLE_CONFIG, EXAMPLE_CONFIG_NAME } from './config/example-config.js';
+export type { AccessEntry, AccessEntryInput, AccessLists, ListName } from './core/access-lists.js';
+export { createAccessLists, MAX_ACCESS_ENTRIES } from './core/access-lists.js';
+export type { HeaderMode } from './core/decide.js';
+export type { EnvoyHeaderNames } from './core/envoy-response-headers.js';
+export { ENVOY_HEADER_NAMES } from './core/envoy-response-headers.js';
 export type {
   DecisionEvent,
   DecisionHub,
   DecisionListener,
   DecisionOutcome,
   DecisionSource,
-} from './decision-events.js';
-export { NEAR_LIMIT_RATIO } from './decision-events.js';
-export { OVERFLOW_DESCRIPTOR } from './envoy/descriptor-series.js';
-export type { EnvoyHeaderNames } from './envoy/response-headers.js';
-export { ENVOY_HEADER_NAMES } from './envoy/response-headers.js';
-export type { EnvoyStart } from './envoy/settings.js';
-export { envoyServiceOptions, isEnvoyStart } from './envoy/settings.js';
-export type { EnvoySetting, EnvoySettingStatus } from './envoy/settings-table.js';
-export { ENVOY_SETTINGS } from './envoy/settings-table.js';
-export { EXAMPLE_CONFIG, EXAMPLE_CONFIG_NAME } from './example-config.js';
-export type { H2RlsClient, H2RlsRequest } from './grpc/h2-client.js';
-export { createH2RlsClient } from './grpc/h2-client.js';
-export { loadRateLimitService, PROTO_DIR, RLS_PROTO, RLS_SERVICE } from './grpc/proto.js';
-export type { RlsClient, RlsResponse } from './grpc/rls-client.js';
-export { createRlsClient } from './grpc/rls-client.js';
-export type { GrpcTlsOptions } from './grpc/tls.js';
-export { encodeRateLimitRequestFrame } from './grpc/wire.js';
-export type { RouteHandler } from './http/api-server.js';
-export { HttpError, sendJson } from './http/respond.js';
-export type { Logger, LogLevel } from './logger.js';
-export { createLogger, LOG_LEVELS } from './logger.js';
-export type { ServiceMetrics } from './metrics.js';
-export type { MultiRegionOptions, RegionsView } from './multi-region-backend.js';
-export type { RedisOptions } from './redis-backend.js';
-export type { ServiceHandle, ServiceOptions } from './service.js';
-export { startService } from './service.js';
+} from './observability/decision-events.js';
+export { NEAR_LIMIT_RATIO } from './observability/decision-events.js';
+export { OVERFLOW_DESCRIPTOR } from './observability/descriptor-series.js';
+export type { Logger, LogLevel } from './observability/logger.js';
+export { createLogger, LOG_LEVELS } from './observability/logger.js';
+export type { ServiceMetrics } from './observability/metrics.js';
+export type { GrpcTlsOptions } from './protocols/grpc/tls.js';
+export type { RouteHandler } from './protocols/http/api-server.js';
+export type { CheckResult } from './protocols/http/check-api.js';
+export { MAX_CHECKS } from './protocols/http/check-api.js';
+export { HttpError, sendJson } from './protocols/http/respond.js';
+export { encodeRateLimitRequestFrame } from './rls/wire.js';
+export { loadRateLimitService, PROTO_DIR, RLS_PROTO, RLS_SERVICE } from './support/proto.js';

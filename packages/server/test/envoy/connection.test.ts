@@ -11,8 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { type Client, connectivityState, credentials, makeGenericClientConstructor } from '@grpc/grpc-js';
-import { loadRateLimitService } from '../../src/grpc/proto.js';
 import { createRlsClient, startService } from '../../src/index.js';
+import { loadRateLimitService } from '../../src/support/proto.js';
 import { createRuntime, GRPC_SERVERS, startEnvoy } from './harness.js';
 import { grpcJsWatch, rawSession, rawWatch } from './health-client.js';
 

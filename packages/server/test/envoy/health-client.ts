@@ -15,7 +15,7 @@ import {
   type ServiceError,
 } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
-import { PROTO_DIR } from '../../src/grpc/proto.js';
+import { PROTO_DIR } from '../../src/support/proto.js';
 
 const NAMES = ['UNKNOWN', 'SERVING', 'NOT_SERVING', 'SERVICE_UNKNOWN'];
 

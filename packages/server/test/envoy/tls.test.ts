@@ -17,8 +17,8 @@ import {
   type ServiceError,
 } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
-import { PROTO_DIR } from '../../src/grpc/proto.js';
 import { createRlsClient } from '../../src/index.js';
+import { PROTO_DIR } from '../../src/support/proto.js';
 import type { SluiceProcess } from '../integration/helpers.js';
 import { createRuntime, FIXTURES, GRPC_SERVERS, type Runtime, startEnvoy } from './harness.js';
 import { grpcJsWatch } from './health-client.js';

@@ -21,7 +21,7 @@ import {
   type sendUnaryData,
 } from '@grpc/grpc-js';
 import protobuf from 'protobufjs';
-import { loadRateLimitService, PROTO_DIR } from '../../src/grpc/proto.js';
+import { loadRateLimitService, PROTO_DIR } from '../../src/support/proto.js';
 import { postJson } from '../integration/helpers.js';
 import { createRuntime, GRPC_SERVERS, startEnvoy } from './harness.js';
 

@@ -12,7 +12,7 @@ import {
 } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import protobuf from 'protobufjs';
-import { PROTO_DIR } from '../../src/grpc/proto.js';
+import { PROTO_DIR } from '../../src/support/proto.js';
 
 export const TYPE_URL = 'type.googleapis.com/ratelimit.config.ratelimit.v3.RateLimitConfig';
 

@@ -8,7 +8,7 @@ import {
   renderSimulationSvg,
   simulate,
   TRACE_NAMES,
-} from '../../src/simulate/index.js';
+} from '../../src/tools/simulate/index.js';
 import { checkXml } from './xml-check.js';
 
 function result(traceName: (typeof TRACE_NAMES)[number] = 'boundary') {

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { simulateCommand } from '../../src/cli/commands/simulate.js';
-import type { Summary } from '../../src/simulate/index.js';
+import type { Summary } from '../../src/tools/simulate/index.js';
 import { checkXml } from './xml-check.js';
 
 /** Runs the command in-process with captured output. */

@@ -8,7 +8,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, it } from 'node:test';
 import { isAlgorithmName } from 'sluice';
-import { generateTrace, isTraceName, renderRunSvg, simulate } from '../../src/simulate/index.js';
+import { generateTrace, isTraceName, renderRunSvg, simulate } from '../../src/tools/simulate/index.js';
 
 const root = resolve(import.meta.dirname, '../../../..');
 const img = join(root, 'docs', 'img');

@@ -12,8 +12,8 @@ import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { type RedisServerHandle, startRedis } from '../../../../test/helpers/redis-server.js';
 import { simulateCommand } from '../../src/cli/commands/simulate.js';
-import { generateTrace, simulateRegions } from '../../src/simulate/index.js';
-import type { RawRedis } from '../../src/simulate/regions.js';
+import { generateTrace, simulateRegions } from '../../src/tools/simulate/index.js';
+import type { RawRedis } from '../../src/tools/simulate/regions.js';
 
 async function runSimulate(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
   let out = '';

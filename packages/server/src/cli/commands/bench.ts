@@ -7,7 +7,7 @@ import {
   runLoad,
   runLoadThreads,
   summarize,
-} from '../../load/load.js';
+} from '../../tools/load/load.js';
 import type { Command, CommandIo } from '../command.js';
 
 const HELP = `usage: sluice bench [--grpc HOST:PORT | --http URL] [options]

@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { isSluiceError, parseDuration } from 'sluice';
 import type { FailMode } from 'sluice/rules';
-import { envoyServiceOptions, isEnvoyStart } from '../../envoy/settings.js';
+import { envoyServiceOptions, isEnvoyStart } from '../../app/envoy-settings.js';
 import type { LogLevel, ServiceOptions } from '../../index.js';
 import { EXAMPLE_CONFIG, LOG_LEVELS, startService } from '../../index.js';
 import type { Command } from '../command.js';

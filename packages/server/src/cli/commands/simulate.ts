@@ -23,7 +23,7 @@ import {
   summarize,
   TRACE_NAMES,
   type Trace,
-} from '../../simulate/index.js';
+} from '../../tools/simulate/index.js';
 import type { Command } from '../command.js';
 
 const HELP = `usage: sluice simulate [options]

@@ -15,23 +15,11 @@ import { demandTauMs, escrowHead, initialShare, newIncarnation, proofMs, pushIte
 import { ESCROW_MERGE, ESCROW_READ } from './escrow-lua.js';
 import { eachGroup, groupBySlot } from './eventual-sync.js';
 import { demandPerPeriod, unitsToAsk } from './rebalance.js';
+import type { RecordPart } from './record-part.js';
 import { SentRecords } from './sent-records.js';
 import type { PeerLink, Replicator } from './sync-loop.js';
 
-/** A lease record as this region sends it. */
-export interface RecordPart {
-  readonly policy: ResolvedPolicy;
-  readonly inc: string;
-  readonly share: number;
-  /** Units asked per period here (estimate). */
-  readonly demand: number;
-  /** Units to ask each peer for (0: none). */
-  readonly want: number;
-  /** Per peer: units given (running total), the incarnation of that peer, the last transfer's instant. */
-  readonly given: ReadonlyMap<string, { units: number; to: string; at: number }>;
-  /** Per peer: units received from it (the largest running total it reported). */
-  readonly received: ReadonlyMap<string, number>;
-}
+export type { RecordPart } from './record-part.js';
 
 /** Options of {@link createRecordReplicator}. */
 export interface RecordReplicatorOptions {

@@ -24,7 +24,7 @@
  * Bounded: past `maxKeys` records per peer, the one sent longest ago is forgotten (and sent again
  * at its next change).
  */
-import type { RecordPart } from './escrow-sync.js';
+import type { RecordPart } from './record-part.js';
 
 interface Sent {
   readonly inc: string;

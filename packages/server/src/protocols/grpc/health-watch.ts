@@ -1,0 +1,225 @@
+/**
+ * `grpc.health.v1.Health/Watch`: a server-streaming call that sends a service's status at once and then
+ * every change (https://github.com/grpc/grpc/blob/master/doc/health-checking.md). One hub serves the
+ * watchers of both gRPC servers; each server only adapts its stream to a {@link WatchSink}.
+ *
+ * What a watcher can cost is bounded: a cap on watchers in all, per client address (IPv6: its /56) and per
+ * connection (a client past one gets RESOURCE_EXHAUSTED, and every other call is served as before). The
+ * per-address cap is what keeps one client from taking every slot with many connections, so that other
+ * clients' health checking still gets its Watch, and at most one unsent status per
+ * watcher — a client that does not read keeps only the newest status waiting, as grpc-go's health server
+ * does, so a never-reading client holds a few bytes, not a growing queue.
+ */
+import type { GrpcHealthCheck, WatchStatus } from './health-service.js';
+
+export type { WatchStatus };
+
+/** The standard health Watch method's path on the wire. */
+export const HEALTH_WATCH_PATH = '/grpc.health.v1.Health/Watch';
+
+/** Where one Watch call's statuses go: its server's stream. */
+export interface WatchSink {
+  /** Sends one status; false when the stream's buffer is full (the server then calls `drained()` later). */
+  write(status: WatchStatus): boolean;
+  /** Ends the call because the server is shutting down (gRPC UNAVAILABLE: the client retries elsewhere). */
+  end(): void;
+}
+
+/** One open Watch, as its server sees it. */
+export interface Watcher {
+  /** The stream can take more: the newest status not yet sent (if any) goes now. */
+  drained(): void;
+  /** The call is over (the client cancelled, the connection went): forget it. Idempotent. */
+  close(): void;
+}
+
+/** Bounds and pace of {@link createHealthWatch}. */
+export interface HealthWatchOptions {
+  /** The status of a service (undefined: the server does not know it). */
+  check: GrpcHealthCheck;
+  /** Most open watches in all. @default 1000 */
+  maxWatches?: number;
+  /** Most open watches on one connection. @default 16 */
+  maxWatchesPerConnection?: number;
+  /** Most open watches from one client address (IPv6: its /56), over all its connections. @default 64 */
+  maxWatchesPerClient?: number;
+  /** How often the status is looked at while someone watches (changes are sent at most this late). @default 1000 */
+  pollMs?: number;
+}
+
+/** The Watch hub of one service. */
+export interface HealthWatch {
+  /**
+   * Starts a watch of `service` for a call on `connection` (any value that identifies the connection)
+   * from `client` (its address key, see peer-key.ts). Undefined when a cap is reached: the server answers
+   * RESOURCE_EXHAUSTED.
+   */
+  open(service: string, connection: unknown, sink: WatchSink, client?: string): Watcher | undefined;
+  /** Looks at the status now and sends changes (e.g. when draining starts). */
+  refresh(): Promise<void>;
+  /** Shutdown: NOT_SERVING to every watcher of a known service, then every call ends. Later opens are refused. */
+  close(): void;
+  /** Open watches. */
+  readonly size: number;
+}
+
+interface Entry {
+  readonly service: string;
+  readonly connection: unknown;
+  readonly client: string | undefined;
+  readonly sink: WatchSink;
+  /** The last status written to the stream. */
+  sent: WatchStatus | undefined;
+  /** The newest status not written yet because the stream was full. */
+  pending: WatchStatus | undefined;
+  blocked: boolean;
+  /** The evaluation the last offered status came from: an older one arriving late is dropped. */
+  generation: number;
+}
+
+/** Creates the Watch hub. The poll timer runs only while a watch is open, and never holds the process. */
+export function createHealthWatch(options: HealthWatchOptions): HealthWatch {
+  const maxWatches = options.maxWatches ?? 1000;
+  const perConnection = options.maxWatchesPerConnection ?? 16;
+  const perClient = options.maxWatchesPerClient ?? 64;
+  const pollMs = options.pollMs ?? 1000;
+  const entries = new Set<Entry>();
+  const byConnection = new Map<unknown, number>();
+  const byClient = new Map<string, number>();
+  let timer: NodeJS.Timeout | undefined;
+  let closed = false;
+  let running: Promise<void> | undefined;
+  let again = false;
+  let generation = 0;
+
+  const statusOf = async (service: string): Promise<WatchStatus> => {
+    try {
+      return (await options.check(service)) ?? 'SERVICE_UNKNOWN';
+    } catch {
+      return 'NOT_SERVING';
+    }
+  };
+
+  function offer(entry: Entry, status: WatchStatus, from: number): void {
+    if (!entries.has(entry) || from < entry.generation) return;
+    entry.generation = from;
+    if (entry.blocked) {
+      entry.pending = status === entry.sent ? undefined : status;
+      return;
+    }
+    if (status === entry.sent) return;
+    entry.sent = status;
+    entry.pending = undefined;
+    try {
+      if (!entry.sink.write(status)) entry.blocked = true;
+    } catch {
+      // The stream went between its close event and this write; its close() forgets it.
+    }
+  }
+
+  function forget(entry: Entry): void {
+    if (!entries.delete(entry)) return;
+    const left = (byConnection.get(entry.connection) ?? 1) - 1;
+    if (left === 0) byConnection.delete(entry.connection);
+    else byConnection.set(entry.connection, left);
+    if (entry.client !== undefined) {
+      const fromClient = (byClient.get(entry.client) ?? 1) - 1;
+      if (fromClient === 0) byClient.delete(entry.client);
+      else byClient.set(entry.client, fromClient);
+    }
+    if (entries.size === 0 && timer !== undefined) {
+      clearInterval(timer);
+      timer = undefined;
+    }
+  }
+
+  async function evaluate(): Promise<void> {
+    // One look per distinct service name, shared by its watchers.
+    const statuses = new Map<string, Promise<WatchStatus>>();
+    const from = ++generation;
+    const snapshot = [...entries];
+    for (const entry of snapshot) {
+      if (!statuses.has(entry.service)) statuses.set(entry.service, statusOf(entry.service));
+    }
+    for (const entry of snapshot) {
+      const status = await (statuses.get(entry.service) as Promise<WatchStatus>);
+      if (!closed) offer(entry, status, from);
+    }
+  }
+
+  function refresh(): Promise<void> {
+    if (running !== undefined) {
+      again = true;
+      return running;
+    }
+    running = (async () => {
+      do {
+        again = false;
+        await evaluate();
+      } while (again && !closed);
+    })().finally(() => {
+      running = undefined;
+    });
+    return running;
+  }
+
+  return {
+    open(service, connection, sink, client) {
+      const onConnection = byConnection.get(connection) ?? 0;
+      const fromClient = client === undefined ? 0 : (byClient.get(client) ?? 0);
+      if (closed || entries.size >= maxWatches || onConnection >= perConnection || fromClient >= perClient) {
+        return undefined;
+      }
+      const entry: Entry = {
+        service,
+        connection,
+        client,
+        sink,
+        sent: undefined,
+        pending: undefined,
+        blocked: false,
+        generation: 0,
+      };
+      entries.add(entry);
+      byConnection.set(connection, onConnection + 1);
+      if (client !== undefined) byClient.set(client, fromClient + 1);
+      if (timer === undefined) {
+        timer = setInterval(() => void refresh(), pollMs);
+        timer.unref();
+      }
+      // The first message is the status now; later ones come from refresh() when it changes.
+      const from = ++generation;
+      void statusOf(service).then((status) => {
+        if (!closed) offer(entry, status, from);
+      });
+      return {
+        drained() {
+          entry.blocked = false;
+          const pending = entry.pending;
+          if (pending !== undefined) offer(entry, pending, entry.generation);
+        },
+        close: () => forget(entry),
+      };
+    },
+    refresh,
+    close() {
+      if (closed) return;
+      closed = true;
+      if (timer !== undefined) clearInterval(timer);
+      timer = undefined;
+      for (const entry of [...entries]) {
+        try {
+          // Written even to a full stream: one more small message, so the client learns why the call ends.
+          if (entry.sent !== 'SERVICE_UNKNOWN' && entry.sent !== 'NOT_SERVING') entry.sink.write('NOT_SERVING');
+          entry.sink.end();
+        } catch {
+          // The call is already gone.
+        }
+        forget(entry);
+      }
+    },
+    get size() {
+      return entries.size;
+    },
+  };
+}
