@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createSeededRandom } from '../../../server/src/simulate/random.js';
+import { createSeededRandom } from '../../../server/src/tools/simulate/random.js';
 import { fullJitterBackoff } from './backoff.js';
 
 describe('fullJitterBackoff', () => {

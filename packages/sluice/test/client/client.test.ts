@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { Readable } from 'node:stream';
 import { after, afterEach, describe, it } from 'node:test';
-import { createSeededRandom } from '../../../server/src/simulate/random.js';
+import { createSeededRandom } from '../../../server/src/tools/simulate/random.js';
 import { createClient, type RetryInfo } from '../../src/client/index.js';
 import { type ScriptedResponse, startLimitedServer, startScriptedServer, type TestServer } from './servers.js';
 import { createVirtualTime, type VirtualTime } from './virtual-time.js';
