@@ -26,7 +26,8 @@ export function createPki(dir: string) {
     );
     return join(dir, `${name}.pem`);
   };
-  const leaf = (name: string, caName: string, san: string) => {
+  /** A new EC key and a signing request for it (`name.key`, `name.csr`). */
+  const request = (name: string, ...extra: string[]) =>
     openssl(
       'req',
       '-newkey',
@@ -40,7 +41,10 @@ export function createPki(dir: string) {
       `${name}.csr`,
       '-subj',
       `/CN=${name}`,
+      ...extra,
     );
+  const leaf = (name: string, caName: string, san: string) => {
+    request(name);
     writeFileSync(join(dir, `${name}.ext`), `subjectAltName=${san}\n`);
     openssl(
       'x509',
@@ -73,22 +77,7 @@ export function createPki(dir: string) {
       `[ca]\ndefault_ca = d\n[d]\ndatabase = ${name}-index.txt\nserial = ${name}-serial\nnew_certs_dir = .\n` +
         'default_md = sha256\npolicy = p\ncopy_extensions = copy\n[p]\ncommonName = supplied\n',
     );
-    openssl(
-      'req',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      `${name}.key`,
-      '-out',
-      `${name}.csr`,
-      '-subj',
-      `/CN=${name}`,
-      '-addext',
-      `subjectAltName=${san}`,
-    );
+    request(name, '-addext', `subjectAltName=${san}`);
     openssl(
       'ca',
       '-batch',
