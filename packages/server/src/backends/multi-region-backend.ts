@@ -4,7 +4,7 @@
  * this region's share of the limits it decided on, and the sync lag to each peer.
  */
 import { SluiceError } from 'sluice';
-import { createMultiRegionStore, type MultiRegionStore } from 'sluice/multi-region';
+import { createMultiRegionStore, limitReplyBytes, type MultiRegionStore } from 'sluice/multi-region';
 import type { Logger } from '../observability/logger.js';
 import { connectRedis, type StoreBackend } from './redis-backend.js';
 
@@ -24,7 +24,12 @@ export interface MultiRegionOptions {
   prefix?: string;
   /** Longest wait for this region's Redis per decision. @default the store's (50) */
   timeoutMs?: number;
+  /** Most bytes a peer's Redis may send for one reply (`--region-peer-max-reply`). @default the store's (1 MiB) */
+  maxPeerReplyBytes?: number;
 }
+
+/** The store's default bound on one reply from a peer (1 MiB; a sync reply is a few KB at most). */
+export const DEFAULT_MAX_PEER_REPLY_BYTES = 1_048_576;
 
 /** What the dashboard shows of the regions. */
 export interface RegionsView {
@@ -40,6 +45,9 @@ export interface RegionsView {
     lagMs: number | null;
     pendingKeys: number;
     down: boolean;
+    /** Syncs to it that failed, and the code of the last failure (null before any). */
+    failures: number;
+    lastErrorCode: string | null;
   }[];
 }
 
@@ -60,12 +68,15 @@ export async function createMultiRegionBackend(
     });
   }
   const names = [options.region, ...Object.keys(options.peers)];
+  const maxBytes = options.maxPeerReplyBytes ?? DEFAULT_MAX_PEER_REPLY_BYTES;
   const links = await Promise.all(
     names.map((name) =>
-      connectRedis(
-        name === options.region ? options.url : (options.peers[name] as string),
-        logger.child({ region: name }),
-      ),
+      name === options.region
+        ? connectRedis(options.url, logger.child({ region: name }))
+        : // A peer's replies are bounded from its first connection on: the ready check's reply too.
+          connectRedis(options.peers[name] as string, logger.child({ region: name }), (client) =>
+            limitReplyBytes(client as never, { maxBytes, region: name }),
+          ),
     ),
   );
   // Recent escrow shares (fractions of the limit), a small ring so the average follows the traffic.
@@ -78,6 +89,7 @@ export async function createMultiRegionBackend(
     ...(options.syncIntervalMs === undefined ? {} : { syncIntervalMs: options.syncIntervalMs }),
     ...(options.prefix === undefined ? {} : { prefix: options.prefix }),
     ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+    maxPeerReplyBytes: maxBytes,
     onError: (error) => logger.warn({ err: error.message, code: error.code }, 'multi-region store'),
     onDecided: (e) => {
       if (e.share === undefined || e.policy.limit === 0) return;
@@ -100,6 +112,8 @@ export async function createMultiRegionBackend(
         lagMs: s.lastLagMs,
         pendingKeys: s.pendingKeys,
         down: s.down,
+        failures: s.failures,
+        lastErrorCode: s.lastErrorCode,
       })),
     }),
     async close() {

@@ -241,7 +241,10 @@ async function connect(client: IoRedisClient, logger: Logger, timeoutMs: number)
     // One line per distinct failure, not one per reconnect attempt ("retrying after 50ms", "... 100ms"
     // are one failure).
     const kind = message.replace(/\d+/g, '#');
-    if (kind !== lastError) logger.warn({ err: message, code: 'ERR_SLUICE_STORE_UNAVAILABLE' }, 'redis error');
+    // A connection sluice itself dropped (a multi-region peer's reply too large) keeps its own code.
+    const own = (error as { code?: unknown }).code;
+    const code = typeof own === 'string' && own.startsWith('ERR_SLUICE_') ? own : 'ERR_SLUICE_STORE_UNAVAILABLE';
+    if (kind !== lastError) logger.warn({ err: message, code }, 'redis error');
     lastError = kind;
   });
   client.on('ready', () => {
@@ -277,9 +280,12 @@ async function quit(client: IoRedisClient): Promise<void> {
 export async function connectRedis(
   url: string,
   logger: Logger,
+  beforeConnect?: (client: unknown) => void,
 ): Promise<{ client: unknown; ping: () => Promise<unknown>; close: () => Promise<void> }> {
   const { Redis } = (await loadIoredis()).default as unknown as typeof import('ioredis');
   const client = new Redis(url, COMMON) as unknown as IoRedisClient;
+  // Before the first connection (a multi-region peer's reply bound watches it from its ready check on).
+  beforeConnect?.(client);
   await connect(client, logger, 5000);
   return { client, ping: () => client.ping(), close: () => quit(client) };
 }

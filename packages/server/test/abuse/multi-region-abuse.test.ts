@@ -3,13 +3,21 @@
  * read-only replica (as after a failover), or full at maxmemory with noeviction, or not Redis at all. With
  * more than one sync script's worth of records to send, a rejected group used to be an unhandled rejection
  * that ended the process; now the sync logs a coded error and retries, and decisions go on.
+ *
+ * And a hostile peer (issue 37, item 15): a server at the peer's URL answering 50 MB replies grew the
+ * service to 623 MB, since a Redis client buffers a reply whole; now a reply past --region-peer-max-reply
+ * (1 MiB) drops the connection before more is buffered, with ERR_SLUICE_MULTI_REGION_REPLY_TOO_LARGE,
+ * counted and retried with backoff. A peer answering well-formed replies of the wrong shape gets
+ * ERR_SLUICE_MULTI_REGION_BAD_REPLY, and nothing of them is credited.
  */
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:net';
-import { after, describe, it } from 'node:test';
+import { after, describe, it, type TestContext } from 'node:test';
 import { Redis } from 'ioredis';
 import { type RedisServerHandle, startRedis } from '../../../../test/helpers/redis-server.js';
 import { postJson, type SluiceProcess, startSluice, unique } from '../integration/helpers.js';
+import { type FakePeer, startFakePeer as startRespPeer } from './fake-redis-peer.js';
+import { MB, memoryOf } from './harness.js';
 
 /** A TCP server that answers every command with a RESP error no Redis sends, then garbage. */
 async function startFakePeer(): Promise<{ server: Server; url: string }> {
@@ -125,4 +133,119 @@ describe('multi-region: a failing peer never ends the service', () => {
         assert.equal(health.status, 200);
         await health.text();
       });
+});
+
+/**
+ * Peak RSS of the service under a reply bomb. `sluice serve` through tsx peaks at about 150 MB here with
+ * a quiet peer; before the bound, 50 MB replies to the ~40 sync scripts of one push were buffered whole
+ * (623 MB in the issue's probe). Well apart from both.
+ */
+const MAX_RSS = 350 * MB;
+
+/** The service's view of its peer regions (GET /api/dashboard). */
+async function peerView(sluice: SluiceProcess): Promise<{ failures: number; lastErrorCode: string | null }> {
+  const r = await fetch(`http://127.0.0.1:${sluice.http}/api/dashboard`);
+  assert.equal(r.status, 200);
+  const body = (await r.json()) as {
+    service: { regions?: { peers: { region: string; failures: number; lastErrorCode: string | null }[] } };
+  };
+  const peer = body.service.regions?.peers.find((p) => p.region === 'us');
+  assert.ok(peer !== undefined, 'the dashboard lists the peer region');
+  return peer;
+}
+
+describe('multi-region: a hostile peer cannot grow the service or feed it garbage', () => {
+  const redises: RedisServerHandle[] = [];
+  const services: SluiceProcess[] = [];
+  const fakes: FakePeer[] = [];
+  after(async () => {
+    await Promise.all(services.map((s) => s.stop()));
+    await Promise.all(redises.map((r) => r.stop()));
+    await Promise.all(fakes.map((f) => f.close()));
+  });
+
+  async function serve(mode: 'escrow' | 'eventual', peer: FakePeer): Promise<SluiceProcess> {
+    const local = await startRedis();
+    redises.push(local);
+    const sluice = await startSluice([
+      '--region',
+      'eu',
+      '--redis',
+      local.url,
+      '--region-peer',
+      `us=${peer.url}`,
+      '--multi-region-mode',
+      mode,
+      '--sync-interval',
+      '100ms',
+      '--redis-timeout',
+      '1s',
+      '--no-watch',
+    ]);
+    services.push(sluice);
+    return sluice;
+  }
+
+  /** The service lives, decides, and stayed within MAX_RSS. */
+  async function assertUnharmed(t: TestContext, sluice: SluiceProcess, prefix: string): Promise<void> {
+    assert.equal(sluice.child.exitCode, null, `the service exited: ${sluice.stderr().slice(-500)}`);
+    assert.equal(await decideMany(sluice, prefix), KEYS, 'decisions go on, counted in this region');
+    const { peak } = memoryOf(sluice.pid);
+    t.diagnostic(`peak RSS ${Math.round(peak / MB)} MB`);
+    assert.ok(peak < MAX_RSS, `peak RSS ${Math.round(peak / MB)} MB (bound ${MAX_RSS / MB} MB)`);
+  }
+
+  const logged = (sluice: SluiceProcess, code: string) => sluice.stdout.filter((l) => l.includes(`"code":"${code}"`));
+
+  for (const mode of ['escrow', 'eventual'] as const)
+    it(`${mode}: 50 MB replies to every sync script`, async (t) => {
+      const peer = await startRespPeer({ answer: 'huge' });
+      fakes.push(peer);
+      const sluice = await serve(mode, peer);
+      const prefix = unique('bomb');
+      assert.equal(await decideMany(sluice, prefix), KEYS);
+      await pause(3000);
+      await assertUnharmed(t, sluice, prefix);
+      const lines = logged(sluice, 'ERR_SLUICE_MULTI_REGION_REPLY_TOO_LARGE');
+      assert.ok(lines.length >= 1, 'the refused reply is logged with its code');
+      assert.ok(
+        lines.length <= 3,
+        `logged once per outage, not per retry (${lines.length} lines): ${lines.slice(0, 3).join('\n')}`,
+      );
+      const view = await peerView(sluice);
+      assert.ok(view.failures >= 2, `counted and retried (${view.failures} failures)`);
+      assert.equal(view.lastErrorCode, 'ERR_SLUICE_MULTI_REGION_REPLY_TOO_LARGE');
+      const scripts = (peer.seen.get('EVALSHA') ?? 0) + (peer.seen.get('EVAL') ?? 0);
+      // Retried with backoff (100 ms doubling: about 5 pushes in 3 s), not once per tick (30).
+      assert.ok(scripts >= 2, `the sync retried (${scripts} scripts sent)`);
+    });
+
+  it("a 50 MB answer to the client's first command (its ready check, at start)", async (t) => {
+    const peer = await startRespPeer({ answer: 'huge', fromTheStart: true });
+    fakes.push(peer);
+    const sluice = await serve('escrow', peer);
+    const prefix = unique('bomb0');
+    assert.equal(await decideMany(sluice, prefix), KEYS);
+    await pause(2000);
+    await assertUnharmed(t, sluice, prefix);
+    const lines = logged(sluice, 'ERR_SLUICE_MULTI_REGION_REPLY_TOO_LARGE');
+    assert.ok(lines.length >= 1, 'the dropped connection is logged with its code');
+    assert.ok(
+      lines.every((l) => l.includes('"region":"us"')),
+      'with the region it is about',
+    );
+  });
+
+  it('escrow: sync answers of the wrong shape are refused, coded, not credited', async (t) => {
+    // A well-formed RESP list of three integers: not six fields per record.
+    const peer = await startRespPeer({ answer: '*3\r\n:1\r\n:100000\r\n:3\r\n' });
+    fakes.push(peer);
+    const sluice = await serve('escrow', peer);
+    const prefix = unique('shape');
+    assert.equal(await decideMany(sluice, prefix), KEYS);
+    await pause(2000);
+    await assertUnharmed(t, sluice, prefix);
+    assert.ok(logged(sluice, 'ERR_SLUICE_MULTI_REGION_BAD_REPLY').length >= 1, 'logged with its code');
+    assert.equal((await peerView(sluice)).lastErrorCode, 'ERR_SLUICE_MULTI_REGION_BAD_REPLY');
+  });
 });

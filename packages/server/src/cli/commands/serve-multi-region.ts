@@ -11,6 +11,7 @@ export const MULTI_REGION_FLAGS = {
   'region-peer': { type: 'string', multiple: true },
   'multi-region-mode': { type: 'string' },
   'sync-interval': { type: 'string' },
+  'region-peer-max-reply': { type: 'string' },
 } as const;
 
 const usage = (message: string) => new SluiceError('ERR_SLUICE_INVALID_OPTION', message);
@@ -19,7 +20,8 @@ const usage = (message: string) => new SluiceError('ERR_SLUICE_INVALID_OPTION', 
 export const MULTI_REGION_HELP = `  --region NAME          run as region NAME of several; --redis is this region's Redis [env SLUICE_REGION]
   --region-peer N=URL    another region's Redis; repeat per region      [env SLUICE_REGION_PEERS, comma-separated]
   --multi-region-mode M  escrow (never over the limit; default) | eventual (fixed/sliding window, stated bound)
-  --sync-interval D      how often regions exchange counts or shares (default 1s)`;
+  --sync-interval D      how often regions exchange counts or shares (default 1s)
+  --region-peer-max-reply N  most bytes of one reply from a peer's Redis (N, or with kb/mb; default 1mb)`;
 
 /** What the flags parse into. */
 type Values = {
@@ -27,7 +29,22 @@ type Values = {
   'region-peer'?: string[] | undefined;
   'multi-region-mode'?: string | undefined;
   'sync-interval'?: string | undefined;
+  'region-peer-max-reply'?: string | undefined;
 };
+
+const SIZE_UNITS: Record<string, number> = { '': 1, b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 };
+
+/** `1048576`, `64kb`, `1mb` → bytes, from 1 KiB (a sync reply's few hundred bytes) to 1 GiB. */
+function replyBytes(text: string): number {
+  const match = /^(\d{1,10})\s*(b|kb|mb|gb)?$/i.exec(text.trim());
+  const bytes = match === null ? Number.NaN : Number(match[1]) * (SIZE_UNITS[(match[2] ?? '').toLowerCase()] ?? 1);
+  if (!(bytes >= 1024 && bytes <= 1024 ** 3)) {
+    throw usage(
+      `--region-peer-max-reply: '${text.slice(0, 40)}' is not a size from 1kb to 1gb (bytes, or with kb, mb or gb)`,
+    );
+  }
+  return bytes;
+}
 
 /**
  * The multi-region options from the flags and environment (flags win), or undefined when no region is
@@ -41,10 +58,12 @@ export function multiRegionOptions(
 ): MultiRegionOptions | undefined {
   const region = values.region ?? env.SLUICE_REGION;
   const peerList = values['region-peer'] ?? (env.SLUICE_REGION_PEERS ? env.SLUICE_REGION_PEERS.split(',') : []);
-  const others = [values['multi-region-mode'], values['sync-interval']].some((v) => v !== undefined);
+  const others = [values['multi-region-mode'], values['sync-interval'], values['region-peer-max-reply']].some(
+    (v) => v !== undefined,
+  );
   if (region === undefined || region === '') {
     if (peerList.length > 0 || others)
-      throw usage('--region-peer, --multi-region-mode and --sync-interval need --region');
+      throw usage('--region-peer, --multi-region-mode, --sync-interval and --region-peer-max-reply need --region');
     return undefined;
   }
   if (redisUrl === undefined || redisUrl === '') {
@@ -71,6 +90,9 @@ export function multiRegionOptions(
   }
   if (values['sync-interval'] !== undefined) {
     options.syncIntervalMs = parseDuration(values['sync-interval'], '--sync-interval');
+  }
+  if (values['region-peer-max-reply'] !== undefined) {
+    options.maxPeerReplyBytes = replyBytes(values['region-peer-max-reply']);
   }
   return options;
 }

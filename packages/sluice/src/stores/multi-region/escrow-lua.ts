@@ -147,11 +147,15 @@ local function received(rec, j, proof)
   if NOW >= num(rec['rt:' .. j]) + SKEW then return num(rec['r:' .. j]) end
   return num(rec['r0:' .. j])
 end
--- The share this region holds now (see the top of escrow-lua.ts).
-local function share_of(rec, init, proof)
+-- The share this region holds now (see the top of escrow-lua.ts), never more than the limit: honest
+-- regions' shares sum to at most the limit, so no honest history gets here past it, while a peer whose
+-- record lies (or is corrupted) about what it gave would otherwise make this region admit without
+-- bound (100,000 units claimed, 580 of 580 admitted against 10 an hour). With the cap, a lying peer
+-- can at most bring this region up to the whole limit (docs/multi-region.md, what "never over" assumes).
+local function share_of(rec, init, proof, limit)
   local s = init
   for _, j in ipairs(PEERS) do s = s - num(rec['g:' .. j]) + received(rec, j, proof) end
-  return max(0, s)
+  return min(limit, max(0, s))
 end
 -- Learns that region j holds its record under incarnation inc (a sync either way proves it).
 local function observe(rkey, rec, j, inc, at, proof)
@@ -180,6 +184,10 @@ end
 -- duplicate or a replay changes nothing. A transfer counts from its instant (plus the clocks'
 -- disagreement) on; until then, what was received before it does.
 local function credit(rkey, rec, j, units, to, at)
+  -- A total that is not a whole number of units (garbage, NaN, inf, negative: a broken or hostile
+  -- peer) is not credited: stored, it would void every later comparison with it.
+  if not units or units ~= units or units < 0 or units >= 2 ^ 53 or units ~= floor(units) then return end
+  if not at or at ~= at or at < 0 or at >= 2 ^ 53 then return end
   if to ~= rec.inc or units <= num(rec['r:' .. j]) then return end
   -- The previous total counts for every later decision once this region decided past its instant.
   if num(rec.hw) >= num(rec['rt:' .. j]) + SKEW then setf(rkey, rec, 'r0:' .. j, rec['r:' .. j] or '0') end
@@ -266,7 +274,7 @@ local function share_now(it, rec)
     load(rec, tkey(it.rkey))
     rec.loaded = true
   end
-  local share = share_of(rec, it.init, it.proof)
+  local share = share_of(rec, it.init, it.proof, it.limit)
   local valid = 4503599627370496
   for _, j in ipairs(PEERS) do
     if rec['r:' .. j] then

@@ -14,6 +14,7 @@ import type { Runner } from '../redis/runner.js';
 import { demandTauMs, escrowHead, initialShare, newIncarnation, proofMs, pushItemFields } from './escrow.js';
 import { ESCROW_MERGE, ESCROW_READ } from './escrow-lua.js';
 import { eachGroup, groupBySlot } from './eventual-sync.js';
+import { ANSWER_FIELDS, checkMergeAnswer } from './merge-answer.js';
 import { demandPerPeriod, unitsToAsk } from './rebalance.js';
 import type { RecordPart } from './record-part.js';
 import { SentRecords } from './sent-records.js';
@@ -50,7 +51,7 @@ export interface RecordReplicatorOptions {
 const SYNC_GROUP = 8;
 
 /** Per record, what MERGE answers: inc, units given, to, at, share, demand. */
-const ANSWER = 6;
+const ANSWER = ANSWER_FIELDS;
 
 /** Sends lease records to the other regions, asks them for units, credits what they gave (escrow mode). */
 export function createRecordReplicator(o: RecordReplicatorOptions): Replicator<RecordPart> {
@@ -125,7 +126,7 @@ export function createRecordReplicator(o: RecordReplicatorOptions): Replicator<R
           args.push(part.inc, String(gift.units), gift.to, String(gift.at), String(part.share));
           args.push(String(part.demand), String(part.want), String(asked), String(now));
         }
-        const answer = (await peer.runner.script(ESCROW_MERGE, group, args)) as unknown[];
+        const answer = checkMergeAnswer(await peer.runner.script(ESCROW_MERGE, group, args), group.length, peer.region);
         // Credit here what the peer gave (its running total), and learn that it holds its records.
         const back = o.clock.now();
         const local = escrowHead(back, o.graceMs, peer.region, peers);

@@ -12,4 +12,6 @@ export { COUNTER_ALGORITHMS } from './eventual.js';
 export type { MultiRegionStore } from './multi-region-store.js';
 export { createMultiRegionStore } from './multi-region-store.js';
 export type { MultiRegionStoreOptions } from './options.js';
+export type { ReplyLimit, ReplyWatcher } from './reply-bound.js';
+export { limitReplyBytes } from './reply-bound.js';
 export type { PeerStatus } from './sync-loop.js';

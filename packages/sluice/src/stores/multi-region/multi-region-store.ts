@@ -15,7 +15,8 @@ import { assertEventualItem, COUNTER_ALGORITHMS, createEventualRegion } from './
 import { type CounterPart, createCounterReplicator } from './eventual-sync.js';
 import { tagOf } from './keys.js';
 import { type Duplicable, type Duplicate, type MultiRegionStoreOptions, resolveMultiRegionOptions } from './options.js';
-import { type PeerStatus, SyncLoop } from './sync-loop.js';
+import { limitReplyBytes, type ReplyWatcher } from './reply-bound.js';
+import { type PeerStatus, SyncLoop, syncCauseOf } from './sync-loop.js';
 
 /** The multi-region store. */
 export interface MultiRegionStore extends Store {
@@ -83,20 +84,36 @@ export function createMultiRegionStore(options: MultiRegionStoreOptions): MultiR
       : undefined;
   const syncTransport = own?.transport ?? (o.localSync === 'duplicate' ? undefined : o.localSync);
   const syncLocal = syncTransport === undefined ? local : new Runner(syncTransport, o.peerTimeoutMs, onError, [], 5000);
-  const peers = o.peers.map((p) => ({
-    region: p.region,
-    runner: new Runner(p.transport, o.peerTimeoutMs, undefined, [], 5000),
-    cluster: p.transport.cluster,
-  }));
+  // Every reply a peer sends is bounded as it arrives (reply-bound.ts), unless the peer's client is
+  // also this region's (one client counting decisions' replies too would trip the bound).
+  const watchers: ReplyWatcher[] = [];
+  const peers = o.peers.map((p) => {
+    const client = options.regions[p.region] as RedisClientLike;
+    const watcher =
+      client === options.regions[o.region]
+        ? undefined
+        : limitReplyBytes(client, { maxBytes: o.maxPeerReplyBytes, region: p.region });
+    if (watcher !== undefined) watchers.push(watcher);
+    const transport = watcher === undefined ? p.transport : watcher.wrap(p.transport);
+    return {
+      region: p.region,
+      runner: new Runner(transport, o.peerTimeoutMs, undefined, [], 5000),
+      cluster: p.transport.cluster,
+    };
+  });
   const reportSync =
     onError === undefined
       ? undefined
       : (error: unknown, region: string) => {
           const cause = error instanceof Error ? error.message : String(error);
+          // A failure of the sync's own (a reply too large, or not a MERGE answer) keeps its code,
+          // wherever the Redis runner wrapped it; a peer's Redis refusing is ERR_SLUICE_MULTI_REGION_SYNC.
+          const own = syncCauseOf(error);
           onError(
-            new SluiceError('ERR_SLUICE_MULTI_REGION_SYNC', `sync to region ${region} failed: ${cause}`, {
-              cause: error,
-            }),
+            own ??
+              new SluiceError('ERR_SLUICE_MULTI_REGION_SYNC', `sync to region ${region} failed: ${cause}`, {
+                cause: error,
+              }),
           );
         };
   const loopOptions = {
@@ -290,6 +307,7 @@ export function createMultiRegionStore(options: MultiRegionStoreOptions): MultiR
       const runners = [local, ...peers.map((p) => p.runner)];
       if (syncLocal !== local) runners.push(syncLocal);
       await Promise.all(runners.map((r) => r.close()));
+      for (const w of watchers) w.close();
       own?.close();
     },
   };

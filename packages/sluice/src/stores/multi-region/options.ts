@@ -31,6 +31,13 @@ export interface MultiRegionStoreOptions {
   peerTimeoutMs?: number;
   /** Most keys waiting to be sent to one peer (during a partition); the oldest go first. @default 100000 */
   maxPendingKeys?: number;
+  /**
+   * Most bytes a peer region's Redis may send for one reply (a sync reply is under a few KB). Past it
+   * the connection is dropped before more is buffered, and the sync fails with
+   * `ERR_SLUICE_MULTI_REGION_REPLY_TOO_LARGE` and retries with backoff. Applies to ioredis and iovalkey
+   * `Redis` peer clients (reply-bound.ts); from 1024 to 2^30. @default 1048576 (1 MiB)
+   */
+  maxPeerReplyBytes?: number;
   /** The clock of the sync loop's bookkeeping (lag, rebalancing). @default systemClock */
   clock?: Clock;
   /** Store failures: this region's Redis (as the Redis store reports them) and failed syncs. */
@@ -78,6 +85,7 @@ export interface ResolvedMultiRegionOptions {
   readonly timeoutMs: number;
   readonly peerTimeoutMs: number;
   readonly maxPendingKeys: number;
+  readonly maxPeerReplyBytes: number;
   readonly clock: Clock;
   readonly onError: ((error: SluiceError) => void) | undefined;
   readonly autoSync: boolean;
@@ -94,9 +102,13 @@ function invalid(option: string, message: string): SluiceError {
 }
 
 function wholeMs(value: unknown, option: string, fallback: number, min: number, max: number): number {
+  return whole(value, option, fallback, min, max, 'ms');
+}
+
+function whole(value: unknown, option: string, fallback: number, min: number, max: number, unit: string): number {
   const v = value ?? fallback;
   if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
-    throw invalid(option, `expected a whole number of ms between ${min} and ${max}, got ${String(value)}`);
+    throw invalid(option, `expected a whole number of ${unit} between ${min} and ${max}, got ${String(value)}`);
   }
   return v;
 }
@@ -161,6 +173,7 @@ export function resolveMultiRegionOptions(options: MultiRegionStoreOptions): Res
     timeoutMs: wholeMs(options.timeoutMs, 'timeoutMs', 50, 1, 2 ** 31 - 1),
     peerTimeoutMs: wholeMs(options.peerTimeoutMs, 'peerTimeoutMs', 2000, 1, 2 ** 31 - 1),
     maxPendingKeys: wholeMs(options.maxPendingKeys, 'maxPendingKeys', 100_000, 1, 10_000_000),
+    maxPeerReplyBytes: whole(options.maxPeerReplyBytes, 'maxPeerReplyBytes', 1_048_576, 1024, 2 ** 30, 'bytes'),
     clock,
     onError,
     autoSync: options.autoSync ?? true,

@@ -7,6 +7,7 @@
  * is harmless.
  */
 import type { Clock } from '../../core/clock.js';
+import { isSluiceError, type SluiceError } from '../../core/errors.js';
 import type { Runner } from '../redis/runner.js';
 import { Pending } from './pending.js';
 
@@ -49,6 +50,20 @@ export interface PeerStatus {
   readonly pendingKeys: number;
   /** Keys dropped because the pending set was full (a long partition with many keys). */
   readonly droppedKeys: number;
+  /**
+   * The code of the last failed push, null before any: the sync's own (`ERR_SLUICE_MULTI_REGION_REPLY_TOO_LARGE`,
+   * `ERR_SLUICE_MULTI_REGION_BAD_REPLY`), else `ERR_SLUICE_MULTI_REGION_SYNC` (the peer's Redis refused,
+   * or could not be reached).
+   */
+  readonly lastErrorCode: string | null;
+}
+
+/** The first error of the sync's own in `error`'s chain of causes (reply-bound.ts, merge-answer.ts). */
+export function syncCauseOf(error: unknown): SluiceError | undefined {
+  for (let e = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    if (isSluiceError(e) && e.code.startsWith('ERR_SLUICE_MULTI_REGION_')) return e;
+  }
+  return undefined;
 }
 
 interface PeerState {
@@ -62,6 +77,7 @@ interface PeerState {
   failuresInRow: number;
   /** No push to this peer before this instant (backoff after a failure). */
   retryAt: number;
+  lastErrorCode: string | null;
   lastOkAt: number | null;
   lastPushMs: number | null;
   maxPushMs: number;
@@ -108,6 +124,7 @@ export class SyncLoop<P> {
       down: false,
       failuresInRow: 0,
       retryAt: 0,
+      lastErrorCode: null,
       lastOkAt: null,
       lastPushMs: null,
       maxPushMs: 0,
@@ -172,6 +189,7 @@ export class SyncLoop<P> {
       maxLagMs: p.maxLagMs,
       pendingKeys: p.pending.size + this.notPendingIn(p.pending),
       droppedKeys: p.pending.dropped,
+      lastErrorCode: p.lastErrorCode,
     }));
   }
 
@@ -248,6 +266,7 @@ export class SyncLoop<P> {
       // exponential backoff; its keys stay pending, and decisions here go on meanwhile.
       peer.failures++;
       peer.failuresInRow++;
+      peer.lastErrorCode = syncCauseOf(error)?.code ?? 'ERR_SLUICE_MULTI_REGION_SYNC';
       const backoff = Math.min(MAX_BACKOFF_MS, this.options.intervalMs * 2 ** Math.min(peer.failuresInRow - 1, 16));
       peer.retryAt = this.options.clock.now() + backoff;
       if (!peer.down) this.options.onError?.(error, peer.link.region);
