@@ -236,6 +236,19 @@ describe('multi-region: a hostile peer cannot grow the service or feed it garbag
     );
   });
 
+  for (const mode of ['escrow', 'eventual'] as const)
+    it(`${mode}: a peer that passes the ready check, then answers scripts with RESP garbage`, async (t) => {
+      const peer = await startRespPeer({ answer: '*3\r\n:x\r\n$-7\r\n%%%\r\n' });
+      fakes.push(peer);
+      const sluice = await serve(mode, peer);
+      const prefix = unique('garbage');
+      assert.equal(await decideMany(sluice, prefix), KEYS);
+      await pause(2000);
+      await assertUnharmed(t, sluice, prefix);
+      assert.ok(logged(sluice, 'ERR_SLUICE_MULTI_REGION_SYNC').length >= 1, 'logged with its code');
+      assert.ok((await peerView(sluice)).failures >= 1, 'counted');
+    });
+
   it('escrow: sync answers of the wrong shape are refused, coded, not credited', async (t) => {
     // A well-formed RESP list of three integers: not six fields per record.
     const peer = await startRespPeer({ answer: '*3\r\n:1\r\n:100000\r\n:3\r\n' });
