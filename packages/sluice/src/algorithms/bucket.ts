@@ -1,3 +1,8 @@
+/**
+ * The token and leaky buckets as one pure step over two numbers per key, a level in integer ticks and its last update:
+ * the level drains at the refill rate and each admitted request adds its cost; the leaky bucket also tells a request
+ * how long to wait for its turn.
+ */
 import { type Decision, rejection } from '../core/decision.js';
 import type { ResolvedPolicy } from '../core/policy.js';
 import type { Algorithm, Slots } from './types.js';

@@ -1,3 +1,7 @@
+/**
+ * The fixed window algorithm: one count per key in windows aligned to the epoch, the cheapest step of all, at the price
+ * of letting up to twice the limit through across a window boundary.
+ */
 import { costExceedsCapacity, type Decision } from '../core/decision.js';
 import type { ResolvedPolicy } from '../core/policy.js';
 import type { Algorithm } from './types.js';

@@ -1,3 +1,7 @@
+/**
+ * GCRA (the generic cell rate algorithm): the token bucket's decisions, request for request, kept as one number per
+ * key, the theoretical arrival time of the next request.
+ */
 import { type Decision, rejection } from '../core/decision.js';
 import type { ResolvedPolicy } from '../core/policy.js';
 import type { Algorithm } from './types.js';

@@ -1,3 +1,7 @@
+/**
+ * The algorithms' entry point: the six pure steps, and the table a store looks a policy's algorithm up in (all but the
+ * sliding log, whose state is a log rather than three numbers).
+ */
 import type { AlgorithmName } from '../core/policy.js';
 import { fixedWindow } from './fixed-window.js';
 import { gcra } from './gcra.js';

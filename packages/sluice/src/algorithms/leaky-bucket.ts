@@ -1,3 +1,7 @@
+/**
+ * The leaky bucket algorithm: the bucket step of bucket.ts with shaping on, so an admitted request is also told how
+ * long to wait for its turn.
+ */
 import { createBucket } from './bucket.js';
 
 /**

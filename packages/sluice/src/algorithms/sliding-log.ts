@@ -1,3 +1,7 @@
+/**
+ * The sliding log algorithm: every admitted request kept as a (time, units) pair, so no window of one period ever holds
+ * more than the limit, at O(limit) memory per key; the one algorithm whose state is not three numbers.
+ */
 import { costExceedsCapacity, type Decision } from '../core/decision.js';
 import type { ResolvedPolicy } from '../core/policy.js';
 import type { Algorithm } from './types.js';

@@ -1,3 +1,7 @@
+/**
+ * The sliding window counter: the previous window's count, weighted by how much of it the sliding window still covers,
+ * plus the current one's, all compared in whole numbers so no rounding lets a request through.
+ */
 import { type Decision, rejection } from '../core/decision.js';
 import type { ResolvedPolicy } from '../core/policy.js';
 import type { Algorithm } from './types.js';

@@ -1,3 +1,7 @@
+/**
+ * The token bucket algorithm: the bucket step of bucket.ts without shaping, a burst up to the bucket's capacity and
+ * then the steady refill rate.
+ */
 import { createBucket } from './bucket.js';
 
 /**

@@ -1,3 +1,7 @@
+/**
+ * What an algorithm is: a deterministic step that decides one request from a key's state and writes the new state in
+ * place, with no I/O, clock or timers, so every store can make the same decisions.
+ */
 import type { Decision } from '../core/decision.js';
 import type { AlgorithmName, ResolvedPolicy } from '../core/policy.js';
 

@@ -1,3 +1,7 @@
+/**
+ * `createClient`, the rate-limit-aware fetch of `sluice/client`: on a 429 or 503 it waits as long as the server asked
+ * (or a jittered backoff) and sends again, within budgets of retries and total wait, and only when a retry is safe.
+ */
 import { SluiceError } from '../core/errors.js';
 import { fullJitterBackoff } from './backoff.js';
 import { type ClientOptions, resolveClientOptions } from './options.js';

@@ -1,3 +1,7 @@
+/**
+ * The client's options, their defaults and their validation, done once in `createClient` so that a wrong option fails
+ * there, naming itself, before any request is sent.
+ */
 import type { Clock } from '../core/clock.js';
 import { systemClock } from '../core/clock.js';
 import type { Duration } from '../core/duration.js';

@@ -1,3 +1,7 @@
+/**
+ * Client-side pacing: callers queue, first come first served, for send slots handed out by the server's own
+ * token-bucket step, so a client paced at the server's rate is never refused for going too fast.
+ */
 import { tokenBucket } from '../algorithms/token-bucket.js';
 import type { Clock } from '../core/clock.js';
 import type { ResolvedPolicy } from '../core/policy.js';

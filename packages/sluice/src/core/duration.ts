@@ -1,3 +1,7 @@
+/**
+ * Durations as people write them (`'500ms'`, `'1h30m'`, `'1 minute'`) or as milliseconds, parsed once at the edges:
+ * everything inside sluice works in whole milliseconds.
+ */
 import { SluiceError } from './errors.js';
 
 /**

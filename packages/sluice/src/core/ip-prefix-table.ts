@@ -1,3 +1,7 @@
+/**
+ * A table from CIDR blocks to values, the index behind the allow and deny lists: a lookup costs one hash probe per
+ * prefix length in use, however many blocks it holds.
+ */
 import type { Cidr, IpBytes } from './ip.js';
 
 /**

@@ -1,3 +1,7 @@
+/**
+ * Policies: what a user writes (a limit per period, an algorithm, a burst) validated once into the integer form the
+ * algorithms compute in, where a request is a whole number of ticks so bucket arithmetic never drifts.
+ */
 import type { Duration } from './duration.js';
 import { parseDuration } from './duration.js';
 import { SluiceError } from './errors.js';
