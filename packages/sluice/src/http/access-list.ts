@@ -1,3 +1,7 @@
+/**
+ * The allow and deny lists of the middleware: addresses, CIDR blocks and keys, matched in time independent of the
+ * list's size and changeable while the server runs.
+ */
 import { SluiceError } from '../core/errors.js';
 import { parseCidr, parseIp } from '../core/ip.js';
 import { IpPrefixTable } from '../core/ip-prefix-table.js';

@@ -1,3 +1,7 @@
+/**
+ * Validation of `rateLimit()`'s options when the middleware is built: an unknown option is an error (with the sluice
+ * spelling when it is another library's), and every problem names its option and the fix.
+ */
 import { SluiceError } from '../core/errors.js';
 import { type AccessList, createAccessList, isAccessList } from './access-list.js';
 import { migrationHint } from './migration-hints.js';

@@ -1,3 +1,7 @@
+/**
+ * Who the client is: its address from the TCP peer, or from a forwarding header only when the peer is a trusted proxy,
+ * and the key that address counts under (an IPv6 client by its subnet, so it cannot rotate addresses).
+ */
 import { SluiceError } from '../core/errors.js';
 import { type Cidr, cidrContains, formatIp, type IpBytes, isV4, maskIp, parseCidr, parseIp } from '../core/ip.js';
 import { parseForwarded, parseXForwardedFor } from './forwarded.js';

@@ -1,3 +1,7 @@
+/**
+ * The middleware's `concurrency` option: a limit on one key's requests in flight, each holding a place from when it
+ * passes the rate limits until its response is sent, and the headers that describe it.
+ */
 import type { Clock } from '../core/clock.js';
 import { SluiceError } from '../core/errors.js';
 import { createConcurrencyLimiter } from '../limiter/concurrency-limiter.js';

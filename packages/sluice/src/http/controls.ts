@@ -1,3 +1,7 @@
+/**
+ * What an application can do to a key outside a request (reset it, charge a penalty, block it) on every limit of a
+ * middleware, and this process's record of the blocks.
+ */
 import type { Clock } from '../core/clock.js';
 import type { Decision } from '../core/decision.js';
 import { type Duration, parseDuration } from '../core/duration.js';

@@ -1,3 +1,7 @@
+/**
+ * Counting a request by its response: `skipSuccessfulRequests`, `skipFailedRequests` and `responseCost` settle what a
+ * request took once its status is known, giving units back or taking more.
+ */
 import { SluiceError } from '../core/errors.js';
 import type { Limiter, LimiterKey } from '../limiter/create-limiter.js';
 import type { Awaitable } from './request.js';

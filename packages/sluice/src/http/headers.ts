@@ -1,3 +1,7 @@
+/**
+ * The rate-limit response headers, `X-RateLimit-*` and the IETF draft's `RateLimit`/`RateLimit-Policy`, as plain data:
+ * each limit's fixed parts are formatted once, so a request only fills in its numbers.
+ */
 import type { Decision } from '../core/decision.js';
 import { SluiceError } from '../core/errors.js';
 import type { AlgorithmName } from '../core/policy.js';

@@ -1,3 +1,7 @@
+/**
+ * The framework-neutral middleware behind every adapter: it decides a request (skip, allow and deny lists, keys, limits
+ * or rules, shaping, concurrency) into an `HttpOutcome` that the adapter only has to apply.
+ */
 import { systemClock } from '../core/clock.js';
 import { SluiceError } from '../core/errors.js';
 import { type CheckOptions, keyFor, type LimiterDecision, type LimiterKey } from '../limiter/create-limiter.js';

@@ -1,3 +1,7 @@
+/**
+ * A request's identity for the middleware: its client address (sluice's `trustProxy`, else the framework's own setting)
+ * and its key, with a warning once per process for the two likeliest proxy misconfigurations.
+ */
 import { type ClientIpOptions, createClientIpResolver, normalize } from './client-ip.js';
 import type { RequestAccess } from './request.js';
 import { warned, warnOnce } from './warn.js';

@@ -1,3 +1,7 @@
+/**
+ * Keys as a limit counts them: what a key function may return (a string or a number), and what a missing key means
+ * (`missingKey`: the client's address, no limit, or a 400).
+ */
 import { SluiceError } from '../core/errors.js';
 
 /**

@@ -1,3 +1,7 @@
+/**
+ * The limits of a middleware, compiled once: fixed limits become one limiter up front, and limits computed from the
+ * request get limiters cached by their policy, so no request validates a policy again.
+ */
 import type { Clock } from '../core/clock.js';
 import { isSluiceError, SluiceError } from '../core/errors.js';
 import { type PolicyOptions, resolvePolicy } from '../core/policy.js';

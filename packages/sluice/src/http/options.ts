@@ -1,3 +1,7 @@
+/**
+ * The options of `rateLimit()`, shared by every adapter: the limits, how requests are keyed and costed, what a
+ * rejection looks like, and the list of their names that validation checks against.
+ */
 import type { Clock } from '../core/clock.js';
 import type { Decision } from '../core/decision.js';
 import type { Duration } from '../core/duration.js';

@@ -1,3 +1,7 @@
+/**
+ * What the middleware's core hands an adapter for each request: pass it on with these headers, or answer it with this
+ * status, headers and body.
+ */
 import type { LimiterDecision } from '../limiter/create-limiter.js';
 import type { AfterResponse } from './count-by-response.js';
 import type { HeaderList } from './headers.js';

@@ -1,3 +1,7 @@
+/**
+ * `req.rateLimit` and its siblings: what sluice decided about a request, for the handler, gathered across every sluice
+ * middleware the request went through and led by the limit closest to exhaustion.
+ */
 import type { Decision } from '../core/decision.js';
 import { combineDecisions } from '../limiter/combine.js';
 import type { LimiterDecision, LimiterKey } from '../limiter/create-limiter.js';

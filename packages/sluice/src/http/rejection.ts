@@ -1,3 +1,7 @@
+/**
+ * Turning a request away: the kinds of rejection and their statuses (429, 403, 503, 400), the default JSON body and
+ * message, `Retry-After`, and custom bodies.
+ */
 import type { Decision } from '../core/decision.js';
 import { retryAfterSeconds } from './headers.js';
 

@@ -1,3 +1,7 @@
+/**
+ * The keys of a request's limits: the middleware's key (the client's address by default) or each limit's own, resolved
+ * with or without promises, a missing key handled as its limit's `missingKey` says.
+ */
 import type { LimiterKey } from '../limiter/create-limiter.js';
 import { keyText } from './keys.js';
 import type { LimitSet, SetLimit } from './limits.js';

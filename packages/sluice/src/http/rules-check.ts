@@ -1,3 +1,7 @@
+/**
+ * The middleware with rules instead of inline limits: a request becomes descriptors through the rules' `http:` section,
+ * the rules engine decides them, and the answers are combined as inline limits' are.
+ */
 import type { Decision } from '../core/decision.js';
 import { combineDecisions, decisionWithResults } from '../limiter/combine.js';
 import type { LimiterDecision, LimitResult } from '../limiter/create-limiter.js';

@@ -1,3 +1,7 @@
+/**
+ * Which of several limits a request's headers describe (the one closest to exhaustion, as `combineDecisions` picks it),
+ * and how long shaping holds a request.
+ */
 import type { Decision } from '../core/decision.js';
 import { combineDecisions } from '../limiter/combine.js';
 import type { LimiterDecision } from '../limiter/create-limiter.js';

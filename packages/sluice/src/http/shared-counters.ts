@@ -1,3 +1,7 @@
+/**
+ * A guard against two middlewares silently sharing counters: each claims its policies' counters on a store, and a
+ * second claim is an error unless both say `shared: true`.
+ */
 import { SluiceError } from '../core/errors.js';
 import type { Store } from '../stores/store.js';
 
