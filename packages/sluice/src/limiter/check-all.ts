@@ -1,3 +1,7 @@
+/**
+ * `checkAll`: several limiters checked for one request as one atomic step on their shared store, all or nothing, so a
+ * rejected request takes from none of them.
+ */
 import type { Decision } from '../core/decision.js';
 import { SluiceError } from '../core/errors.js';
 import type { StoreItem } from '../stores/store.js';

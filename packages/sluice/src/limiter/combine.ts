@@ -1,3 +1,7 @@
+/**
+ * How the decisions of several limits become one: a rejection if any rejected, else the allowance closest to
+ * exhaustion; the decision a request's headers report.
+ */
 import type { Decision } from '../core/decision.js';
 import type { LimiterDecision, LimitResult } from './limiter-decision.js';
 

@@ -1,3 +1,7 @@
+/**
+ * `createConcurrencyLimiter`: a limit on requests in flight per key rather than per period, each place a lease that is
+ * given back when the work ends or lapses by itself if its holder crashes.
+ */
 import type { Clock } from '../core/clock.js';
 import { systemClock } from '../core/clock.js';
 import { type Duration, parseDuration } from '../core/duration.js';

@@ -1,3 +1,7 @@
+/**
+ * `createLimiter`, the library's core: one policy, or several checked together all or nothing, decided by a store, with
+ * the limiter's failure policy answering when the store fails.
+ */
 import type { Clock } from '../core/clock.js';
 import type { Decision } from '../core/decision.js';
 import { SluiceError } from '../core/errors.js';

@@ -1,3 +1,7 @@
+/**
+ * What a limiter answers when its store fails: allow (`open`), reject (`closed`), or count in an in-process memory
+ * store at a share of the limit (`insurance`), each such decision marked degraded.
+ */
 import type { Decision } from '../core/decision.js';
 import { isSluiceError, SluiceError } from '../core/errors.js';
 import type { FailMode } from '../core/fail-mode.js';

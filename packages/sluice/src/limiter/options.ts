@@ -1,3 +1,7 @@
+/**
+ * The options of `createLimiter` and their validation: one policy inline or several under `limits`, each named so its
+ * counters stay apart, all checked once at construction.
+ */
 import type { Clock } from '../core/clock.js';
 import { systemClock } from '../core/clock.js';
 import { SluiceError } from '../core/errors.js';

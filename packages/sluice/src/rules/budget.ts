@@ -1,3 +1,7 @@
+/**
+ * The bounds on what loading rules may cost (file size, nodes read with aliases counted at every use, issues listed),
+ * so a hostile rule file cannot stall or flood a load.
+ */
 import { RULE_ISSUE_CODES as C } from './codes.js';
 import type { RuleIssue } from './types.js';
 

@@ -1,3 +1,7 @@
+/**
+ * The stable codes of every problem a rule file can have and of every malformed rate-limit request, and the one-line
+ * `file:line:column CODE message` form of an issue.
+ */
 import { isSluiceError, type SluiceError } from '../core/errors.js';
 import type { RuleIssue } from './types.js';
 

@@ -1,3 +1,7 @@
+/**
+ * The rules of a RuleSet listed flat for a dashboard: every limited, unlimited or allow-listed descriptor, in domain
+ * and config order.
+ */
 import type { LimitDescription, RuleDescription } from './engine-types.js';
 import type { DescriptorLevel, DescriptorNode, RuleSet } from './types.js';
 

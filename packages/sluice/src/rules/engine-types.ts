@@ -1,3 +1,7 @@
+/**
+ * The rules engine's public types: Envoy's rate-limit request and response (a domain, its descriptors, a status per
+ * descriptor), the engine's options and the engine itself.
+ */
 import type { Clock } from '../core/clock.js';
 import type { Decision } from '../core/decision.js';
 import type { AlgorithmName } from '../core/policy.js';

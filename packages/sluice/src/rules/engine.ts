@@ -1,3 +1,7 @@
+/**
+ * The rules engine: it answers envoy ratelimit's question (may these descriptors of this domain pass?) from a RuleSet,
+ * deciding a whole request in one atomic store step, all or nothing.
+ */
 import { systemClock } from '../core/clock.js';
 import type { Decision } from '../core/decision.js';
 import { SluiceError } from '../core/errors.js';

@@ -1,3 +1,7 @@
+/**
+ * The rules engine's store calls, with each rule's failure policy (`fail: open | closed | insurance`) applied when the
+ * store fails, still all or nothing across the request.
+ */
 import type { Decision } from '../core/decision.js';
 import { createFailurePolicy, decideDegraded, type FailurePolicy, isStoreFailure } from '../limiter/failure-policy.js';
 import type { MaybePromise, Store, StoreItem } from '../stores/store.js';

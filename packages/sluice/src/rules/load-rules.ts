@@ -1,3 +1,7 @@
+/**
+ * `loadRules`: rule files and directories read from disk the way envoy ratelimit reads its config directory, then
+ * parsed with every problem in every file reported at once.
+ */
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { extname, join } from 'node:path';
 import { IssueList, MAX_RULE_FILE_BYTES } from './budget.js';

@@ -1,3 +1,7 @@
+/**
+ * Matching a request descriptor to its rule, walking the descriptor tree as envoy ratelimit does: an exact value beats
+ * a wildcard beats a bare key, and the walk must end at the descriptor's last entry.
+ */
 import { encodePart } from './parse/parse-descriptors.js';
 import type { DescriptorNode, DomainRules } from './types.js';
 

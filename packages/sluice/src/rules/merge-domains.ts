@@ -1,3 +1,7 @@
+/**
+ * Merging several files of one domain into one, as envoy ratelimit's `MERGE_DOMAIN_CONFIG` does; a top-level descriptor
+ * defined in two of them is reported as a duplicate.
+ */
 import { RULE_ISSUE_CODES as C } from './codes.js';
 import type { DescriptorLevel, DescriptorNode, DomainRules, RuleIssue } from './types.js';
 

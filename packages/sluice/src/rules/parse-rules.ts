@@ -1,3 +1,7 @@
+/**
+ * `parseRules`: rule files from their text (envoy ratelimit's YAML, or JSON) to a validated RuleSet, every problem
+ * reported with its position and code; nothing a file holds makes it throw or run without end.
+ */
 import { LineCounter, parseDocument } from 'yaml';
 import { IssueList, MAX_REPORTED_ISSUES, MAX_RULE_NODES, RuleBudgetExceeded } from './budget.js';
 import { RULE_ISSUE_CODES as C } from './codes.js';

@@ -1,3 +1,7 @@
+/**
+ * What each descriptor of a request is checked against: its matched rule, the limits left after `replaces`, the counter
+ * key and cost, or the request's own `limit` override (whose limits are cached).
+ */
 import { resolvePolicy } from '../core/policy.js';
 import type { RateLimitRequest } from './engine-types.js';
 import { entriesKey, matchDescriptor } from './match.js';

@@ -1,3 +1,7 @@
+/**
+ * Validation of a rate-limit request before it is decided: its shape, each descriptor, `hitsAddend` and `limit`
+ * overrides, with envoy ratelimit's own messages where it has them.
+ */
 import { SluiceError } from '../core/errors.js';
 import { REQUEST_ERROR_CODES as E } from './codes.js';
 import type { RateLimitRequest, RequestDescriptor } from './engine-types.js';

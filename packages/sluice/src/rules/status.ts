@@ -1,3 +1,7 @@
+/**
+ * What the engine answers per descriptor, in Envoy's terms: OK or OVER_LIMIT, the current limit, what remains and when
+ * it resets, for a limited, unlimited or unmatched descriptor.
+ */
 import type { Decision } from '../core/decision.js';
 import { combineDecisions } from '../limiter/combine.js';
 import type { CurrentLimit, DescriptorStatus } from './engine-types.js';

@@ -1,3 +1,7 @@
+/**
+ * The validated form of rules: the descriptor tree of each domain, its limits, and the issues reported while loading;
+ * what a rules engine decides with.
+ */
 import type { AlgorithmName, ResolvedPolicy } from '../core/policy.js';
 import type { PathFolding } from './http/normalize-path.js';
 import type { HttpRateLimit } from './http/types.js';

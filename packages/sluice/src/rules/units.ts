@@ -1,3 +1,7 @@
+/**
+ * envoy ratelimit's time units (second to year) and how sluice maps them to and from periods: a month is 30 days, a
+ * year 365, and windows are aligned to the epoch.
+ */
 import type { Unit } from './types.js';
 
 /** The units, shortest first. */

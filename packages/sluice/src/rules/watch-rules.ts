@@ -1,3 +1,7 @@
+/**
+ * `watchRules`: hot reload of rule files. Directories are watched and changes debounced; a valid change is applied to
+ * the engine with its counters kept, an invalid one is reported and changes nothing.
+ */
 import { type FSWatcher, statSync, watch } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { SluiceError } from '../core/errors.js';

@@ -1,3 +1,7 @@
+/**
+ * From an HTTP request to rate-limit descriptors: the `http:` section of each domain applied with Envoy's route
+ * actions, for the gateway and the middleware to hand to the engine.
+ */
 import { formatIp, isV4, maskToPrefix, parseIp } from '../../core/ip.js';
 import type { RuleSet } from '../types.js';
 import { DEFAULT_PATH_FOLDING, type PathFolding } from './normalize-path.js';

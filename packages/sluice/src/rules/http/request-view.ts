@@ -1,3 +1,7 @@
+/**
+ * An HTTP request as the `http:` actions read it (method, normalised path, headers, query parameters, each parsed on
+ * first use), and Envoy's string, header and query parameter matchers over it.
+ */
 import { DEFAULT_PATH_FOLDING, foldPath, normalizePath, type PathFolding } from './normalize-path.js';
 import type { HeaderMatcher, QueryParameterMatcher, RuleHttpRequest, StringMatcher } from './types.js';
 

@@ -1,3 +1,7 @@
+/**
+ * Parsing a `descriptors:` list, recursively, into an indexed level of the descriptor tree (exact values, wildcards,
+ * bare keys), with the rule identities that keep counters across reloads.
+ */
 import { RULE_ISSUE_CODES as C } from '../codes.js';
 import type { MetricLevel } from '../metric-key.js';
 import type { DescriptorLevel, DescriptorNode, DescriptorPathEntry, FailMode, RuleLimit } from '../types.js';

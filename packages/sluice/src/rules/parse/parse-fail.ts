@@ -1,3 +1,4 @@
+/** Parsing a rule's `fail:` field: the failure policy (open, closed or insurance) that applies when the store fails. */
 import { RULE_ISSUE_CODES as C } from '../codes.js';
 import type { FailMode } from '../types.js';
 import type { Field, Reader } from './reader.js';

@@ -1,3 +1,7 @@
+/**
+ * Parsing a rule file's `http:` section: Envoy's route actions that turn an HTTP request into descriptors, and how
+ * paths are folded before they match.
+ */
 import { isMap, isScalar } from 'yaml';
 import { RULE_ISSUE_CODES as C } from '../codes.js';
 import { DEFAULT_PATH_FOLDING, type PathFolding } from '../http/normalize-path.js';

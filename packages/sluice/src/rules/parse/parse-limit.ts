@@ -1,3 +1,7 @@
+/**
+ * Parsing one `rate_limit` (or `rate_limits` item) into a validated policy: envoy ratelimit's `unit` and
+ * `requests_per_unit`, plus sluice's `algorithm`, `period` and `burst`.
+ */
 import { parseDuration } from '../../core/duration.js';
 import { isSluiceError } from '../../core/errors.js';
 import {

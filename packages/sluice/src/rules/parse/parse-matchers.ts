@@ -1,3 +1,7 @@
+/**
+ * Parsing Envoy's string, header and query parameter matchers, their regular expressions compiled to match whole
+ * values.
+ */
 import { RULE_ISSUE_CODES as C } from '../codes.js';
 import type { HeaderMatcher, QueryParameterMatcher, StringMatcher } from '../http/types.js';
 import { type Field, joinPath, type Node, type Reader } from './reader.js';

@@ -1,3 +1,7 @@
+/**
+ * The parser's reader over one YAML document: typed field access that reports each problem with its line and column and
+ * returns a neutral value, so validation goes on and finds every problem at once.
+ */
 import type { Document, LineCounter, Node as YamlNode } from 'yaml';
 import { isAlias, isMap, isScalar, isSeq } from 'yaml';
 import { IssueList, MAX_RULE_NODES, RuleBudgetExceeded } from '../budget.js';
