@@ -1,3 +1,7 @@
+/**
+ * The store interface: where counters live. Every store (memory, Redis, multi-region, remote) makes the same decisions;
+ * they differ in where the state is kept and how they fail.
+ */
 import type { Decision } from '../core/decision.js';
 import type { ResolvedPolicy } from '../core/policy.js';
 

@@ -1,3 +1,7 @@
+/**
+ * Micro-batching for the Redis store: requests that arrive in the same event-loop turn and can share a script go to
+ * Redis as one call.
+ */
 import type { SluiceError } from '../../core/errors.js';
 import type { ScriptItem } from './script-args.js';
 import type { Script } from './scripts.js';

@@ -1,3 +1,7 @@
+/**
+ * Reading decisions out of a Lua script's reply: six integers per decision, or, from a batch script, a single packed
+ * integer for the usual allowed decision.
+ */
 import type { Decision } from '../../core/decision.js';
 import type { ResolvedPolicy } from '../../core/policy.js';
 import { PACKED_RESET_LIMIT } from './lua.js';

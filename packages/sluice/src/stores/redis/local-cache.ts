@@ -1,3 +1,7 @@
+/**
+ * The over-limit cache of the Redis and remote stores: keys known to stay rejected for a while are answered in-process,
+ * so a flood on one key does not become load on the shared store.
+ */
 import type { Decision } from '../../core/decision.js';
 import type { ResolvedPolicy } from '../../core/policy.js';
 

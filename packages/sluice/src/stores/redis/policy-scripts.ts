@@ -1,3 +1,7 @@
+/**
+ * Per-policy Lua scripts for the Redis store: a policy's numbers written into the script's source, so a lone check
+ * sends its key and almost nothing else.
+ */
 import type { ResolvedPolicy } from '../../core/policy.js';
 import { policyScript, type Script } from './scripts.js';
 

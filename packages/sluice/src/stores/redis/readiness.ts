@@ -1,3 +1,7 @@
+/**
+ * The Redis store's start-up: until the first connection and script load, commands wait (up to `connectTimeoutMs`)
+ * instead of failing, so a process taking traffic as it starts decides its first requests exactly.
+ */
 import { SluiceError } from '../../core/errors.js';
 import type { RedisTransport } from './client.js';
 import type { Script } from './scripts.js';

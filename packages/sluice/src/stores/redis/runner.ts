@@ -1,3 +1,7 @@
+/**
+ * How the Redis store talks to Redis: commands sent with timeouts, scripts run by SHA and sent again after NOSCRIPT,
+ * and every failure turned into a coded SluiceError.
+ */
 import { isSluiceError, SluiceError } from '../../core/errors.js';
 import type { RedisArg, RedisTransport } from './client.js';
 import { Deadlines } from './deadlines.js';

@@ -1,3 +1,7 @@
+/**
+ * The argument layout of a script call: each item's keys, fields and policy index, each distinct policy sent once, and
+ * the compact form that keeps a batch of N requests near N short arguments.
+ */
 import type { ResolvedPolicy } from '../../core/policy.js';
 import type { Script } from './scripts.js';
 import { batchPolicyArgs, policyArgs } from './scripts.js';

@@ -1,3 +1,7 @@
+/**
+ * The Lua scripts the Redis store runs, as sources with their SHA1s for EVALSHA, and policies encoded as script
+ * arguments (in hexadecimal, which Redis reads faster).
+ */
 import { createHash } from 'node:crypto';
 import type { AlgorithmName, ResolvedPolicy } from '../../core/policy.js';
 import { hexArg } from './hex.js';
