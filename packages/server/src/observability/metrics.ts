@@ -136,6 +136,11 @@ export function createMetrics(options: MetricsOptions): ServiceMetrics {
     'evictedAtLimit',
   );
   storeCounter(
+    'sluice_store_leases_refused_total',
+    'Concurrency leases the memory store refused because the leases held filled their half of maxBytes (or maxKeys).',
+    'leasesRefused',
+  );
+  storeCounter(
     'sluice_store_refused_total',
     'Requests Redis could not decide because it refused the write they needed (maxmemory, read-only replica).',
     'refused',
@@ -150,6 +155,22 @@ export function createMetrics(options: MetricsOptions): ServiceMetrics {
       if (typeof keys === 'number') this.set({ store }, keys);
     },
   });
+  // The memory store's own accounting (absent for other stores): what --memory-max-bytes bounds.
+  for (const [name, help, field] of [
+    ['sluice_store_bytes', 'Estimated bytes of state the memory store holds (keys, logs, blocks, leases).', 'bytes'],
+    ['sluice_store_leases', 'Concurrency leases the memory store holds (at most half of maxBytes worth).', 'leases'],
+  ] as const) {
+    new Gauge({
+      name,
+      help,
+      labelNames: ['store'] as const,
+      registers: [registry],
+      collect() {
+        const value = options.storeStats?.()?.[field];
+        if (typeof value === 'number') this.set({ store }, value);
+      },
+    });
+  }
   const storeErrorsTally = storeErrors.tally({ store });
   storeErrors.counter.inc({ store }, 0);
   reloads.inc({ result: 'ok' }, 0);

@@ -1,13 +1,15 @@
 /**
  * Concurrency leases through `POST /v1/check` on the memory store (issue 37, items 2 and 13), against the
- * real `sluice serve`: a flood of one-day leases stays within the store's byte bound, a batch of refused
- * acquires or bogus releases at a large lease count costs no more than the same batch on an empty key, and a
- * lease id tells nothing of another caller's.
+ * real `sluice serve`: a flood of one-day leases stays within `--memory-max-bytes` (the store's own
+ * accounting and the process's RSS), a request of 1,000 refused acquires or bogus releases at a large lease
+ * count neither blocks `/healthcheck` nor costs more than on a key with one lease, and a lease id tells
+ * nothing of another caller's.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { postJson, type SluiceProcess, startSluice, unique } from '../integration/helpers.js';
-import { cpuSpent } from './harness.js';
+import { cpuSpent, MB, memoryOf, underAttack } from './harness.js';
+import type { ProbeResult } from './probe.js';
 
 const DAY_MS = 86_400_000;
 const BATCH = 1000;
@@ -28,6 +30,29 @@ async function send(sluice: SluiceProcess, checks: unknown[]): Promise<CheckAnsw
 const acquires = (key: (i: number) => string, limit: number) =>
   Array.from({ length: BATCH }, (_, i) => ({ key: key(i), op: 'acquire', limit, leaseMs: DAY_MS }));
 
+/** A `sluice_*{store="memory"}` gauge or counter from `/metrics`. */
+async function storeMetric(sluice: SluiceProcess, name: string): Promise<number> {
+  const text = await fetch(`http://127.0.0.1:${sluice.http}/metrics`).then((r) => r.text());
+  const line = new RegExp(`^${name}\\{store="memory"\\} (\\S+)$`, 'm').exec(text);
+  assert.ok(line, `${name} is not in /metrics`);
+  return Number(line[1]);
+}
+
+/** `GET /healthcheck`, timed: the probe of a client that only wants to know the service is up. */
+async function probeHealth(port: number): Promise<ProbeResult> {
+  const started = performance.now();
+  try {
+    const res = await fetch(`http://127.0.0.1:${port}/healthcheck`, {
+      headers: { connection: 'close' },
+      signal: AbortSignal.timeout(15_000),
+    });
+    await res.arrayBuffer();
+    return { status: res.status, ms: performance.now() - started };
+  } catch (error) {
+    return { status: (error as Error).name === 'TimeoutError' ? 'timeout' : 'error', ms: performance.now() - started };
+  }
+}
+
 describe('leases: a flood stays within --memory-max-bytes', () => {
   let sluice: SluiceProcess;
   before(async () => {
@@ -37,27 +62,108 @@ describe('leases: a flood stays within --memory-max-bytes', () => {
     await sluice?.stop();
   });
 
-  it('admits at most half the store bytes worth of leases, then refuses, and still answers others', async () => {
+  it('60,000 one-day leases on 800-character keys: the store holds under 1 MiB and RSS barely moves', async () => {
+    // One lease per long key is the costliest lease there is: the old table kept ~1 KB each, unbounded.
     const prefix = unique('flood');
+    const keyOf = (n: number) => `${prefix}:${n}:`.padEnd(800, 'x');
+    // Warm the request path so that what it allocates once is not counted as the leases' growth.
+    await send(sluice, [{ key: unique('warm'), limit: 5, period: '1m' }]);
+    const rssBefore = memoryOf(sluice.pid).rss;
     let admitted = 0;
-    // 30,000 one-day acquires over 300 keys, each key's limit far above what it gets.
-    for (let round = 0; round < 30; round++) {
+    for (let round = 0; round < 60; round++) {
       const results = await send(
         sluice,
-        acquires((i) => `${prefix}:${(round * BATCH + i) % 300}`, 10_000),
+        acquires((i) => keyOf(round * BATCH + i), 1),
       );
       admitted += results.filter((r) => r.allowed === true).length;
     }
-    // 512 KiB at the documented 160 bytes a lease (and 200 a key): a few thousand, never all 30,000.
-    assert.ok(admitted > 1000, `admitted ${admitted}`);
-    assert.ok(admitted <= (512 * 1024) / 160, `admitted ${admitted} leases with a 1 MB store`);
-    // A plain check still decides, and a lease given back makes room for another.
+    const grew = memoryOf(sluice.pid).rss - rssBefore;
+    // Half of 1 MiB at the documented 160 bytes a lease plus 200 and two per character of its key.
+    const mostLeases = Math.floor((512 * 1024) / (160 + 200 + 2 * 800 + 2 * 'v1:'.length));
+    assert.ok(admitted > 100 && admitted <= mostLeases, `admitted ${admitted} leases (bound ${mostLeases})`);
+    // The old table grew ~80 MB here; the garbage of 60 requests of ~860 KB stays well under 40 MB (~23 MB).
+    assert.ok(grew < 40 * MB, `RSS grew ${Math.round(grew / MB)} MB over the flood`);
+    // The store's own accounting agrees, and says what it refused.
+    assert.equal(await storeMetric(sluice, 'sluice_store_leases'), admitted);
+    assert.equal(await storeMetric(sluice, 'sluice_store_leases_refused_total'), 60 * BATCH - admitted);
+    const bytes = await storeMetric(sluice, 'sluice_store_bytes');
+    assert.ok(bytes <= MB, `the store accounts ${bytes} bytes with --memory-max-bytes 1mb`);
+    // A plain check still decides, and a new key may still be stored (by evicting, as ever).
     const [check] = await send(sluice, [{ key: unique('other'), limit: 5, period: '1m' }]);
     assert.equal(check?.allowed, true);
   });
 });
 
-describe('leases: every operation costs O(log n), and ids are unguessable', () => {
+describe('leases: every operation costs O(log n) in a key’s leases', () => {
+  const LEASES = 60_000;
+  let sluice: SluiceProcess;
+  const big = unique('big');
+  const small = unique('small');
+  before(async () => {
+    sluice = await startSluice([]);
+    for (let round = 0; round < LEASES / BATCH; round++) {
+      const results = await send(
+        sluice,
+        acquires(() => big, LEASES),
+      );
+      assert.ok(results.every((r) => r.allowed === true));
+    }
+    await send(sluice, [{ key: small, op: 'acquire', limit: 1, leaseMs: DAY_MS }]);
+  });
+  after(async () => {
+    await sluice?.stop();
+  });
+
+  const refusedAcquires = (key: string, limit: number) =>
+    send(
+      sluice,
+      acquires(() => key, limit),
+    );
+  const bogusReleases = (key: string) =>
+    send(
+      sluice,
+      Array.from({ length: BATCH }, (_, i) => ({ key, op: 'release', lease: `guess-${i}` })),
+    );
+
+  it('two clients each sending 1,000 refused acquires and 1,000 bogus releases do not hold up /healthcheck', async () => {
+    // The old table scanned every lease per call: about 0.6 s of event loop per such request at 60,000
+    // leases, so /healthcheck waited 2-3 s behind these four; now they take ~100 ms in all.
+    const answers = await underAttack(
+      sluice,
+      () => probeHealth(sluice.http),
+      200,
+      { maxRssBytes: 512 * MB, maxMetricsBytes: 256 * 1024 },
+      () =>
+        Promise.all([
+          refusedAcquires(big, LEASES),
+          bogusReleases(big),
+          refusedAcquires(big, LEASES),
+          bogusReleases(big),
+        ]),
+    );
+    assert.ok(answers[0].every((r) => r.allowed === false) && answers[2].every((r) => r.allowed === false));
+    assert.ok(answers[1].every((r) => r.released === false) && answers[3].every((r) => r.released === false));
+  });
+
+  it(`the same requests at ${LEASES} leases cost no more CPU than on a key with one`, async () => {
+    const batchOn = (key: string, limit: number) => async () => {
+      // Warm both paths first, then measure: refused acquires, then releases of ids nobody holds.
+      await refusedAcquires(key, limit);
+      return { refused: await refusedAcquires(key, limit), bogus: await bogusReleases(key) };
+    };
+    const onSmall = await cpuSpent(sluice.pid, batchOn(small, 1));
+    const onBig = await cpuSpent(sluice.pid, batchOn(big, LEASES));
+    assert.ok(onBig.result.refused.every((r) => r.allowed === false));
+    assert.ok(onBig.result.bogus.every((r) => r.released === false));
+    // A scan of every lease per call cost the old table seconds here; /proc counts in 10 ms steps.
+    assert.ok(
+      onBig.ms <= 3 * onSmall.ms + 100,
+      `the batches cost ${onBig.ms} ms of CPU at ${LEASES} leases, ${onSmall.ms} ms on a key with one`,
+    );
+  });
+});
+
+describe('leases: ids are unguessable', () => {
   let sluice: SluiceProcess;
   before(async () => {
     sluice = await startSluice([]);
@@ -66,62 +172,46 @@ describe('leases: every operation costs O(log n), and ids are unguessable', () =
     await sluice?.stop();
   });
 
-  it('1,000 refused acquires and 1,000 bogus releases at 40,000 leases cost what they cost on a small key', async () => {
-    const big = unique('big');
-    const limit = 40_000;
-    for (let round = 0; round < limit / BATCH; round++) {
-      const results = await send(
-        sluice,
-        acquires(() => big, limit),
-      );
-      assert.ok(results.every((r) => r.allowed === true));
-    }
-    const small = unique('small');
-    await send(sluice, [{ key: small, op: 'acquire', limit: 1, leaseMs: DAY_MS }]);
-    const batchOn = (key: string, limitOf: number) => async () => {
-      // Warm both paths first, then measure: refused acquires, then releases of ids nobody holds.
-      await send(
-        sluice,
-        acquires(() => key, limitOf),
-      );
-      const refused = await send(
-        sluice,
-        acquires(() => key, limitOf),
-      );
-      const bogus = await send(
-        sluice,
-        Array.from({ length: BATCH }, (_, i) => ({ key, op: 'release', lease: `guess-${i}` })),
-      );
-      return { refused, bogus };
-    };
-    const onSmall = await cpuSpent(sluice.pid, batchOn(small, 1));
-    const onBig = await cpuSpent(sluice.pid, batchOn(big, limit));
-    assert.ok(onBig.result.refused.every((r) => r.allowed === false));
-    assert.ok(onBig.result.bogus.every((r) => r.released === false));
-    // A scan of every lease per call cost the old table over a second here; 10 ms steps in /proc.
-    assert.ok(
-      onBig.ms <= 3 * onSmall.ms + 100,
-      `the batches cost ${onBig.ms} ms of CPU at ${limit} leases, ${onSmall.ms} ms on a key with one`,
-    );
-  });
-
-  it('lease ids are 128 random bits: 20 guesses near a known id release nothing', async () => {
+  it('another caller’s lease is not released by guessing from one’s own ids', async () => {
     const key = unique('guess');
-    const results = await send(sluice, [
+    const mine = await send(sluice, [
       { key, op: 'acquire', limit: 10, leaseMs: DAY_MS },
       { key, op: 'acquire', limit: 10, leaseMs: DAY_MS },
     ]);
-    const ids = results.map((r) => r.lease?.id ?? '');
-    for (const id of ids) assert.match(id, /^[A-Za-z0-9_-]{22}$/);
-    assert.notEqual(ids[0], ids[1]);
-    // The old ids were `<ms base36>.<seq base36>`: neighbours of one were the next callers' ids.
-    const guesses = Array.from({ length: 20 }, (_, i) => `${ids[0]?.slice(0, 21)}${'ABCDEFGHIJKLMNOPQRST'[i]}`);
+    // Another caller takes a place between my two requests, as in the issue's probe.
+    const [theirs] = await send(sluice, [{ key, op: 'acquire', limit: 10, leaseMs: DAY_MS }]);
+    const [later] = await send(sluice, [{ key, op: 'acquire', limit: 10, leaseMs: DAY_MS }]);
+    const ids = [...mine, later].map((r) => r?.lease?.id ?? '');
+    // The old ids were `<ms base36>.<seq base36>`: the ids around mine, a few ms either way, were others'.
+    const guesses = new Set<string>();
+    for (const id of ids) {
+      const [ms, seq] = id.split('.');
+      for (let t = -10; t <= 10 && seq !== undefined; t++) {
+        for (let d = -2; d <= 2; d++) {
+          guesses.add(
+            `${(Number.parseInt(ms ?? '', 36) + t).toString(36)}.${(Number.parseInt(seq, 36) + d).toString(36)}`,
+          );
+        }
+      }
+      // Near misses of a random id: the same id with its last character changed.
+      for (const c of 'ABCDEFGH') guesses.add(`${id.slice(0, -1)}${c}`);
+    }
+    for (const id of ids) guesses.delete(id);
     const released = await send(
       sluice,
-      guesses.filter((g) => !ids.includes(g)).map((lease) => ({ key, op: 'release', lease })),
+      [...guesses].map((lease) => ({ key, op: 'release', lease })),
     );
-    assert.ok(released.every((r) => r.released === false));
-    const [again] = await send(sluice, [{ key, op: 'release', lease: ids[1] }]);
-    assert.equal(again?.released, true);
+    assert.ok(
+      released.every((r) => r.released === false),
+      `${released.filter((r) => r.released).length} of ${guesses.size} guesses released a lease`,
+    );
+    for (const id of [...ids, theirs?.lease?.id ?? '']) assert.match(id, /^[A-Za-z0-9_-]{22}$/, '128 random bits');
+    // Their lease is still held: my own release works, theirs by its real id too.
+    const [mineBack, theirsBack] = await send(sluice, [
+      { key, op: 'release', lease: ids[1] },
+      { key, op: 'release', lease: theirs?.lease?.id },
+    ]);
+    assert.equal(mineBack?.released, true);
+    assert.equal(theirsBack?.released, true);
   });
 });

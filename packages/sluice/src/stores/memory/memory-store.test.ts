@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { resolvePolicy } from '../../core/policy.js';
+import { LEASE_BYTES } from './lease-table.js';
 import { createMemoryStore } from './memory-store.js';
 
 describe('memory store', () => {
@@ -32,6 +33,26 @@ describe('memory store', () => {
     assert.equal(store.stats().evictions, 500);
     assert.equal(store.check('k1499', p, 1, 0, false).remaining, 4, 'recent key kept');
     assert.equal(store.check('k0', p, 1, 0, false).remaining, 5, 'oldest key forgotten');
+  });
+
+  it('counts leases in maxBytes: they take at most half, plain keys make room, a lease past it is refused', () => {
+    const maxBytes = 64 * 1024;
+    const store = createMemoryStore({ maxBytes, sweepIntervalMs: 0 });
+    for (let i = 0; i < 1000; i++) store.check(`k${i}`, p, 1, 0, true);
+    const keysBefore = store.stats().keys;
+    let admitted = 0;
+    for (let i = 0; i < 5000; i++) if (store.acquire(`job${i % 50}`, 1000, 86_400_000, 0).allowed) admitted++;
+    const stats = store.stats();
+    assert.ok(stats.bytes <= maxBytes, `${stats.bytes} bytes held`);
+    assert.equal(stats.leases, admitted);
+    assert.ok(admitted > 50 && admitted * LEASE_BYTES <= maxBytes / 2, `${admitted} leases`);
+    assert.equal(stats.leasesRefused, 5000 - admitted);
+    assert.ok(stats.keys < keysBefore, 'plain keys were forgotten to make room for the leases');
+    // A refused lease reports when a place may free, and the leases held were not forgotten.
+    const refused = store.acquire('job0', 1000, 1000, 0);
+    assert.equal(refused.allowed, false);
+    assert.ok(refused.retryAfterMs > 0);
+    assert.equal(store.stats().leases, admitted);
   });
 
   it('validates its options', () => {
