@@ -8,8 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { postJson, type SluiceProcess, startSluice, unique } from '../integration/helpers.js';
-import { cpuSpent, MB, memoryOf, underAttack } from './harness.js';
-import type { ProbeResult } from './probe.js';
+import { cpuSpent, MB, memoryOf } from './harness.js';
 
 const DAY_MS = 86_400_000;
 const BATCH = 1000;
@@ -36,21 +35,6 @@ async function storeMetric(sluice: SluiceProcess, name: string): Promise<number>
   const line = new RegExp(`^${name}\\{store="memory"\\} (\\S+)$`, 'm').exec(text);
   assert.ok(line, `${name} is not in /metrics`);
   return Number(line[1]);
-}
-
-/** `GET /healthcheck`, timed: the probe of a client that only wants to know the service is up. */
-async function probeHealth(port: number): Promise<ProbeResult> {
-  const started = performance.now();
-  try {
-    const res = await fetch(`http://127.0.0.1:${port}/healthcheck`, {
-      headers: { connection: 'close' },
-      signal: AbortSignal.timeout(15_000),
-    });
-    await res.arrayBuffer();
-    return { status: res.status, ms: performance.now() - started };
-  } catch (error) {
-    return { status: (error as Error).name === 'TimeoutError' ? 'timeout' : 'error', ms: performance.now() - started };
-  }
 }
 
 describe('leases: a flood stays within --memory-max-bytes', () => {
@@ -125,26 +109,9 @@ describe('leases: every operation costs O(log n) in a key’s leases', () => {
       Array.from({ length: BATCH }, (_, i) => ({ key, op: 'release', lease: `guess-${i}` })),
     );
 
-  it('two clients each sending 1,000 refused acquires and 1,000 bogus releases do not hold up /healthcheck', async () => {
-    // The old table scanned every lease per call: about 0.6 s of event loop per such request at 60,000
-    // leases, so /healthcheck waited 2-3 s behind these four; now they take ~100 ms in all.
-    const answers = await underAttack(
-      sluice,
-      () => probeHealth(sluice.http),
-      200,
-      { maxRssBytes: 512 * MB, maxMetricsBytes: 256 * 1024 },
-      () =>
-        Promise.all([
-          refusedAcquires(big, LEASES),
-          bogusReleases(big),
-          refusedAcquires(big, LEASES),
-          bogusReleases(big),
-        ]),
-    );
-    assert.ok(answers[0].every((r) => r.allowed === false) && answers[2].every((r) => r.allowed === false));
-    assert.ok(answers[1].every((r) => r.released === false) && answers[3].every((r) => r.released === false));
-  });
-
+  // The cost of these requests is compared in CPU time, not by how long /healthcheck waits behind them:
+  // the old scan cost ~2 s of CPU against ~0 here, and a wall-clock probe on a busy CI machine is not a
+  // bound that tells the bug from the fix reliably.
   it(`the same requests at ${LEASES} leases cost no more CPU than on a key with one`, async () => {
     const batchOn = (key: string, limit: number) => async () => {
       // Warm both paths first, then measure: refused acquires, then releases of ids nobody holds.
