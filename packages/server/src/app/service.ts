@@ -37,7 +37,7 @@ import type { KeepaliveOptions } from '../protocols/grpc/connection-age.js';
 import { type GrpcHandle, startGrpcServer } from '../protocols/grpc/grpc-server.js';
 import { startH2GrpcServer } from '../protocols/grpc/h2-server.js';
 import { grpcHealthCheck } from '../protocols/grpc/health-service.js';
-import { createHealthWatch } from '../protocols/grpc/health-watch.js';
+import { createHealthWatch, type HealthWatchOptions } from '../protocols/grpc/health-watch.js';
 import type { ReceiveLimits } from '../protocols/grpc/receive-guard.js';
 import { type GrpcTlsOptions, readTlsMaterial, watchTlsFiles } from '../protocols/grpc/tls.js';
 import { freeSocketPath } from '../protocols/grpc/unix-socket.js';
@@ -91,6 +91,11 @@ export interface ServiceOptions {
   grpcLimits?: Partial<ReceiveLimits>;
   /** Most concurrent streams per gRPC connection (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS). @default 4096 */
   grpcMaxStreams?: number;
+  /**
+   * Most open `grpc.health.v1.Health/Watch` calls in all, per connection and per client address (so one
+   * client cannot take the slots others' health checking needs). @default 1000, 16, 64
+   */
+  grpcWatchLimits?: Pick<HealthWatchOptions, 'maxWatches' | 'maxWatchesPerConnection' | 'maxWatchesPerClient'>;
   /** Token of the admin API; admin is off without one. */
   adminToken?: string;
   /** What to do when the store fails, for rules that do not say. @default the store's error: UNAVAILABLE / 503 */
@@ -475,7 +480,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     started.push({ close: () => closeServer(api, graceMs, apiDrain) });
     const grpcHealth = grpcHealthCheck(async () => (await health()).status === 200);
     // Watch streams the status; at shutdown they get NOT_SERVING and end, so they never hold the drain.
-    const healthWatch = createHealthWatch({ check: grpcHealth });
+    const healthWatch = createHealthWatch({ ...options.grpcWatchLimits, check: grpcHealth });
     started.push({ close: async () => healthWatch.close() });
     if (options.grpcSocket !== undefined) await freeSocketPath(options.grpcSocket);
     const grpcOptions = {

@@ -11,6 +11,8 @@ export const LIMIT_FLAGS_HELP = `limits (defaults in docs/security.md):
   --grpc-total-buffer BYTES      unfinished gRPC request bytes all connections may hold (default 67108864)
   --grpc-message-timeout D       longest time for a gRPC request message to arrive (default 10s)
   --grpc-max-streams N           concurrent streams per gRPC connection (default 4096)
+  --grpc-max-watches N           open health Watch calls in all (default 1000)
+  --grpc-max-client-watches N    open health Watch calls from one client address (IPv6: its /56) (default 64)
   --gateway-request-timeout D    longest time to receive a whole request, body included (default 30s)
   --gateway-headers-timeout D    longest time to receive a request's headers (default 10s)
   --gateway-idle-timeout D       longest silence on a gateway or upstream connection (default 30s)
@@ -27,6 +29,8 @@ export const LIMIT_FLAGS = {
   'grpc-total-buffer': { type: 'string' },
   'grpc-message-timeout': { type: 'string' },
   'grpc-max-streams': { type: 'string' },
+  'grpc-max-watches': { type: 'string' },
+  'grpc-max-client-watches': { type: 'string' },
   'gateway-request-timeout': { type: 'string' },
   'gateway-headers-timeout': { type: 'string' },
   'gateway-idle-timeout': { type: 'string' },
@@ -66,6 +70,11 @@ export function applyLimitFlags(values: Partial<Record<keyof typeof LIMIT_FLAGS,
   if (Object.keys(given).length > 0) options.grpcLimits = given;
   const streams = whole(values['grpc-max-streams'], 'grpc-max-streams', 'streams');
   if (streams !== undefined) options.grpcMaxStreams = streams;
+  const watches = definedOnly({
+    maxWatches: whole(values['grpc-max-watches'], 'grpc-max-watches', 'calls'),
+    maxWatchesPerClient: whole(values['grpc-max-client-watches'], 'grpc-max-client-watches', 'calls'),
+  });
+  if (Object.keys(watches).length > 0) options.grpcWatchLimits = watches;
   const gateway = definedOnly({
     requestTimeoutMs: duration(values['gateway-request-timeout'], 'gateway-request-timeout'),
     headersTimeoutMs: duration(values['gateway-headers-timeout'], 'gateway-headers-timeout'),

@@ -278,8 +278,10 @@ export const serveCommand: Command = {
     try {
       service = await startService(options);
     } catch (error) {
-      io.err(`sluice serve: ${error instanceof Error ? error.message : String(error)}`);
-      return isSluiceError(error) ? 1 : 1;
+      // The code too (e.g. ERR_SLUICE_TLS_INVALID for an expired certificate), for whoever matches on it.
+      const code = isSluiceError(error) ? ` (${error.code})` : '';
+      io.err(`sluice serve: ${error instanceof Error ? error.message : String(error)}${code}`);
+      return 1;
     }
     for (const warning of parsed.warnings) service.logger.warn({ envoy: true }, warning);
     if (portsFile !== undefined) {
