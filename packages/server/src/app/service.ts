@@ -519,8 +519,9 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
           grpc.updateTls?.(material);
           logger.info({ cert: options.grpcTls?.certFile }, 'gRPC TLS certificates reloaded');
         },
+        // An error, not a warning: the files on disk (e.g. an expired certificate) will stop the next start.
         (error) =>
-          logger.warn(
+          logger.error(
             { err: error.message, code: (error as { code?: string }).code },
             'gRPC TLS files not reloaded; keeping the last good ones',
           ),
