@@ -470,7 +470,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
 
   if (awaitsXds) {
     // Listening at once, not ready (503) until the first config: awaiting it here, with nothing listening,
-    // left Node nothing to wait on while the management server was unreachable, and it exited 0 (issue 37).
+    // left Node nothing to wait on while the management server was unreachable, and it exited 0.
     logger.info({ server: xds?.server }, 'not ready until the first config arrives from the xDS management server');
   }
   const started: { close(): Promise<void> }[] = [];

@@ -176,7 +176,7 @@ export function startXdsSource(options: XdsOptions, callbacks: XdsSourceCallback
       const waitMs = nextWait();
       logger.warn({ server: options.server, why, waitMs }, 'xds: stream to the management server ended; reconnecting');
       // Not unref'd: while no config has arrived, this timer may be the only thing the process waits on,
-      // and an unref'd one let Node exit 0 (issue 37). close() clears it, so it never holds a shutdown.
+      // and an unref'd one let Node exit 0. close() clears it, so it never holds a shutdown.
       retry = setTimeout(open, waitMs);
     };
     s.on('error', (error: Error) => again(error.message));

@@ -25,7 +25,7 @@ export const DEFAULT_RECEIVE_LIMITS: ReceiveLimits = {
 /**
  * How often unfinished calls are looked at, ms. A deadline fires up to two of these late (one for the
  * coarse clock, one for the sweep), so this sets how far past the bound a call may wait: a quarter of the
- * timeout let the 10 s default wait 12.5–15 s (issue 37). At most 100 ms keeps any bound within 0.2 s;
+ * timeout let the 10 s default wait 12.5–15 s. At most 100 ms keeps any bound within 0.2 s;
  * a sweep that finds nothing due costs a clock read, ten a second while calls are receiving.
  */
 export function receiveResolutionMs(timeoutMs: number): number {

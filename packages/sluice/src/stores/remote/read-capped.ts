@@ -1,7 +1,7 @@
 /**
  * Reads a response body up to a size, through the body's ReadableStream reader (fetch's standard API, so
  * Node, Bun, Deno and Workers alike): a service, proxy or impostor streaming an endless answer must not
- * grow the caller's memory without bound (issue 37: 64 → 910 MB within one timeout).
+ * grow the caller's memory without bound (an endless body took an application from 64 to 910 MB within one timeout).
  */
 import { SluiceError } from '../../core/errors.js';
 
