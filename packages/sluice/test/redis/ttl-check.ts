@@ -15,7 +15,8 @@ export async function keysWithoutTtl(client: Redis | Cluster): Promise<{ seen: n
       cursor = next;
       for (const key of keys) {
         seen++;
-        if ((await node.pttl(key)) < 0) missing.push(key);
+        // -1 is "no TTL"; -2 is a key that expired between SCAN and PTTL (short windows do), which is fine.
+        if ((await node.pttl(key)) === -1) missing.push(key);
       }
     } while (cursor !== '0');
   }
