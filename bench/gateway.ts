@@ -16,7 +16,7 @@
  * load falls on every variant alike.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -216,7 +216,10 @@ try {
       `baseline ${BASELINE}: gateway, rules, memory store`,
       'allow.yaml',
       [],
-      ['--import', 'tsx', resolve(BASELINE, 'packages/server/src/cli/main.ts')],
+      // Its compiled build when its own `npm run bench` made one: tsx's transform would cost it alone.
+      existsSync(resolve(BASELINE, '.bench-out/packages/server/src/cli/main.js'))
+        ? [resolve(BASELINE, '.bench-out/packages/server/src/cli/main.js')]
+        : ['--import', 'tsx', resolve(BASELINE, 'packages/server/src/cli/main.ts')],
     );
   }
   await sluice('sluice gateway, rules, Redis store', 'allow.yaml', ['--redis', redis.url, '--redis-timeout', '1s']);

@@ -4,8 +4,8 @@
  * machine's cores, so besides decisions/s and latency it reports the service's own CPU time per decision
  * (from /proc), which does not depend on how much CPU the load generator took.
  *
- * gRPC runs on the default server (@grpc/grpc-js, ShouldRateLimit answered on its lean path) and on
- * sluice's lean HTTP/2 server (`--grpc-server h2`). With h2load installed, the gRPC rows run twice more:
+ * gRPC runs on @grpc/grpc-js, ShouldRateLimit answered on its lean path. With h2load installed, the gRPC
+ * rows run twice more:
  * saturated (as many calls as the service answers, 64 in flight) and at a fixed offered rate (h2load
  * `--rps`, 20,000 calls/s by default, still at most 64 in flight), where the latency is that of a service
  * that keeps up rather than of a queue.
@@ -13,12 +13,14 @@
  *   node --import tsx bench/service.ts                 # 10 s per run, 64 in flight
  *   SLUICE_BENCH_SECONDS=5 node --import tsx bench/service.ts
  *   SLUICE_BENCH_RATE=20000 SLUICE_BENCH_ONLY=h2load node --import tsx bench/service.ts   # rows whose name has it
+ *   BENCH_SERVICE_BASELINE=/path/to/other/checkout npm run bench -- service   # + that checkout's gRPC rows,
+ *                                                  # for a before/after in one run (its `npm run bench` build)
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { encodeRateLimitRequestFrame } from '../packages/server/src/index.js';
+import { encodeRateLimitRequestFrame } from '../packages/server/src/rls/wire.js';
 import { startRedis } from '../test/helpers/redis-server.js';
 import { fmt, table } from './lib/measure.js';
 
@@ -35,6 +37,14 @@ const THREADS = Number(process.env.SLUICE_BENCH_THREADS ?? 2);
 const RATE = Number(process.env.SLUICE_BENCH_RATE ?? 20_000);
 /** Only the scenarios whose name contains this. */
 const ONLY = process.env.SLUICE_BENCH_ONLY;
+/** Another checkout whose service is measured beside this one's (built by its own `npm run bench`, else from source). */
+const BASELINE = process.env.BENCH_SERVICE_BASELINE;
+const BASELINE_CLI =
+  BASELINE === undefined
+    ? undefined
+    : existsSync(resolve(BASELINE, '.bench-out/packages/server/src/cli/main.js'))
+      ? [resolve(BASELINE, '.bench-out/packages/server/src/cli/main.js')]
+      : ['--import', 'tsx', resolve(BASELINE, 'packages/server/src/cli/main.ts')];
 
 interface Service {
   pid: number;
@@ -67,10 +77,12 @@ process.on('SIGTERM', () => process.exit(0));
 
 async function serve(args: string[]): Promise<Service> {
   // --trace-gc prints a line per collection on stdout: the rows count them (what sets the tail latency).
+  const cli = args[0] === 'baseline' ? (BASELINE_CLI as string[]) : CLI;
+  if (args[0] === 'baseline') args = args.slice(1);
   const program =
     args[0] === 'floor'
       ? ['-e', FLOOR]
-      : [...CLI, 'serve', '--host', '127.0.0.1', '--port', '0', '--grpc-port', '0', '--log-level', 'info', ...args];
+      : [...cli, 'serve', '--host', '127.0.0.1', '--port', '0', '--grpc-port', '0', '--log-level', 'info', ...args];
   const argv = ['--trace-gc', ...program];
   const child = spawn(process.execPath, argv, { cwd: ROOT, stdio: ['ignore', 'pipe', 'ignore'] });
   const ports = await new Promise<{ http: number; grpc: number }>((done, fail) => {
@@ -280,21 +292,22 @@ try {
   const json = (s: Service) => ['--http', `http://127.0.0.1:${s.http}`, '--endpoint', 'json'];
   const check = (s: Service) => ['--http', `http://127.0.0.1:${s.http}`, '--endpoint', 'check'];
   rows.push(await scenario('gRPC, memory (the default server)', [], grpc));
-  rows.push(await scenario('gRPC, memory, --grpc-server h2', ['--grpc-server', 'h2'], grpc));
+  if (BASELINE_CLI !== undefined) rows.push(await scenario('baseline: gRPC, memory', ['baseline'], grpc));
   rows.push(await scenario("gRPC floor: Node's HTTP/2 answering a fixed OK", ['floor'], grpc));
   rows.push(await scenario('HTTP /json, memory', [], json));
   rows.push(await scenario('HTTP /v1/check, memory', [], check));
   rows.push(await scenario('gRPC, Redis', ['--redis', redis.url, '--redis-timeout', '1s'], grpc));
   if (H2LOAD !== undefined) {
     rows.push(await scenario('gRPC, memory — load from h2load', [], grpc, 'h2load'));
-    rows.push(
-      await scenario('gRPC, memory, --grpc-server h2 — load from h2load', ['--grpc-server', 'h2'], grpc, 'h2load'),
-    );
+    if (BASELINE_CLI !== undefined) {
+      rows.push(await scenario('baseline: gRPC, memory — load from h2load', ['baseline'], grpc, 'h2load'));
+    }
     rows.push(await scenario('gRPC floor — load from h2load', ['floor'], grpc, 'h2load'));
     const fixed = { rate: RATE };
     const at = `h2load at a fixed ${fmt(RATE)}/s`;
     rows.push(await scenario(`gRPC, memory — ${at}`, [], grpc, fixed));
-    rows.push(await scenario(`gRPC, memory, --grpc-server h2 — ${at}`, ['--grpc-server', 'h2'], grpc, fixed));
+    if (BASELINE_CLI !== undefined)
+      rows.push(await scenario(`baseline: gRPC, memory — ${at}`, ['baseline'], grpc, fixed));
     rows.push(await scenario(`gRPC floor — ${at}`, ['floor'], grpc, fixed));
     rows.push(
       await scenario(

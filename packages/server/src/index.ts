@@ -5,7 +5,7 @@
  *
  * @example
  * import { startService } from 'sluice-server';
- * const service = await startService({ config: './rules', redis: { url: 'redis://127.0.0.1:6379' } });
+ * const service = await startService({ config: './rules', store: { redis: { url: 'redis://127.0.0.1:6379' } } });
  * process.on('SIGTERM', () => service.close());
  * @packageDocumentation
  */
@@ -14,8 +14,16 @@ export type { EnvoyStart } from './app/envoy-settings.js';
 export { envoyServiceOptions, isEnvoyStart } from './app/envoy-settings.js';
 export type { EnvoySetting, EnvoySettingStatus } from './app/envoy-settings-table.js';
 export { ENVOY_SETTINGS } from './app/envoy-settings-table.js';
-export type { ServiceHandle, ServiceOptions } from './app/service.js';
+export type { ServiceHandle } from './app/service.js';
 export { startService } from './app/service.js';
+export type {
+  GatewayServiceOptions,
+  GrpcServiceOptions,
+  HttpServiceOptions,
+  ObservabilityOptions,
+  ServiceOptions,
+  StoreOptions,
+} from './app/service-options.js';
 export type { MultiRegionOptions, RegionsView } from './backends/multi-region-backend.js';
 export type { RedisOptions } from './backends/redis-backend.js';
 export type { H2RlsClient, H2RlsRequest } from './clients/h2-client.js';
@@ -27,7 +35,7 @@ export { formatIssues, loadConfig } from './config/config-source.js';
 export { EXAMPLE_CONFIG, EXAMPLE_CONFIG_NAME } from './config/example-config.js';
 export type { AccessEntry, AccessEntryInput, AccessLists, ListName } from './core/access-lists.js';
 export { createAccessLists, MAX_ACCESS_ENTRIES } from './core/access-lists.js';
-export type { HeaderMode } from './core/decide.js';
+export type { ResponseHeaderStyle } from './core/decide.js';
 export type { EnvoyHeaderNames } from './core/envoy-response-headers.js';
 export { ENVOY_HEADER_NAMES } from './core/envoy-response-headers.js';
 export type {
@@ -46,6 +54,5 @@ export type { GrpcTlsOptions } from './protocols/grpc/tls.js';
 export type { RouteHandler } from './protocols/http/api-server.js';
 export type { CheckResult } from './protocols/http/check-api.js';
 export { MAX_CHECKS } from './protocols/http/check-api.js';
-export { HttpError, sendJson } from './protocols/http/respond.js';
-export { encodeRateLimitRequestFrame } from './rls/wire.js';
-export { loadRateLimitService, PROTO_DIR, RLS_PROTO, RLS_SERVICE } from './support/proto.js';
+export { sendJson } from './protocols/http/respond.js';
+export { loadRateLimitService, RLS_PROTO, RLS_SERVICE } from './support/proto.js';

@@ -3,6 +3,10 @@ import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { envoyServiceOptions, goDuration, isEnvoyStart } from './envoy-settings.js';
 import { ENVOY_SETTINGS } from './envoy-settings-table.js';
+import type { ServiceOptions, StoreOptions } from './service-options.js';
+
+/** The store options envoy's environment gave (never a store instance). */
+const storeOf = (options: ServiceOptions) => (options.store ?? {}) as StoreOptions;
 
 describe('envoy ratelimit settings', () => {
   it('RUNTIME_ROOT or CONFIG_TYPE means "started the envoy way"', () => {
@@ -14,13 +18,13 @@ describe('envoy ratelimit settings', () => {
 
   it('envoy’s defaults: ports, config path, no headers, log level warn', () => {
     const { options } = envoyServiceOptions({});
-    assert.equal(options.port, 8080);
-    assert.equal(options.grpcPort, 8081);
+    assert.equal(options.http?.port, 8080);
+    assert.equal(options.grpc?.port, 8081);
     assert.deepEqual(options.config, ['/srv/runtime_data/current/config']);
-    assert.equal(options.rateLimitHeaders, 'none');
-    assert.equal(options.logLevel, 'warn');
-    assert.equal(options.redis, undefined);
-    assert.equal(options.grpcMaxConnectionAgeMs, 24 * 3_600_000);
+    assert.equal(options.headers, 'none');
+    assert.equal(options.observability?.logLevel, 'warn');
+    assert.equal(storeOf(options).redis, undefined);
+    assert.equal(options.grpc?.maxConnectionAgeMs, 24 * 3_600_000);
   });
 
   it('a Helm chart’s settings', () => {
@@ -39,8 +43,8 @@ describe('envoy ratelimit settings', () => {
       LIMIT_REMAINING_HEADER: 'X-Left',
     });
     assert.deepEqual(options.config, ['/data/ratelimit/config']);
-    assert.equal(options.logLevel, 'debug');
-    assert.deepEqual(options.redis, {
+    assert.equal(options.observability?.logLevel, 'debug');
+    assert.deepEqual(storeOf(options).redis, {
       username: 'user',
       password: 'secret',
       prefix: 'rl_',
@@ -48,7 +52,7 @@ describe('envoy ratelimit settings', () => {
       url: 'redis://redis:6379',
     });
     assert.equal(options.shadow, true);
-    assert.deepEqual(options.rateLimitHeaders, {
+    assert.deepEqual(options.headers, {
       limit: 'RateLimit-Limit',
       remaining: 'X-Left',
       reset: 'RateLimit-Reset',
@@ -57,12 +61,12 @@ describe('envoy ratelimit settings', () => {
   });
 
   it('Redis: unix sockets, clusters, TLS; memcache is refused with the variable named', () => {
-    assert.deepEqual(envoyServiceOptions({ REDIS_URL: '/var/run/redis.sock' }).options.redis, {
+    assert.deepEqual(storeOf(envoyServiceOptions({ REDIS_URL: '/var/run/redis.sock' }).options).redis, {
       localCache: false,
       path: '/var/run/redis.sock',
     });
     assert.deepEqual(
-      envoyServiceOptions({ REDIS_TYPE: 'cluster', REDIS_URL: 'a:1, b:2', REDIS_TLS: 'true' }).options.redis,
+      storeOf(envoyServiceOptions({ REDIS_TYPE: 'cluster', REDIS_URL: 'a:1, b:2', REDIS_TLS: 'true' }).options).redis,
       {
         tls: true,
         localCache: false,
@@ -70,7 +74,7 @@ describe('envoy ratelimit settings', () => {
       },
     );
     const start = envoyServiceOptions({ REDIS_URL: 'redis:6379' });
-    assert.equal(start.options.redis?.url, 'redis://redis:6379');
+    assert.equal(storeOf(start.options).redis?.url, 'redis://redis:6379');
     assert.match(start.warnings.join('\n'), /REDIS_SOCKET_TYPE/);
     assert.throws(() => envoyServiceOptions({ BACKEND_TYPE: 'memcache' }), /BACKEND_TYPE/);
   });
@@ -82,7 +86,7 @@ describe('envoy ratelimit settings', () => {
       REDIS_AUTH: 'pw',
       REDIS_SENTINEL_AUTH: 'admin:spw',
     });
-    assert.deepEqual(options.redis, {
+    assert.deepEqual(storeOf(options).redis, {
       password: 'pw',
       localCache: false,
       sentinel: { name: 'mymaster', sentinels: ['s1:26379', 's2:26379'], username: 'admin', password: 'spw' },
@@ -114,8 +118,12 @@ describe('envoy ratelimit settings', () => {
       CACHE_KEY_PREFIX: 'rl:',
     });
     assert.deepEqual(warnings, []);
-    assert.deepEqual(options.redis, { prefix: 'rl:', localCache: { maxKeys: 81_920 }, url: 'redis://main:6379' });
-    assert.deepEqual(options.redisPerSecond, {
+    assert.deepEqual(storeOf(options).redis, {
+      prefix: 'rl:',
+      localCache: { maxKeys: 81_920 },
+      url: 'redis://main:6379',
+    });
+    assert.deepEqual(storeOf(options).redisPerSecond, {
       password: 'ps',
       tls: { caFile: '/tls/ca.pem', certFile: '/tls/c.pem', keyFile: '/tls/c.key', skipHostnameVerification: true },
       prefix: 'rl:',
@@ -125,7 +133,7 @@ describe('envoy ratelimit settings', () => {
     });
     // freecache's smallest cache is 512 KiB: so is sluice's.
     assert.deepEqual(
-      envoyServiceOptions({ REDIS_URL: '/s', LOCAL_CACHE_SIZE_IN_BYTES: '1000' }).options.redis?.localCache,
+      storeOf(envoyServiceOptions({ REDIS_URL: '/s', LOCAL_CACHE_SIZE_IN_BYTES: '1000' }).options).redis?.localCache,
       { maxKeys: 4096 },
     );
     assert.throws(
@@ -159,7 +167,7 @@ describe('envoy ratelimit settings', () => {
       USE_PROMETHEUS: 'true',
       PROMETHEUS_ADDR: ':19001',
     });
-    assert.deepEqual(options.grpcTls, {
+    assert.deepEqual(options.grpc?.tls, {
       certFile: '/tls/cert.pem',
       keyFile: '/tls/key.pem',
       clientCaFile: '/tls/ca.pem',
@@ -168,7 +176,7 @@ describe('envoy ratelimit settings', () => {
     assert.equal(options.xds?.server, 'eg:18001');
     assert.equal(options.xds?.nodeId, 'rl');
     assert.equal(options.config, undefined);
-    assert.deepEqual(options.metricsListener, { host: '0.0.0.0', port: 19001, path: '/metrics' });
+    assert.deepEqual(options.observability?.metricsListener, { host: '0.0.0.0', port: 19001, path: '/metrics' });
     assert.throws(() => envoyServiceOptions({ GRPC_SERVER_USE_TLS: 'true' }), /GRPC_SERVER_TLS_CERT/);
   });
 
@@ -182,12 +190,12 @@ describe('envoy ratelimit settings', () => {
 
   it('GRPC_UDS and the connection age (0 = no limit, as grpc-go)', () => {
     const { options } = envoyServiceOptions({ GRPC_UDS: '/run/rl.sock', GRPC_MAX_CONNECTION_AGE: '5m' });
-    assert.equal(options.grpcSocket, '/run/rl.sock');
-    assert.equal(options.grpcMaxConnectionAgeMs, 300_000);
-    assert.equal(options.grpcMaxConnectionAgeGraceMs, 3_600_000);
+    assert.equal(options.grpc?.socket, '/run/rl.sock');
+    assert.equal(options.grpc?.maxConnectionAgeMs, 300_000);
+    assert.equal(options.grpc?.maxConnectionAgeGraceMs, 3_600_000);
     const off = envoyServiceOptions({ GRPC_MAX_CONNECTION_AGE: '0', GRPC_MAX_CONNECTION_AGE_GRACE: '0' }).options;
-    assert.equal(off.grpcMaxConnectionAgeMs, undefined);
-    assert.equal(off.grpcMaxConnectionAgeGraceMs, undefined);
+    assert.equal(off.grpc?.maxConnectionAgeMs, undefined);
+    assert.equal(off.grpc?.maxConnectionAgeGraceMs, undefined);
   });
 
   it('TRACING_*: OTLP endpoint and headers from OpenTelemetry’s variables; a bad protocol is refused', () => {
@@ -198,16 +206,16 @@ describe('envoy ratelimit settings', () => {
       OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4317',
       OTEL_EXPORTER_OTLP_HEADERS: 'x-token=a%20b',
     });
-    assert.deepEqual(options.tracing, {
+    assert.deepEqual(options.observability?.tracing, {
       otlp: { protocol: 'grpc', endpoint: 'http://collector:4317', headers: { 'x-token': 'a b' } },
       serviceName: 'RateLimit',
       samplingRate: 0.25,
     });
     assert.equal(
-      envoyServiceOptions({ TRACING_ENABLED: 'true' }).options.tracing?.otlp.endpoint,
+      envoyServiceOptions({ TRACING_ENABLED: 'true' }).options.observability?.tracing?.otlp.endpoint,
       'http://localhost:4318/v1/traces',
     );
-    assert.equal(envoyServiceOptions({}).options.tracing, undefined);
+    assert.equal(envoyServiceOptions({}).options.observability?.tracing, undefined);
     assert.throws(
       () => envoyServiceOptions({ TRACING_ENABLED: 'true', TRACING_EXPORTER_PROTOCOL: 'zipkin' }),
       /TRACING_EXPORTER_PROTOCOL/,

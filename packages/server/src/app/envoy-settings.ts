@@ -11,7 +11,7 @@ import type { RedisOptions } from '../backends/redis-backend.js';
 import type { LogLevel } from '../observability/logger.js';
 import { otlpFromEnv } from '../observability/tracing/otlp-exporter.js';
 import { ENVOY_SETTINGS } from './envoy-settings-table.js';
-import type { ServiceOptions } from './service.js';
+import type { GrpcServiceOptions, ObservabilityOptions, ServiceOptions, StoreOptions } from './service-options.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -124,12 +124,12 @@ function listenAddress(env: Env, name: string, fallback: string): { host: string
 }
 
 /** GRPC_MAX_CONNECTION_AGE(_GRACE), where 0 means "no limit" as in grpc-go's keepalive parameters. */
-function connectionAge(env: Env): Pick<ServiceOptions, 'grpcMaxConnectionAgeMs' | 'grpcMaxConnectionAgeGraceMs'> {
+function connectionAge(env: Env): Pick<GrpcServiceOptions, 'maxConnectionAgeMs' | 'maxConnectionAgeGraceMs'> {
   const age = goDuration(env, 'GRPC_MAX_CONNECTION_AGE', 24 * 3_600_000);
   const grace = goDuration(env, 'GRPC_MAX_CONNECTION_AGE_GRACE', 3_600_000);
   return {
-    ...(age === 0 ? {} : { grpcMaxConnectionAgeMs: age }),
-    ...(grace === 0 ? {} : { grpcMaxConnectionAgeGraceMs: grace }),
+    ...(age === 0 ? {} : { maxConnectionAgeMs: age }),
+    ...(grace === 0 ? {} : { maxConnectionAgeGraceMs: grace }),
   };
 }
 
@@ -205,7 +205,7 @@ function redisTls(env: Env): NonNullable<RedisOptions['tls']> {
  * REDIS_URL means sluice's embedded memory store (envoy's own default points at a twemproxy socket that
  * rarely exists).
  */
-function redisOptions(env: Env, warnings: string[]): Pick<ServiceOptions, 'redis' | 'redisPerSecond'> {
+function redisOptions(env: Env, warnings: string[]): StoreOptions {
   const backend = (env.BACKEND_TYPE || 'redis').toLowerCase();
   if (backend === 'memcache') throw bad('BACKEND_TYPE', 'memcache is not supported by sluice; use redis');
   if (backend !== 'redis') throw bad('BACKEND_TYPE', `'${env.BACKEND_TYPE}' is not redis`);
@@ -239,65 +239,128 @@ export function envoyServiceOptions(env: Env): EnvoyStart {
   const warnings: string[] = [];
   const options: ServiceOptions = {
     host: env.HOST || '0.0.0.0',
-    port: port(env, 'PORT', 8080),
-    grpcHost: env.GRPC_HOST || '0.0.0.0',
-    grpcPort: port(env, 'GRPC_PORT', 8081),
-    ...connectionAge(env),
+    http: { port: port(env, 'PORT', 8080) },
+    grpc: grpcOptions(env, warnings),
     shadow: goBool(env, 'SHADOW_MODE', false),
-    quotaMode: goBool(env, 'QUOTA_MODE', false),
+    quota: goBool(env, 'QUOTA_MODE', false),
     mergeDomains: goBool(env, 'MERGE_DOMAIN_CONFIG', false),
     dynamicMetadata: goBool(env, 'RESPONSE_DYNAMIC_METADATA', false),
     healthNeedsConfig: goBool(env, 'HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED', false),
-    rateLimitHeaders: goBool(env, 'LIMIT_RESPONSE_HEADERS_ENABLED', false)
+    headers: goBool(env, 'LIMIT_RESPONSE_HEADERS_ENABLED', false)
       ? {
           limit: env.LIMIT_LIMIT_HEADER || 'RateLimit-Limit',
           remaining: env.LIMIT_REMAINING_HEADER || 'RateLimit-Remaining',
           reset: env.LIMIT_RESET_HEADER || 'RateLimit-Reset',
         }
       : 'none',
+    observability: observabilityOptions(env, warnings),
+    ...configOptions(env),
+    store: redisOptions(env, warnings),
   };
-  if (env.GRPC_UDS) options.grpcSocket = env.GRPC_UDS;
-  options.nearLimitRatio = goFloat(env, 'NEAR_LIMIT_RATIO', 0.8);
-  const extraTags = goMap(env, 'EXTRA_TAGS');
-  if (Object.keys(extraTags).length > 0) options.metricsLabels = extraTags;
-  if (goBool(env, 'DISABLE_STATS', false)) options.disableStats = true;
-  if (goBool(env, 'TRACING_ENABLED', false)) {
-    const protocol = (env.TRACING_EXPORTER_PROTOCOL || 'http').toLowerCase();
-    if (protocol !== 'http' && protocol !== 'grpc') {
-      throw bad('TRACING_EXPORTER_PROTOCOL', `'${env.TRACING_EXPORTER_PROTOCOL}' is not http or grpc`);
-    }
-    options.tracing = {
-      otlp: otlpFromEnv(env, protocol),
-      serviceName: env.TRACING_SERVICE_NAME || 'RateLimit',
-      samplingRate: goFloat(env, 'TRACING_SAMPLING_RATE', 1),
-      ...(env.TRACING_SERVICE_NAMESPACE ? { serviceNamespace: env.TRACING_SERVICE_NAMESPACE } : {}),
-      ...(env.TRACING_SERVICE_INSTANCE_ID ? { serviceInstanceId: env.TRACING_SERVICE_INSTANCE_ID } : {}),
-      // OpenTelemetry's batch span processor variables, as envoy ratelimit's SDK reads them.
-      ...(env.OTEL_BSP_SCHEDULE_DELAY ? { scheduleMs: goInt(env, 'OTEL_BSP_SCHEDULE_DELAY', 5000) } : {}),
-      ...(env.OTEL_BSP_MAX_QUEUE_SIZE ? { maxQueue: goInt(env, 'OTEL_BSP_MAX_QUEUE_SIZE', 2048) } : {}),
-      ...(env.OTEL_BSP_MAX_EXPORT_BATCH_SIZE ? { maxBatch: goInt(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE', 512) } : {}),
-    };
+  if (
+    env.STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT !== undefined &&
+    !goBool(env, 'STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT', false)
+  ) {
+    warnings.push('STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=false: sluice never counts a rejected request');
   }
+  for (const setting of ENVOY_SETTINGS) {
+    if (setting.status === 'not yet' && env[setting.name] !== undefined && env[setting.name] !== '') {
+      warnings.push(`${setting.name} is set but not supported yet: ${setting.note}`);
+    }
+  }
+  return { options, warnings };
+}
+
+/** GRPC_HOST, GRPC_PORT, GRPC_UDS, the connection age, and the server's TLS (GRPC_SERVER_USE_TLS and its files). */
+function grpcOptions(env: Env, warnings: string[]): GrpcServiceOptions {
+  const grpc: GrpcServiceOptions = {
+    host: env.GRPC_HOST || '0.0.0.0',
+    port: port(env, 'GRPC_PORT', 8081),
+    ...connectionAge(env),
+    ...(env.GRPC_UDS ? { socket: env.GRPC_UDS } : {}),
+  };
+  if (goBool(env, 'GRPC_SERVER_USE_TLS', false)) {
+    const certFile = env.GRPC_SERVER_TLS_CERT;
+    const keyFile = env.GRPC_SERVER_TLS_KEY;
+    if (!certFile || !keyFile) {
+      throw bad('GRPC_SERVER_USE_TLS', 'TLS needs GRPC_SERVER_TLS_CERT and GRPC_SERVER_TLS_KEY (files in PEM)');
+    }
+    grpc.tls = {
+      certFile,
+      keyFile,
+      ...(env.GRPC_CLIENT_TLS_CACERT ? { clientCaFile: env.GRPC_CLIENT_TLS_CACERT } : {}),
+      ...(env.GRPC_CLIENT_TLS_SAN ? { clientSan: env.GRPC_CLIENT_TLS_SAN } : {}),
+    };
+  } else if (env.GRPC_SERVER_TLS_CERT || env.GRPC_CLIENT_TLS_CACERT) {
+    warnings.push(
+      'GRPC_SERVER_TLS_CERT/GRPC_CLIENT_TLS_CACERT are set but GRPC_SERVER_USE_TLS is not true: gRPC is plaintext',
+    );
+  }
+  return grpc;
+}
+
+/** Stats (NEAR_LIMIT_RATIO, EXTRA_TAGS, DISABLE_STATS, USE_PROMETHEUS, USE_STATSD), tracing and the log level. */
+function observabilityOptions(env: Env, warnings: string[]): ObservabilityOptions {
+  const observability: ObservabilityOptions = { nearLimitRatio: goFloat(env, 'NEAR_LIMIT_RATIO', 0.8) };
+  const extraTags = goMap(env, 'EXTRA_TAGS');
+  if (Object.keys(extraTags).length > 0) observability.metricsLabels = extraTags;
+  if (goBool(env, 'DISABLE_STATS', false)) observability.disableStats = true;
+  if (goBool(env, 'TRACING_ENABLED', false)) observability.tracing = tracingOptions(env);
   const level = env.LOG_LEVEL;
   if (level) {
     const mapped = LEVELS[level.toLowerCase()];
-    if (mapped === undefined)
+    if (mapped === undefined) {
       throw bad('LOG_LEVEL', `'${level}' is not a log level (${Object.keys(LEVELS).join(', ')})`);
-    options.logLevel = mapped;
-  } else options.logLevel = 'warn';
+    }
+    observability.logLevel = mapped;
+  } else observability.logLevel = 'warn';
   if (env.LOG_FORMAT && env.LOG_FORMAT.toLowerCase() !== 'json') {
     warnings.push(`LOG_FORMAT=${env.LOG_FORMAT}: sluice always logs JSON lines`);
   }
+  if (goBool(env, 'USE_PROMETHEUS', false)) {
+    const at = listenAddress(env, 'PROMETHEUS_ADDR', ':9090');
+    observability.metricsListener = { ...at, path: env.PROMETHEUS_PATH || '/metrics' };
+  }
+  if (goBool(env, 'USE_STATSD', true) && env.USE_STATSD !== undefined) {
+    warnings.push('USE_STATSD=true: sluice sends no statsd; scrape GET /metrics (or set USE_PROMETHEUS=true)');
+  }
+  return observability;
+}
 
+/** TRACING_*: OTLP over HTTP or gRPC, the service's resource attributes, the sampling rate, the batch settings. */
+function tracingOptions(env: Env): NonNullable<ObservabilityOptions['tracing']> {
+  const protocol = (env.TRACING_EXPORTER_PROTOCOL || 'http').toLowerCase();
+  if (protocol !== 'http' && protocol !== 'grpc') {
+    throw bad('TRACING_EXPORTER_PROTOCOL', `'${env.TRACING_EXPORTER_PROTOCOL}' is not http or grpc`);
+  }
+  return {
+    otlp: otlpFromEnv(env, protocol),
+    serviceName: env.TRACING_SERVICE_NAME || 'RateLimit',
+    samplingRate: goFloat(env, 'TRACING_SAMPLING_RATE', 1),
+    ...(env.TRACING_SERVICE_NAMESPACE ? { serviceNamespace: env.TRACING_SERVICE_NAMESPACE } : {}),
+    ...(env.TRACING_SERVICE_INSTANCE_ID ? { serviceInstanceId: env.TRACING_SERVICE_INSTANCE_ID } : {}),
+    // OpenTelemetry's batch span processor variables, as envoy ratelimit's SDK reads them.
+    ...(env.OTEL_BSP_SCHEDULE_DELAY ? { scheduleMs: goInt(env, 'OTEL_BSP_SCHEDULE_DELAY', 5000) } : {}),
+    ...(env.OTEL_BSP_MAX_QUEUE_SIZE ? { maxQueue: goInt(env, 'OTEL_BSP_MAX_QUEUE_SIZE', 2048) } : {}),
+    ...(env.OTEL_BSP_MAX_EXPORT_BATCH_SIZE ? { maxBatch: goInt(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE', 512) } : {}),
+  };
+}
+
+/** CONFIG_TYPE: files under RUNTIME_ROOT (FILE), or an xDS management server (GRPC_XDS_SOTW). */
+function configOptions(env: Env): Pick<ServiceOptions, 'config' | 'configRoot' | 'startWithoutConfig' | 'xds'> {
   const configType = (env.CONFIG_TYPE || 'FILE').toUpperCase();
   if (configType === 'FILE') {
     const root = env.RUNTIME_ROOT || '/srv/runtime_data/current';
-    options.config = [join(root, env.RUNTIME_SUBDIRECTORY ?? '', env.RUNTIME_APPDIRECTORY || 'config')];
-    options.configRoot = root;
-    options.startWithoutConfig = true;
-  } else if (configType === 'GRPC_XDS_SOTW') {
-    const tls = goBool(env, 'CONFIG_GRPC_XDS_SERVER_USE_TLS', false);
-    options.xds = {
+    return {
+      config: [join(root, env.RUNTIME_SUBDIRECTORY ?? '', env.RUNTIME_APPDIRECTORY || 'config')],
+      configRoot: root,
+      startWithoutConfig: true,
+    };
+  }
+  if (configType !== 'GRPC_XDS_SOTW') throw bad('CONFIG_TYPE', `'${env.CONFIG_TYPE}' is not FILE or GRPC_XDS_SOTW`);
+  const tls = goBool(env, 'CONFIG_GRPC_XDS_SERVER_USE_TLS', false);
+  return {
+    xds: {
       server: env.CONFIG_GRPC_XDS_SERVER_URL || 'localhost:18000',
       nodeId: env.CONFIG_GRPC_XDS_NODE_ID || 'default',
       nodeMetadata: nodeMetadata(env.CONFIG_GRPC_XDS_NODE_METADATA),
@@ -322,45 +385,6 @@ export function envoyServiceOptions(env: Env): EnvoyStart {
             },
           }
         : {}),
-    };
-  } else throw bad('CONFIG_TYPE', `'${env.CONFIG_TYPE}' is not FILE or GRPC_XDS_SOTW`);
-
-  if (goBool(env, 'GRPC_SERVER_USE_TLS', false)) {
-    const certFile = env.GRPC_SERVER_TLS_CERT;
-    const keyFile = env.GRPC_SERVER_TLS_KEY;
-    if (!certFile || !keyFile) {
-      throw bad('GRPC_SERVER_USE_TLS', 'TLS needs GRPC_SERVER_TLS_CERT and GRPC_SERVER_TLS_KEY (files in PEM)');
-    }
-    options.grpcTls = {
-      certFile,
-      keyFile,
-      ...(env.GRPC_CLIENT_TLS_CACERT ? { clientCaFile: env.GRPC_CLIENT_TLS_CACERT } : {}),
-      ...(env.GRPC_CLIENT_TLS_SAN ? { clientSan: env.GRPC_CLIENT_TLS_SAN } : {}),
-    };
-  } else if (env.GRPC_SERVER_TLS_CERT || env.GRPC_CLIENT_TLS_CACERT) {
-    warnings.push(
-      'GRPC_SERVER_TLS_CERT/GRPC_CLIENT_TLS_CACERT are set but GRPC_SERVER_USE_TLS is not true: gRPC is plaintext',
-    );
-  }
-
-  if (goBool(env, 'USE_PROMETHEUS', false)) {
-    const at = listenAddress(env, 'PROMETHEUS_ADDR', ':9090');
-    options.metricsListener = { ...at, path: env.PROMETHEUS_PATH || '/metrics' };
-  }
-  Object.assign(options, redisOptions(env, warnings));
-  if (goBool(env, 'USE_STATSD', true) && env.USE_STATSD !== undefined) {
-    warnings.push('USE_STATSD=true: sluice sends no statsd; scrape GET /metrics (or set USE_PROMETHEUS=true)');
-  }
-  if (
-    env.STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT !== undefined &&
-    !goBool(env, 'STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT', false)
-  ) {
-    warnings.push('STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=false: sluice never counts a rejected request');
-  }
-  for (const setting of ENVOY_SETTINGS) {
-    if (setting.status === 'not yet' && env[setting.name] !== undefined && env[setting.name] !== '') {
-      warnings.push(`${setting.name} is set but not supported yet: ${setting.note}`);
-    }
-  }
-  return { options, warnings };
+    },
+  };
 }

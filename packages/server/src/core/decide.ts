@@ -25,7 +25,7 @@ export interface Decided extends RateLimitResponse {
  * Which rate-limit headers a response carries: sluice's (docs/service.md: `X-RateLimit-*`, `RateLimit-Policy`,
  * `RateLimit`, `Retry-After`), none, or envoy ratelimit's three (`LIMIT_RESPONSE_HEADERS_ENABLED`).
  */
-export type HeaderMode = 'sluice' | 'none' | EnvoyHeaderNames;
+export type ResponseHeaderStyle = 'sluice' | 'none' | EnvoyHeaderNames;
 
 /** Decides envoy-style requests: allow/deny lists first, then the rules engine; publishes every decision. */
 export interface Decider {
@@ -47,7 +47,7 @@ export interface DeciderOptions {
   metrics: ServiceMetrics;
   now: () => number;
   /** @default 'sluice' */
-  headers?: HeaderMode;
+  headers?: ResponseHeaderStyle;
   /** Add envoy ratelimit's `dynamic_metadata` to every response. @default false */
   dynamicMetadata?: boolean;
   /** Share of a limit used past which an allowed decision counts as `near_limit`. @default NEAR_LIMIT_RATIO */

@@ -3,7 +3,7 @@
  * attack runs. Each probe is one complete call on a fresh connection; it reports how long the answer took.
  */
 import { connect } from 'node:http2';
-import { encodeRateLimitRequestFrame } from '../../src/index.js';
+import { encodeRateLimitRequestFrame } from '../../src/rls/wire.js';
 
 const PATH = '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit';
 

@@ -11,7 +11,7 @@ import { Agent, createServer, request as httpRequest } from 'node:http';
 import { connect } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { encodeRateLimitRequestFrame } from '../../src/index.js';
+import { encodeRateLimitRequestFrame } from '../../src/rls/wire.js';
 import { CLI, ROOT, type SluiceProcess, startSluice, tempFile } from '../integration/helpers.js';
 import { MB, underAttack } from './harness.js';
 import { probeHttp } from './probe.js';
@@ -55,7 +55,7 @@ describe('service abuse (HTTP API, metrics, dashboard, admin)', () => {
   let config: ReturnType<typeof tempFile>;
   before(async () => {
     config = tempFile('probe.yaml', CONFIG);
-    sluice = await startSluice(['--config', config.path, '--no-watch', '--grpc-server', 'h2'], {
+    sluice = await startSluice(['--config', config.path, '--no-watch'], {
       SLUICE_ADMIN_TOKEN: TOKEN,
     });
   });

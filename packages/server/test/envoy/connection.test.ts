@@ -13,7 +13,7 @@ import { describe, it } from 'node:test';
 import { type Client, connectivityState, credentials, makeGenericClientConstructor } from '@grpc/grpc-js';
 import { createRlsClient, startService } from '../../src/index.js';
 import { loadRateLimitService } from '../../src/support/proto.js';
-import { createRuntime, GRPC_SERVERS, startEnvoy } from './harness.js';
+import { createRuntime, startEnvoy } from './harness.js';
 import { grpcJsWatch, rawSession, rawWatch } from './health-client.js';
 
 const RULES = {
@@ -72,150 +72,145 @@ async function freezingProxy(port: number) {
   };
 }
 
-for (const grpcServer of GRPC_SERVERS) {
-  describe(`gRPC connections (--grpc-server ${grpcServer})`, () => {
-    it('GRPC_MAX_CONNECTION_AGE: GOAWAY; the call in flight goes on (grace 1h); a grpc-js client reconnects for its next call', async () => {
-      const runtime = createRuntime({ '.keep': '' });
-      const svc = await startEnvoy(grpcServer, {
-        ...runtime.env,
-        HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED: 'true',
-        GRPC_MAX_CONNECTION_AGE: '300ms',
-        GRPC_MAX_CONNECTION_AGE_GRACE: '1h',
-      });
-      const session = rawSession(`http://127.0.0.1:${svc.sluice.grpc}`);
-      const rls = channelClient(`127.0.0.1:${svc.sluice.grpc}`);
-      try {
-        const goaway = new Promise<number>((resolve) => session.once('goaway', (code) => resolve(code)));
-        const watch = rawWatch(session, 'ratelimit');
-        assert.equal(await watch.nth(1), 'NOT_SERVING');
-        assert.equal(await goaway, 0); // NO_ERROR: a graceful GOAWAY
-        // After the GOAWAY the watch still runs: a domain loading reaches it on the old connection.
-        runtime.write('api.yaml', RULES['api.yaml']);
-        assert.equal(await watch.nth(2), 'SERVING');
-        assert.equal(session.destroyed, false);
-
-        // A grpc-js client: its connection is sent away too, and its next call opens a new one.
-        assert.equal(await rls.ask(), 'OK');
-        const channel = rls.channel;
-        let state = channel.getConnectivityState(false);
-        while (state === connectivityState.READY) {
-          await new Promise<void>((resolve) => channel.watchConnectivityState(state, Infinity, () => resolve()));
-          state = channel.getConnectivityState(false);
-        }
-        assert.equal(await rls.ask(), 'OK');
-        assert.equal(channel.getConnectivityState(false), connectivityState.READY);
-        watch.cancel();
-        await watch.ended;
-      } finally {
-        session.destroy();
-        rls.close();
-        assert.equal(await svc.stop(), 0);
-        runtime.dispose();
-      }
+describe(`gRPC connections`, () => {
+  it('GRPC_MAX_CONNECTION_AGE: GOAWAY; the call in flight goes on (grace 1h); a grpc-js client reconnects for its next call', async () => {
+    const runtime = createRuntime({ '.keep': '' });
+    const svc = await startEnvoy({
+      ...runtime.env,
+      HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED: 'true',
+      GRPC_MAX_CONNECTION_AGE: '300ms',
+      GRPC_MAX_CONNECTION_AGE_GRACE: '1h',
     });
+    const session = rawSession(`http://127.0.0.1:${svc.sluice.grpc}`);
+    const rls = channelClient(`127.0.0.1:${svc.sluice.grpc}`);
+    try {
+      const goaway = new Promise<number>((resolve) => session.once('goaway', (code) => resolve(code)));
+      const watch = rawWatch(session, 'ratelimit');
+      assert.equal(await watch.nth(1), 'NOT_SERVING');
+      assert.equal(await goaway, 0); // NO_ERROR: a graceful GOAWAY
+      // After the GOAWAY the watch still runs: a domain loading reaches it on the old connection.
+      runtime.write('api.yaml', RULES['api.yaml']);
+      assert.equal(await watch.nth(2), 'SERVING');
+      assert.equal(session.destroyed, false);
 
-    it('GRPC_MAX_CONNECTION_AGE_GRACE: a call still open after the grace is cut with its connection', async () => {
-      const runtime = createRuntime(RULES);
-      const svc = await startEnvoy(grpcServer, {
-        ...runtime.env,
-        GRPC_MAX_CONNECTION_AGE: '200ms',
-        GRPC_MAX_CONNECTION_AGE_GRACE: '200ms',
-      });
-      const session = rawSession(`http://127.0.0.1:${svc.sluice.grpc}`);
-      try {
-        const events: string[] = [];
-        session.once('goaway', () => events.push('goaway'));
-        const closed = new Promise<void>((resolve) => session.once('close', () => resolve()));
-        const watch = rawWatch(session, 'ratelimit');
-        assert.equal(await watch.nth(1), 'SERVING');
-        const end = await watch.ended;
-        events.push('call ended');
-        await closed;
-        // Cut, not ended: no trailers, no gRPC status; the GOAWAY came first.
-        assert.equal(end.code, undefined);
-        assert.deepEqual(events, ['goaway', 'call ended']);
-        // The service itself goes on.
-        const again = rawSession(`http://127.0.0.1:${svc.sluice.grpc}`);
-        const next = rawWatch(again, 'ratelimit');
-        assert.equal(await next.nth(1), 'SERVING');
-        again.destroy();
-      } finally {
-        session.destroy();
-        assert.equal(await svc.stop(), 0);
-        runtime.dispose();
+      // A grpc-js client: its connection is sent away too, and its next call opens a new one.
+      assert.equal(await rls.ask(), 'OK');
+      const channel = rls.channel;
+      let state = channel.getConnectivityState(false);
+      while (state === connectivityState.READY) {
+        await new Promise<void>((resolve) => channel.watchConnectivityState(state, Infinity, () => resolve()));
+        state = channel.getConnectivityState(false);
       }
-    });
-
-    it('keepalive: a connection whose peer stops answering (half-open) is cut, freeing its watch', async () => {
-      const service = await startService({
-        host: '127.0.0.1',
-        port: 0,
-        grpcPort: 0,
-        grpcServer,
-        logLevel: 'silent',
-        dashboardDir: false,
-        grpcKeepalive: { timeMs: 100, timeoutMs: 100 },
-      });
-      const proxy = await freezingProxy(service.grpcPort);
-      const session = rawSession(`http://127.0.0.1:${proxy.port}`);
-      try {
-        const watch = rawWatch(session, '');
-        assert.equal(await watch.nth(1), 'SERVING');
-        const upstream = proxy.upstreams[0] as Socket;
-        const cut = new Promise<void>((resolve) => upstream.once('close', () => resolve()));
-        proxy.freeze();
-        await cut;
-        const direct = rawSession(`http://127.0.0.1:${service.grpcPort}`);
-        assert.equal(await rawWatch(direct, '').nth(1), 'SERVING');
-        direct.destroy();
-      } finally {
-        session.destroy();
-        proxy.close();
-        await service.close();
-      }
-    });
-
-    it('GRPC_UDS: gRPC on a unix socket (decisions, Watch); a stale socket file is replaced; removed at exit', async () => {
-      const runtime = createRuntime(RULES);
-      const dir = mkdtempSync(join(tmpdir(), 'sluice-uds-'));
-      const socket = join(dir, 'ratelimit.sock');
-      const first = await startEnvoy(grpcServer, { ...runtime.env, GRPC_UDS: socket });
-      // A second service on the same socket is refused while the first listens.
-      const clash = await startEnvoy(grpcServer, { ...runtime.env, GRPC_UDS: socket }).then(
-        (s) => s,
-        (error: Error) => error,
-      );
-      assert.ok(clash instanceof Error, 'a second service must not take a live socket');
-      assert.match(clash.message, /another process is listening on it/);
-      const rls = createRlsClient(`unix:${socket}`);
-      try {
-        assert.equal((await rls.shouldRateLimit(ask)).overallCode, 'OK');
-        const watch = grpcJsWatch(`unix:${socket}`, 'ratelimit');
-        assert.equal(await watch.nth(1), 'SERVING');
-        watch.cancel();
-        watch.close();
-        const raw = rawSession('http://localhost', socket);
-        const w = rawWatch(raw, '');
-        assert.equal(await w.nth(1), 'SERVING');
-        raw.destroy();
-        rls.close();
-        assert.equal(await first.stop(), 0);
-        assert.equal(existsSync(socket), false);
-        // A socket file left by a process that died is replaced.
-        const killed = await startEnvoy(grpcServer, { ...runtime.env, GRPC_UDS: socket });
-        await killed.sluice.stop('SIGKILL');
-        assert.equal(existsSync(socket), true);
-        const second = await startEnvoy(grpcServer, { ...runtime.env, GRPC_UDS: socket });
-        const rls2 = createRlsClient(`unix:${socket}`);
-        assert.equal((await rls2.shouldRateLimit(ask)).overallCode, 'OK');
-        rls2.close();
-        assert.equal(await second.stop(), 0);
-      } finally {
-        rls.close();
-        await first.stop();
-        runtime.dispose();
-        rmSync(dir, { recursive: true, force: true });
-      }
-    });
+      assert.equal(await rls.ask(), 'OK');
+      assert.equal(channel.getConnectivityState(false), connectivityState.READY);
+      watch.cancel();
+      await watch.ended;
+    } finally {
+      session.destroy();
+      rls.close();
+      assert.equal(await svc.stop(), 0);
+      runtime.dispose();
+    }
   });
-}
+
+  it('GRPC_MAX_CONNECTION_AGE_GRACE: a call still open after the grace is cut with its connection', async () => {
+    const runtime = createRuntime(RULES);
+    const svc = await startEnvoy({
+      ...runtime.env,
+      GRPC_MAX_CONNECTION_AGE: '200ms',
+      GRPC_MAX_CONNECTION_AGE_GRACE: '200ms',
+    });
+    const session = rawSession(`http://127.0.0.1:${svc.sluice.grpc}`);
+    try {
+      const events: string[] = [];
+      session.once('goaway', () => events.push('goaway'));
+      const closed = new Promise<void>((resolve) => session.once('close', () => resolve()));
+      const watch = rawWatch(session, 'ratelimit');
+      assert.equal(await watch.nth(1), 'SERVING');
+      const end = await watch.ended;
+      events.push('call ended');
+      await closed;
+      // Cut, not ended: no trailers, no gRPC status; the GOAWAY came first.
+      assert.equal(end.code, undefined);
+      assert.deepEqual(events, ['goaway', 'call ended']);
+      // The service itself goes on.
+      const again = rawSession(`http://127.0.0.1:${svc.sluice.grpc}`);
+      const next = rawWatch(again, 'ratelimit');
+      assert.equal(await next.nth(1), 'SERVING');
+      again.destroy();
+    } finally {
+      session.destroy();
+      assert.equal(await svc.stop(), 0);
+      runtime.dispose();
+    }
+  });
+
+  it('keepalive: a connection whose peer stops answering (half-open) is cut, freeing its watch', async () => {
+    const service = await startService({
+      host: '127.0.0.1',
+      http: { port: 0, dashboardDir: false },
+      grpc: { port: 0, keepalive: { timeMs: 100, timeoutMs: 100 } },
+      observability: { logLevel: 'silent' },
+    });
+    const proxy = await freezingProxy(service.grpcPort);
+    const session = rawSession(`http://127.0.0.1:${proxy.port}`);
+    try {
+      const watch = rawWatch(session, '');
+      assert.equal(await watch.nth(1), 'SERVING');
+      const upstream = proxy.upstreams[0] as Socket;
+      const cut = new Promise<void>((resolve) => upstream.once('close', () => resolve()));
+      proxy.freeze();
+      await cut;
+      const direct = rawSession(`http://127.0.0.1:${service.grpcPort}`);
+      assert.equal(await rawWatch(direct, '').nth(1), 'SERVING');
+      direct.destroy();
+    } finally {
+      session.destroy();
+      proxy.close();
+      await service.close();
+    }
+  });
+
+  it('GRPC_UDS: gRPC on a unix socket (decisions, Watch); a stale socket file is replaced; removed at exit', async () => {
+    const runtime = createRuntime(RULES);
+    const dir = mkdtempSync(join(tmpdir(), 'sluice-uds-'));
+    const socket = join(dir, 'ratelimit.sock');
+    const first = await startEnvoy({ ...runtime.env, GRPC_UDS: socket });
+    // A second service on the same socket is refused while the first listens.
+    const clash = await startEnvoy({ ...runtime.env, GRPC_UDS: socket }).then(
+      (s) => s,
+      (error: Error) => error,
+    );
+    assert.ok(clash instanceof Error, 'a second service must not take a live socket');
+    assert.match(clash.message, /another process is listening on it/);
+    const rls = createRlsClient(`unix:${socket}`);
+    try {
+      assert.equal((await rls.shouldRateLimit(ask)).overallCode, 'OK');
+      const watch = grpcJsWatch(`unix:${socket}`, 'ratelimit');
+      assert.equal(await watch.nth(1), 'SERVING');
+      watch.cancel();
+      watch.close();
+      const raw = rawSession('http://localhost', socket);
+      const w = rawWatch(raw, '');
+      assert.equal(await w.nth(1), 'SERVING');
+      raw.destroy();
+      rls.close();
+      assert.equal(await first.stop(), 0);
+      assert.equal(existsSync(socket), false);
+      // A socket file left by a process that died is replaced.
+      const killed = await startEnvoy({ ...runtime.env, GRPC_UDS: socket });
+      await killed.sluice.stop('SIGKILL');
+      assert.equal(existsSync(socket), true);
+      const second = await startEnvoy({ ...runtime.env, GRPC_UDS: socket });
+      const rls2 = createRlsClient(`unix:${socket}`);
+      assert.equal((await rls2.shouldRateLimit(ask)).overallCode, 'OK');
+      rls2.close();
+      assert.equal(await second.stop(), 0);
+    } finally {
+      rls.close();
+      await first.stop();
+      runtime.dispose();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -14,9 +14,6 @@ import { type SluiceProcess, startSluice, unique } from '../integration/helpers.
 /** The fixture directory of this suite. */
 export const FIXTURES = join(import.meta.dirname, 'fixtures');
 
-/** Both gRPC servers: every case runs against each. */
-export const GRPC_SERVERS = ['grpc-js', 'h2'] as const;
-
 /** A RUNTIME_ROOT tree: `<root>/ratelimit/config/*.yaml`, as envoy ratelimit's deployments lay it out. */
 export interface Runtime {
   readonly root: string;
@@ -62,11 +59,10 @@ export interface EnvoyService {
  * ports (0: any free one) and the log level the harness reads; everything else comes from `env`.
  */
 export async function startEnvoy(
-  grpcServer: (typeof GRPC_SERVERS)[number],
   env: Record<string, string>,
   args: string[] = ['--envoy-compat'],
 ): Promise<EnvoyService> {
-  const sluice = await startSluice([...args, '--grpc-server', grpcServer, '--log-level', 'info'], env);
+  const sluice = await startSluice([...args, '--log-level', 'info'], env);
   const client = createRlsClient(`127.0.0.1:${sluice.grpc}`);
   return {
     sluice,

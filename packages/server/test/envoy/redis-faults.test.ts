@@ -74,7 +74,7 @@ describe('envoy mode: Redis failures', () => {
           sentinels: 2,
           ...(tls === undefined ? {} : { tls: { cert: tls.cert, key: tls.key, ca: tls.ca } }),
         });
-        svc = await startEnvoy('grpc-js', {
+        svc = await startEnvoy({
           ...runtime.env,
           ...ENV,
           ...tlsEnv,
@@ -136,7 +136,7 @@ describe('envoy mode: Redis failures', () => {
     ];
     for (const [what, url, logged] of cases) {
       it(`${what}: the service starts, answers UNAVAILABLE, reports unhealthy and logs why`, async () => {
-        const svc = await startEnvoy('grpc-js', { ...runtime.env, ...ENV, REDIS_TYPE: 'sentinel', REDIS_URL: url() });
+        const svc = await startEnvoy({ ...runtime.env, ...ENV, REDIS_TYPE: 'sentinel', REDIS_URL: url() });
         try {
           const error = await failure(svc.ask('another', [[['key2', unique('s')]]]));
           assert.equal(error.code, 14, error.message);
@@ -161,7 +161,7 @@ describe('envoy mode: Redis failures', () => {
     let svc: EnvoyService;
     before(async () => {
       [main, second] = await Promise.all([startRedis(), startRedis()]);
-      svc = await startEnvoy('grpc-js', {
+      svc = await startEnvoy({
         ...runtime.env,
         ...ENV,
         REDIS_URL: `127.0.0.1:${main.port}`,
@@ -217,7 +217,7 @@ describe('envoy mode: Redis failures', () => {
 
   it('a per-second Redis unreachable at start: the service starts, per-minute limits work', async () => {
     const main = await startRedis();
-    const svc = await startEnvoy('grpc-js', {
+    const svc = await startEnvoy({
       ...runtime.env,
       ...ENV,
       REDIS_URL: `127.0.0.1:${main.port}`,
@@ -279,7 +279,7 @@ describe('envoy mode: Redis failures', () => {
     });
 
     it('is refused (UNAVAILABLE, the name mismatch logged) unless REDIS_TLS_SKIP_HOSTNAME_VERIFICATION', async () => {
-      const svc = await startEnvoy('grpc-js', tlsEnv());
+      const svc = await startEnvoy(tlsEnv());
       try {
         assert.equal((await failure(svc.ask('another', [[['key2', unique('t')]]]))).code, 14);
         const line = await svc.sluice.waitForLog((r) => r.msg === 'redis error');
@@ -290,7 +290,7 @@ describe('envoy mode: Redis failures', () => {
     });
 
     it('the chain is still checked with REDIS_TLS_SKIP_HOSTNAME_VERIFICATION: a CA not given is refused', async () => {
-      const svc = await startEnvoy('grpc-js', {
+      const svc = await startEnvoy({
         ...tlsEnv(),
         REDIS_TLS_CACERT: '',
         REDIS_TLS_SKIP_HOSTNAME_VERIFICATION: 'true',
@@ -306,7 +306,7 @@ describe('envoy mode: Redis failures', () => {
 
     it('a missing REDIS_TLS_CACERT file stops the start, naming it', async () => {
       await assert.rejects(
-        startEnvoy('grpc-js', { ...tlsEnv(), REDIS_TLS_CACERT: join(dir, 'missing.pem') }),
+        startEnvoy({ ...tlsEnv(), REDIS_TLS_CACERT: join(dir, 'missing.pem') }),
         /redis\.tls\.caFile: cannot read .*missing\.pem.*ENOENT/,
       );
     });

@@ -18,7 +18,6 @@ import {
   createRuntime,
   type EnvoyService,
   FIXTURES,
-  GRPC_SERVERS,
   NO_LIMIT,
   overHourLimitOfTwo,
   overMinuteLimit,
@@ -70,82 +69,80 @@ for (const layout of LAYOUTS) {
       runtime?.dispose();
     });
 
-    for (const grpcServer of GRPC_SERVERS) {
-      describe(`--grpc-server ${grpcServer}`, () => {
-        let svc: EnvoyService;
-        before(async () => {
-          svc = await startEnvoy(grpcServer, { ...runtime.env, ...backing.env, USE_STATSD: 'false' }, []);
-        });
-        after(async () => {
-          assert.equal(await svc?.stop(), 0);
-        });
+    describe('over gRPC', () => {
+      let svc: EnvoyService;
+      before(async () => {
+        svc = await startEnvoy({ ...runtime.env, ...backing.env, USE_STATSD: 'false' }, []);
+      });
+      after(async () => {
+        assert.equal(await svc?.stop(), 0);
+      });
 
-        it('starts without warnings about the Redis settings', () => {
-          const warnings = svc.sluice.stdout.filter(
-            (line) => line.includes('"envoy":true') && /REDIS|LOCAL_CACHE/.test(line),
-          );
-          assert.deepEqual(warnings, []);
-        });
+      it('starts without warnings about the Redis settings', () => {
+        const warnings = svc.sluice.stdout.filter(
+          (line) => line.includes('"envoy":true') && /REDIS|LOCAL_CACHE/.test(line),
+        );
+        assert.deepEqual(warnings, []);
+      });
 
-        it('an unknown domain answers OK with no limit; nothing from the local cache', async () => {
-          assert.deepEqual(shape(await svc.ask('foo', [[['hello', 'world']]])), {
-            overallCode: 'OK',
-            statuses: [NO_LIMIT],
-          });
-          assert.equal(await localCacheHits(svc), 0);
+      it('an unknown domain answers OK with no limit; nothing from the local cache', async () => {
+        assert.deepEqual(shape(await svc.ask('foo', [[['hello', 'world']]])), {
+          overallCode: 'OK',
+          statuses: [NO_LIMIT],
         });
+        assert.equal(await localCacheHits(svc), 0);
+      });
 
-        it('key1: 50 per second, decided by the per-second Redis when there is one', async () => {
-          const [main, perSecond] = [await backing.main.scriptCalls(), await backing.perSecond.scriptCalls()];
-          assert.deepEqual(shape(await svc.ask('basic', [[['key1', unique('foo')]]])), {
-            overallCode: 'OK',
-            statuses: [status('OK', 50, 'SECOND', 49)],
-          });
-          // (A 1-second counter may already be gone: the script calls say which Redis decided.)
-          assert.equal((await backing.perSecond.scriptCalls()) - perSecond, 1);
-          if (layout.perSecond) assert.equal((await backing.main.scriptCalls()) - main, 0);
-          assert.equal(await localCacheHits(svc), 0);
+      it('key1: 50 per second, decided by the per-second Redis when there is one', async () => {
+        const [main, perSecond] = [await backing.main.scriptCalls(), await backing.perSecond.scriptCalls()];
+        assert.deepEqual(shape(await svc.ask('basic', [[['key1', unique('foo')]]])), {
+          overallCode: 'OK',
+          statuses: [status('OK', 50, 'SECOND', 49)],
         });
+        // (A 1-second counter may already be gone: the script calls say which Redis decided.)
+        assert.equal((await backing.perSecond.scriptCalls()) - perSecond, 1);
+        if (layout.perSecond) assert.equal((await backing.main.scriptCalls()) - main, 0);
+        assert.equal(await localCacheHits(svc), 0);
+      });
 
-        it('25 requests against 20 per minute: OK down to 0, then OVER_LIMIT (the local cache answers 4)', async () => {
-          await withinOneWindow(async (key) => {
-            const before = await localCacheHits(svc);
-            const counts = await ruleCounts(svc, 'another|key2');
-            const resets = await overMinuteLimit(svc, key);
-            // envoy's total_hits, over_limit and near_limit (hits past 80% of the limit) of key2.
-            assert.deepEqual(grown(counts, await ruleCounts(svc, 'another|key2')), { total: 25, over: 5, near: 4 });
-            // envoy: the first rejection comes from Redis, the next four from the local cache.
-            assert.equal((await localCacheHits(svc)) - before, layout.localCache ? 4 : 0);
-            return resets;
-          });
-        });
-
-        it('two descriptors (20/minute and 10/hour): nothing is counted for a rejected request', async () => {
-          await withinOneWindow(async (key) => {
-            const before = await localCacheHits(svc);
-            const counts = [await ruleCounts(svc, 'another|key2'), await ruleCounts(svc, 'another|key3')] as const;
-            const resets = await overHourLimitOfTwo(svc, key);
-            // envoy: key2 counts every hit and is never over; key3 is over on the last five.
-            assert.equal(grown(counts[0], await ruleCounts(svc, 'another|key2')).total, 15);
-            assert.equal(grown(counts[0], await ruleCounts(svc, 'another|key2')).over, 0);
-            assert.deepEqual(grown(counts[1], await ruleCounts(svc, 'another|key3')), { total: 15, over: 5, near: 2 });
-            // envoy: key3 is found in the local cache on each of the last four requests.
-            assert.equal((await localCacheHits(svc)) - before, layout.localCache ? 4 : 0);
-            return resets;
-          });
-        });
-
-        it('duration_until_reset counts down between two requests; keys carry CACHE_KEY_PREFIX', async () => {
-          const key = unique('dur');
-          const first = resetMs(await svc.ask('another', [[['key4', key]]]));
-          const second = resetMs(await svc.ask('another', [[['key4', key]]]));
-          assert.ok(first > 0 && first <= 86_400_000);
-          assert.ok(second <= first);
-          const keys = await backing.main.keys(`*${key}*`);
-          assert.equal(keys.length, 1, 'a per-day limit is counted in the main Redis');
-          assert.ok(keys[0]?.startsWith(layout.prefix ?? 'sluice:'), keys[0]);
+      it('25 requests against 20 per minute: OK down to 0, then OVER_LIMIT (the local cache answers 4)', async () => {
+        await withinOneWindow(async (key) => {
+          const before = await localCacheHits(svc);
+          const counts = await ruleCounts(svc, 'another|key2');
+          const resets = await overMinuteLimit(svc, key);
+          // envoy's total_hits, over_limit and near_limit (hits past 80% of the limit) of key2.
+          assert.deepEqual(grown(counts, await ruleCounts(svc, 'another|key2')), { total: 25, over: 5, near: 4 });
+          // envoy: the first rejection comes from Redis, the next four from the local cache.
+          assert.equal((await localCacheHits(svc)) - before, layout.localCache ? 4 : 0);
+          return resets;
         });
       });
-    }
+
+      it('two descriptors (20/minute and 10/hour): nothing is counted for a rejected request', async () => {
+        await withinOneWindow(async (key) => {
+          const before = await localCacheHits(svc);
+          const counts = [await ruleCounts(svc, 'another|key2'), await ruleCounts(svc, 'another|key3')] as const;
+          const resets = await overHourLimitOfTwo(svc, key);
+          // envoy: key2 counts every hit and is never over; key3 is over on the last five.
+          assert.equal(grown(counts[0], await ruleCounts(svc, 'another|key2')).total, 15);
+          assert.equal(grown(counts[0], await ruleCounts(svc, 'another|key2')).over, 0);
+          assert.deepEqual(grown(counts[1], await ruleCounts(svc, 'another|key3')), { total: 15, over: 5, near: 2 });
+          // envoy: key3 is found in the local cache on each of the last four requests.
+          assert.equal((await localCacheHits(svc)) - before, layout.localCache ? 4 : 0);
+          return resets;
+        });
+      });
+
+      it('duration_until_reset counts down between two requests; keys carry CACHE_KEY_PREFIX', async () => {
+        const key = unique('dur');
+        const first = resetMs(await svc.ask('another', [[['key4', key]]]));
+        const second = resetMs(await svc.ask('another', [[['key4', key]]]));
+        assert.ok(first > 0 && first <= 86_400_000);
+        assert.ok(second <= first);
+        const keys = await backing.main.keys(`*${key}*`);
+        assert.equal(keys.length, 1, 'a per-day limit is counted in the main Redis');
+        assert.ok(keys[0]?.startsWith(layout.prefix ?? 'sluice:'), keys[0]);
+      });
+    });
   });
 }

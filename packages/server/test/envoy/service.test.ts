@@ -21,7 +21,6 @@ import {
   createRuntime,
   type EnvoyService,
   FIXTURES,
-  GRPC_SERVERS,
   headersOf,
   NO_LIMIT,
   type Runtime,
@@ -39,24 +38,22 @@ function group(
   files: Record<string, string>,
   body: (svc: () => EnvoyService, runtime: () => Runtime) => void,
 ) {
-  for (const grpcServer of GRPC_SERVERS) {
-    describe(`${name} (--grpc-server ${grpcServer})`, () => {
-      let runtime: Runtime;
-      let svc: EnvoyService;
-      before(async () => {
-        runtime = createRuntime(files, Object.keys(files).length === 0 ? [SERVICE] : []);
-        svc = await startEnvoy(grpcServer, { ...runtime.env, ...env });
-      });
-      after(async () => {
-        assert.equal(await svc?.stop(), 0);
-        runtime?.dispose();
-      });
-      body(
-        () => svc,
-        () => runtime,
-      );
+  describe(`${name}`, () => {
+    let runtime: Runtime;
+    let svc: EnvoyService;
+    before(async () => {
+      runtime = createRuntime(files, Object.keys(files).length === 0 ? [SERVICE] : []);
+      svc = await startEnvoy({ ...runtime.env, ...env });
     });
-  }
+    after(async () => {
+      assert.equal(await svc?.stop(), 0);
+      runtime?.dispose();
+    });
+    body(
+      () => svc,
+      () => runtime,
+    );
+  });
 }
 
 /** Calls grpc.health.v1.Health/Check with a client built from the shipped health.proto. */

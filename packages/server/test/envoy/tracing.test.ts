@@ -23,7 +23,7 @@ import {
 import protobuf from 'protobufjs';
 import { loadRateLimitService, PROTO_DIR } from '../../src/support/proto.js';
 import { postJson } from '../integration/helpers.js';
-import { createRuntime, GRPC_SERVERS, startEnvoy } from './harness.js';
+import { createRuntime, startEnvoy } from './harness.js';
 
 const RULES = {
   'api.yaml': 'domain: api\ndescriptors:\n  - key: k\n    rate_limit: { unit: hour, requests_per_unit: 100 }\n',
@@ -158,77 +158,75 @@ const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const PARENT = '00f067aa0ba902b7';
 const id = (n: number) => n.toString(16).padStart(32, '0');
 
-for (const grpcServer of GRPC_SERVERS) {
-  describe(`envoy tracing settings (--grpc-server ${grpcServer})`, () => {
-    it('TRACING_ENABLED over OTLP/HTTP: a server span per call, in the caller’s trace; not-sampled callers honoured; /json too', async () => {
-      const receiver = await httpReceiver();
-      const runtime = createRuntime(RULES);
-      const svc = await startEnvoy(grpcServer, {
-        ...runtime.env,
-        TRACING_ENABLED: 'true',
-        TRACING_SERVICE_NAME: 'ratelimit-test',
-        TRACING_SERVICE_NAMESPACE: 'edge',
-        TRACING_SERVICE_INSTANCE_ID: 'pod-1',
-        OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${receiver.port}`,
-        OTEL_BSP_SCHEDULE_DELAY: '50',
-      });
-      const rls = rlsWithMetadata(svc.sluice.grpc);
-      try {
-        assert.equal(await rls.ask({ traceparent: `00-${id(1)}-${PARENT}-00` }), 'OK'); // caller: not sampled
-        assert.equal(await rls.ask({ traceparent: `00-${TRACE}-${PARENT}-01` }), 'OK');
-        const span = await receiver.find((s) => s.traceId === TRACE);
-        assert.equal(span.parentSpanId, PARENT);
-        assert.match(span.spanId, /^[0-9a-f]{16}$/);
-        assert.equal(span.name, 'envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit');
-        assert.equal(span.kind, 2);
-        assert.deepEqual(
-          {
-            system: span.attributes['rpc.system'],
-            method: span.attributes['rpc.method'],
-            code: span.attributes['rpc.grpc.status_code'],
-            domain: span.attributes['ratelimit.domain'],
-            overall: span.attributes['ratelimit.overall_code'],
-          },
-          { system: 'grpc', method: 'ShouldRateLimit', code: '0', domain: 'api', overall: 'OK' },
-        );
-        assert.equal(receiver.spans.filter((s) => s.traceId === id(1)).length, 0);
-        assert.deepEqual(
-          {
-            name: receiver.resources[0]?.['service.name'],
-            namespace: receiver.resources[0]?.['service.namespace'],
-            instance: receiver.resources[0]?.['service.instance.id'],
-          },
-          { name: 'ratelimit-test', namespace: 'edge', instance: 'pod-1' },
-        );
-
-        // B3 (single header) and a new trace (no header, sampling rate 1 by default).
-        assert.equal(await rls.ask({ b3: `${id(2)}-${PARENT}-1` }), 'OK');
-        assert.equal((await receiver.find((s) => s.traceId === id(2))).parentSpanId, PARENT);
-        assert.equal(await rls.ask({}), 'OK');
-        const root = await receiver.find((s) => s.parentSpanId === undefined || s.parentSpanId === '');
-        assert.match(root.traceId, /^[0-9a-f]{32}$/);
-
-        // POST /json is traced as well, from its HTTP headers.
-        const res = await postJson(`http://127.0.0.1:${svc.sluice.http}/json`, REQUEST, {
-          traceparent: `00-${id(3)}-${PARENT}-01`,
-        });
-        assert.equal(res.status, 200);
-        assert.equal((await receiver.find((s) => s.traceId === id(3))).name, 'POST /json');
-      } finally {
-        rls.close();
-        assert.equal(await svc.stop(), 0);
-        receiver.close();
-        runtime.dispose();
-      }
+describe(`envoy tracing settings`, () => {
+  it('TRACING_ENABLED over OTLP/HTTP: a server span per call, in the caller’s trace; not-sampled callers honoured; /json too', async () => {
+    const receiver = await httpReceiver();
+    const runtime = createRuntime(RULES);
+    const svc = await startEnvoy({
+      ...runtime.env,
+      TRACING_ENABLED: 'true',
+      TRACING_SERVICE_NAME: 'ratelimit-test',
+      TRACING_SERVICE_NAMESPACE: 'edge',
+      TRACING_SERVICE_INSTANCE_ID: 'pod-1',
+      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${receiver.port}`,
+      OTEL_BSP_SCHEDULE_DELAY: '50',
     });
+    const rls = rlsWithMetadata(svc.sluice.grpc);
+    try {
+      assert.equal(await rls.ask({ traceparent: `00-${id(1)}-${PARENT}-00` }), 'OK'); // caller: not sampled
+      assert.equal(await rls.ask({ traceparent: `00-${TRACE}-${PARENT}-01` }), 'OK');
+      const span = await receiver.find((s) => s.traceId === TRACE);
+      assert.equal(span.parentSpanId, PARENT);
+      assert.match(span.spanId, /^[0-9a-f]{16}$/);
+      assert.equal(span.name, 'envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit');
+      assert.equal(span.kind, 2);
+      assert.deepEqual(
+        {
+          system: span.attributes['rpc.system'],
+          method: span.attributes['rpc.method'],
+          code: span.attributes['rpc.grpc.status_code'],
+          domain: span.attributes['ratelimit.domain'],
+          overall: span.attributes['ratelimit.overall_code'],
+        },
+        { system: 'grpc', method: 'ShouldRateLimit', code: '0', domain: 'api', overall: 'OK' },
+      );
+      assert.equal(receiver.spans.filter((s) => s.traceId === id(1)).length, 0);
+      assert.deepEqual(
+        {
+          name: receiver.resources[0]?.['service.name'],
+          namespace: receiver.resources[0]?.['service.namespace'],
+          instance: receiver.resources[0]?.['service.instance.id'],
+        },
+        { name: 'ratelimit-test', namespace: 'edge', instance: 'pod-1' },
+      );
+
+      // B3 (single header) and a new trace (no header, sampling rate 1 by default).
+      assert.equal(await rls.ask({ b3: `${id(2)}-${PARENT}-1` }), 'OK');
+      assert.equal((await receiver.find((s) => s.traceId === id(2))).parentSpanId, PARENT);
+      assert.equal(await rls.ask({}), 'OK');
+      const root = await receiver.find((s) => s.parentSpanId === undefined || s.parentSpanId === '');
+      assert.match(root.traceId, /^[0-9a-f]{32}$/);
+
+      // POST /json is traced as well, from its HTTP headers.
+      const res = await postJson(`http://127.0.0.1:${svc.sluice.http}/json`, REQUEST, {
+        traceparent: `00-${id(3)}-${PARENT}-01`,
+      });
+      assert.equal(res.status, 200);
+      assert.equal((await receiver.find((s) => s.traceId === id(3))).name, 'POST /json');
+    } finally {
+      rls.close();
+      assert.equal(await svc.stop(), 0);
+      receiver.close();
+      runtime.dispose();
+    }
   });
-}
+});
 
 describe('envoy tracing settings: OTLP/gRPC and the sampling rate', () => {
   it('TRACING_EXPORTER_PROTOCOL=grpc, TRACING_SAMPLING_RATE=0: new traces are not recorded, sampled callers are', async () => {
     const receiver = await grpcReceiver();
     const runtime = createRuntime(RULES);
-    const svc = await startEnvoy('h2', {
+    const svc = await startEnvoy({
       ...runtime.env,
       TRACING_ENABLED: 'true',
       TRACING_EXPORTER_PROTOCOL: 'grpc',

@@ -60,22 +60,23 @@ function duration(value: string | undefined, flag: string): number | undefined {
 
 /** Sets the options the limit flags in `values` give. */
 export function applyLimitFlags(values: Partial<Record<keyof typeof LIMIT_FLAGS, string>>, options: ServiceOptions) {
-  const grpc = {
+  const limits = definedOnly({
     maxMessageBytes: whole(values['grpc-max-message'], 'grpc-max-message', 'bytes'),
     maxConnectionBufferBytes: whole(values['grpc-connection-buffer'], 'grpc-connection-buffer', 'bytes'),
     maxTotalBufferBytes: whole(values['grpc-total-buffer'], 'grpc-total-buffer', 'bytes'),
     messageTimeoutMs: duration(values['grpc-message-timeout'], 'grpc-message-timeout'),
-  };
-  const given = definedOnly(grpc);
-  if (Object.keys(given).length > 0) options.grpcLimits = given;
-  const streams = whole(values['grpc-max-streams'], 'grpc-max-streams', 'streams');
-  if (streams !== undefined) options.grpcMaxStreams = streams;
-  const watches = definedOnly({
+  });
+  const watchLimits = definedOnly({
     maxWatches: whole(values['grpc-max-watches'], 'grpc-max-watches', 'calls'),
     maxWatchesPerClient: whole(values['grpc-max-client-watches'], 'grpc-max-client-watches', 'calls'),
   });
-  if (Object.keys(watches).length > 0) options.grpcWatchLimits = watches;
-  const gateway = definedOnly({
+  const grpc = definedOnly({
+    limits: Object.keys(limits).length > 0 ? limits : undefined,
+    maxStreams: whole(values['grpc-max-streams'], 'grpc-max-streams', 'streams'),
+    watchLimits: Object.keys(watchLimits).length > 0 ? watchLimits : undefined,
+  });
+  if (Object.keys(grpc).length > 0) options.grpc = { ...options.grpc, ...grpc };
+  const gatewayLimits = definedOnly({
     requestTimeoutMs: duration(values['gateway-request-timeout'], 'gateway-request-timeout'),
     headersTimeoutMs: duration(values['gateway-headers-timeout'], 'gateway-headers-timeout'),
     idleTimeoutMs: duration(values['gateway-idle-timeout'], 'gateway-idle-timeout'),
@@ -83,12 +84,24 @@ export function applyLimitFlags(values: Partial<Record<keyof typeof LIMIT_FLAGS,
     maxClientInFlight: whole(values['gateway-max-client-inflight'], 'gateway-max-client-inflight', 'requests'),
     maxUpstreamSockets: whole(values['upstream-max-sockets'], 'upstream-max-sockets', 'sockets'),
   });
-  if (Object.keys(gateway).length > 0) options.gatewayLimits = gateway;
   const subnet = whole(values['ipv6-subnet'], 'ipv6-subnet', 'bits');
-  if (subnet !== undefined) {
-    if (subnet > 128) throw new LimitFlagError('--ipv6-subnet: a prefix length from 1 to 128');
-    options.ipv6Subnet = subnet;
+  if (subnet !== undefined && subnet > 128) throw new LimitFlagError('--ipv6-subnet: a prefix length from 1 to 128');
+  const gateway = definedOnly({
+    limits: Object.keys(gatewayLimits).length > 0 ? gatewayLimits : undefined,
+    ipv6Subnet: subnet,
+  });
+  if (Object.keys(gateway).length === 0) return;
+  // The gateway's flags without a gateway are a mistake worth saying (they would do nothing).
+  if (options.gateway === undefined) {
+    throw new LimitFlagError(
+      `--${Object.keys(values).find(isGatewayFlag)}: applies to the gateway; give --upstream too`,
+    );
   }
+  options.gateway = { ...options.gateway, ...gateway };
+}
+
+function isGatewayFlag(flag: string): boolean {
+  return flag.startsWith('gateway-') || flag.startsWith('upstream-') || flag === 'ipv6-subnet';
 }
 
 function definedOnly<T extends object>(value: T): { [K in keyof T]?: Exclude<T[K], undefined> } {

@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import type { StoreOptions } from '../../app/service-options.js';
 import { serveOptions } from './serve.js';
+
+/** The memory store's options the flags give. */
+const memoryOf = (argv: string[]) => (serveOptions(argv, {}).options.store as StoreOptions | undefined)?.memory;
 
 const usage = (argv: string[], pattern: RegExp) =>
   assert.throws(
@@ -14,20 +18,20 @@ const usage = (argv: string[], pattern: RegExp) =>
 
 describe('sluice serve flags', () => {
   it('--memory-max-keys sizes the memory store; --insurance-share goes to the engine', () => {
-    assert.deepEqual(serveOptions(['--memory-max-keys', '50000'], {}).options.memory, { maxKeys: 50_000 });
-    assert.deepEqual(serveOptions(['--memory-max-keys', '10', '--memory-max-bytes', '256mb'], {}).options.memory, {
+    assert.deepEqual(memoryOf(['--memory-max-keys', '50000']), { maxKeys: 50_000 });
+    assert.deepEqual(memoryOf(['--memory-max-keys', '10', '--memory-max-bytes', '256mb']), {
       maxKeys: 10,
       maxBytes: 256 * 1024 * 1024,
     });
-    assert.deepEqual(serveOptions(['--memory-max-bytes', '2097152'], {}).options.memory, { maxBytes: 2 * 1024 * 1024 });
+    assert.deepEqual(memoryOf(['--memory-max-bytes', '2097152']), { maxBytes: 2 * 1024 * 1024 });
     const { options } = serveOptions(['--fail', 'insurance', '--insurance-share', '0.25'], {});
     assert.equal(options.insuranceShare, 0.25);
     assert.equal(options.fail, 'insurance');
   });
 
   it('--max-descriptor-series caps the per-value series of detailed_metric rules', () => {
-    assert.equal(serveOptions(['--max-descriptor-series', '500'], {}).options.maxDescriptorSeries, 500);
-    assert.equal(serveOptions([], {}).options.maxDescriptorSeries, undefined);
+    assert.equal(serveOptions(['--max-descriptor-series', '500'], {}).options.observability?.maxDescriptorSeries, 500);
+    assert.equal(serveOptions([], {}).options.observability?.maxDescriptorSeries, undefined);
     for (const bad of ['0', '-1', '1.5', '2000000', 'all']) {
       usage(
         [`--max-descriptor-series=${bad}`],

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { type ClientHttp2Session, connect, type IncomingHttpHeaders } from 'node:http2';
 import { after, before, describe, it } from 'node:test';
 import { deflateSync, gzipSync } from 'node:zlib';
-import { Metadata } from '@grpc/grpc-js';
+import { Metadata, Server } from '@grpc/grpc-js';
 import { SluiceError } from 'sluice';
 import type { RateLimitRequest } from 'sluice/rules';
 import type { Decided, Decider } from '../../core/decide.js';
@@ -15,7 +15,7 @@ import { createLogger } from '../../observability/logger.js';
 import { createDisabledMetrics } from '../../observability/metrics.js';
 import type { Carrier } from '../../observability/tracing/trace-context.js';
 import { encodeRateLimitRequestFrame } from '../../rls/wire.js';
-import { type GrpcHandle, startGrpcServer } from './grpc-server.js';
+import { GRPC_JS_VERSION, type GrpcHandle, LEAN_PATH_GRPC_JS, startGrpcServer } from './grpc-server.js';
 import { encodeHealthResponseFrame, HEALTH_CHECK_PATH } from './health-service.js';
 import { SHOULD_RATE_LIMIT_PATH } from './rls-call.js';
 
@@ -182,6 +182,14 @@ describe('the default gRPC server: ShouldRateLimit on the lean path, the rest on
       assert.deepEqual(atOnce.codes, grpcJs.codes);
     });
   }
+
+  it('knows the installed @grpc/grpc-js: the lean path relies on its private Server#createHttp2Server', () => {
+    // When this fails, grpc-js was upgraded past what the lean path was checked against: read grpc-js's
+    // server.ts (createHttp2Server, the 'stream' listener it adds), re-run this file, then widen the range.
+    assert.match(GRPC_JS_VERSION, LEAN_PATH_GRPC_JS, `@grpc/grpc-js ${GRPC_JS_VERSION} is not one the lean path knows`);
+    const proto = Server.prototype as unknown as Record<string, unknown>;
+    assert.equal(typeof proto.createHttp2Server, 'function', 'grpc-js has no Server#createHttp2Server any more');
+  });
 
   it('decides on the lean path (the headers as they came), grpc-js on its own (its Metadata)', async () => {
     hybrid.carriers.length = 0;

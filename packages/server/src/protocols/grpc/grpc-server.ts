@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
+import { createRequire } from 'node:module';
 import {
   Server,
   ServerCredentials,
@@ -16,7 +17,6 @@ import type { Logger } from '../../observability/logger.js';
 import type { ServiceMetrics } from '../../observability/metrics.js';
 import { requestFromWire } from '../../rls/codec.js';
 import type { WireRequest } from '../../rls/wire.js';
-import { DEFAULT_KEEPALIVE, type KeepaliveOptions } from './connection-age.js';
 import { type GrpcHealthCheck, loadHealthService } from './health-service.js';
 import type { HealthWatch } from './health-watch.js';
 import { grpcJsWatchHandler } from './health-watch-streams.js';
@@ -42,6 +42,17 @@ export interface GrpcHandle {
   close(graceMs: number): Promise<void>;
 }
 
+/** Server keepalive pings (grpc-go's server keepalive `Time` and `Timeout`). */
+export interface KeepaliveOptions {
+  /** Ping each connection this often. @default 2 h (grpc-go's default) */
+  readonly timeMs: number;
+  /** Cut a connection whose ping is not answered within this. @default 20 s (grpc-go's default) */
+  readonly timeoutMs: number;
+}
+
+/** grpc-go's server keepalive defaults, which envoy ratelimit runs with. */
+export const DEFAULT_KEEPALIVE: KeepaliveOptions = { timeMs: 2 * 3_600_000, timeoutMs: 20_000 };
+
 /** Options of {@link startGrpcServer}. */
 export interface GrpcServerOptions {
   host: string;
@@ -54,7 +65,7 @@ export interface GrpcServerOptions {
   /** Bounds on unfinished request messages (size, per connection, in total, time). @default DEFAULT_RECEIVE_LIMITS */
   limits?: Partial<ReceiveLimits>;
   /** Most concurrent streams one connection may open (HTTP/2 SETTINGS). @default 4096 */
-  maxConcurrentStreams?: number;
+  maxStreams?: number;
   /** TLS (mutual TLS when the material has a CA); `clientSan`: a DNS name client certificates must carry. */
   tls?: { material: TlsMaterial; clientSan?: string };
   /** Answers `grpc.health.v1.Health/Check`. */
@@ -68,8 +79,8 @@ export interface GrpcServerOptions {
   /** Ping connections; cut those that do not answer. @default DEFAULT_KEEPALIVE */
   keepalive?: KeepaliveOptions;
   /**
-   * Default server only: let grpc-js answer ShouldRateLimit too, instead of the lean path on grpc-js's
-   * connections (same answers, about 1.4× the CPU per call). For comparisons. @default false
+   * Let grpc-js answer ShouldRateLimit too, instead of the lean path on grpc-js's connections (same
+   * answers, about 1.4× the CPU per call). For comparisons. @default false
    */
   rateLimitOnGrpcJs?: boolean;
 }
@@ -199,13 +210,26 @@ function closeUnfinished(this: ServerHttp2Stream): void {
 }
 
 /**
+ * The grpc-js versions whose private `Server#createHttp2Server` the lean path has been checked against
+ * (grpc-server.test.ts fails loudly when the installed one is outside, or the method moved). Any other
+ * version runs every call through grpc-js: slower, never wrong.
+ */
+export const LEAN_PATH_GRPC_JS = /^1\.14\.\d+$/;
+
+/** The installed grpc-js's version. */
+export const GRPC_JS_VERSION: string = (
+  createRequire(import.meta.url)('@grpc/grpc-js/package.json') as { version: string }
+).version;
+
+/**
  * Calls `watch` with each HTTP/2 server grpc-js creates (one per bound address), through the method that
- * creates them — grpc-js's own, not a public API: false when this grpc-js has no such method.
+ * creates them — grpc-js's own, not a public API: false when this grpc-js is not one the lean path knows,
+ * or has no such method.
  */
 function onHttp2Servers(server: Server, watch: (http2Server: EventEmitter) => void): boolean {
   const target = server as unknown as { createHttp2Server?: (...args: unknown[]) => unknown };
   const create = target.createHttp2Server;
-  if (typeof create !== 'function') return false;
+  if (!LEAN_PATH_GRPC_JS.test(GRPC_JS_VERSION) || typeof create !== 'function') return false;
   target.createHttp2Server = function (this: unknown, ...args: unknown[]) {
     const http2Server = create.apply(this, args);
     if (http2Server instanceof EventEmitter) watch(http2Server);
@@ -224,7 +248,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcH
   const guard = createReceiveGuard(options.limits);
   const server = new Server({
     'grpc.max_receive_message_length': guard.limits.maxMessageBytes,
-    'grpc.max_concurrent_streams': options.maxConcurrentStreams ?? 4096,
+    'grpc.max_concurrent_streams': options.maxStreams ?? 4096,
     // Channelz (grpc-js's introspection service, which sluice does not serve) costs every call a tracker
     // object, four closures and two clock reads; off, as in grpc-js's own fast path.
     'grpc.enable_channelz': 0,
@@ -244,12 +268,12 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcH
         metrics,
         logger,
         guard,
-        dialect: 'grpc-js',
         ...(clientSan === undefined ? {} : { clientSan }),
       });
   if (!onHttp2Servers(server, (http2Server) => dispatchStreams(http2Server, rateLimit, guard, metrics))) {
     logger.warn(
-      'this grpc-js does not expose its HTTP/2 servers: grpc-js answers ShouldRateLimit, and unfinished messages are bounded by size only',
+      { grpcJs: GRPC_JS_VERSION },
+      'the lean ShouldRateLimit path does not know this @grpc/grpc-js: grpc-js answers every call (about 1.4x the CPU), and unfinished messages are bounded by size only; install the @grpc/grpc-js version sluice-server depends on',
     );
   }
   const fail = (callback: sendUnaryData<Decided>, error: unknown) => {

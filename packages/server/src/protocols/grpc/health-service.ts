@@ -47,37 +47,6 @@ export function loadHealthService(): ServiceDefinition {
   return cached;
 }
 
-/** `HealthCheckRequest.service` from its bytes (field 1; anything else skipped). Throws on bad bytes. */
-export function decodeHealthRequest(buf: Buffer): string {
-  let pos = 0;
-  let service = '';
-  const varint = (): number => {
-    let result = 0;
-    for (let shift = 0; shift < 35; shift += 7) {
-      if (pos >= buf.length) throw new Error('truncated varint');
-      const byte = buf[pos++] as number;
-      result += (byte & 0x7f) * 2 ** shift;
-      if (byte < 0x80) return result;
-    }
-    throw new Error('varint too long');
-  };
-  while (pos < buf.length) {
-    const tag = varint();
-    const wire = tag & 7;
-    if (wire === 0) varint();
-    else if (wire === 1) pos += 8;
-    else if (wire === 5) pos += 4;
-    else if (wire === 2) {
-      const length = varint();
-      if (pos + length > buf.length) throw new Error('field runs past the message');
-      if (tag >>> 3 === 1) service = buf.toString('utf8', pos, pos + length);
-      pos += length;
-    } else throw new Error(`wire type ${wire} is not supported`);
-    if (pos > buf.length) throw new Error('field runs past the message');
-  }
-  return service;
-}
-
 /** `HealthCheckResponse.ServingStatus` numbers. */
 const SERVING_STATUS: Readonly<Record<WatchStatus, number>> = { SERVING: 1, NOT_SERVING: 2, SERVICE_UNKNOWN: 3 };
 

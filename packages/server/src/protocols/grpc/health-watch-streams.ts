@@ -1,9 +1,6 @@
-import type { ServerHttp2Stream } from 'node:http2';
 import { type ServerWritableStream, status } from '@grpc/grpc-js';
 import { peerKey } from '../http/peer-key.js';
-import { encodeHealthResponseFrame } from './health-service.js';
 import type { HealthWatch, WatchSink } from './health-watch.js';
-import { isAnswerable } from './receive-guard.js';
 
 const SHUTTING_DOWN = 'the server is shutting down';
 const TOO_MANY =
@@ -38,50 +35,4 @@ export function grpcJsWatchHandler(watch: HealthWatch) {
     call.once('cancelled', () => watcher.close());
     call.once('close', () => watcher.close());
   };
-}
-
-/**
- * `grpc.health.v1.Health/Watch` on sluice's h2 server, once the request (`service`) has arrived: response
- * headers, then one message per status; at shutdown, trailers with UNAVAILABLE. `refuse` answers a
- * Trailers-Only RESOURCE_EXHAUSTED when a cap is reached.
- */
-export function serveH2Watch(
-  stream: ServerHttp2Stream,
-  service: string,
-  watch: HealthWatch,
-  refuse: (message: string) => void,
-): void {
-  if (!isAnswerable(stream)) return;
-  let ending = false;
-  const sink: WatchSink = {
-    write: (s) => (isAnswerable(stream) ? stream.write(encodeHealthResponseFrame(s)) : true),
-    end() {
-      if (ending || !isAnswerable(stream)) return;
-      ending = true;
-      stream.end();
-    },
-  };
-  const address = stream.session?.socket?.remoteAddress;
-  const watcher = watch.open(service, stream.session, sink, address === undefined ? undefined : peerKey(address));
-  if (watcher === undefined) {
-    refuse(TOO_MANY);
-    return;
-  }
-  stream.once('close', () => watcher.close());
-  try {
-    stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
-    stream.once('wantTrailers', () => {
-      try {
-        if (isAnswerable(stream)) {
-          stream.sendTrailers({ 'grpc-status': String(status.UNAVAILABLE), 'grpc-message': SHUTTING_DOWN });
-        }
-      } catch {
-        // The client left meanwhile.
-      }
-    });
-    stream.on('drain', () => watcher.drained());
-  } catch {
-    watcher.close();
-    if (!stream.destroyed) stream.destroy();
-  }
 }

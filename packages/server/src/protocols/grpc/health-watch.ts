@@ -14,9 +14,6 @@ import type { GrpcHealthCheck, WatchStatus } from './health-service.js';
 
 export type { WatchStatus };
 
-/** The standard health Watch method's path on the wire. */
-export const HEALTH_WATCH_PATH = '/grpc.health.v1.Health/Watch';
-
 /** Where one Watch call's statuses go: its server's stream. */
 export interface WatchSink {
   /** Sends one status; false when the stream's buffer is full (the server then calls `drained()` later). */

@@ -1,6 +1,5 @@
 import { X509Certificate } from 'node:crypto';
 import { type FSWatcher, readFileSync, watch } from 'node:fs';
-import type { SecureServerOptions } from 'node:http2';
 import { dirname } from 'node:path';
 import { createSecureContext, type PeerCertificate } from 'node:tls';
 import { ServerCredentials } from '@grpc/grpc-js';
@@ -61,15 +60,6 @@ function checkValidity(chain: Buffer, nowMs: number): void {
   if (nowMs < from) {
     throw new Error(`the server certificate is not valid before ${leaf.validFrom}; check the clock or the certificate`);
   }
-}
-
-/** Node TLS server options for `material` (mutual TLS when it has a CA). */
-export function tlsServerOptions(material: TlsMaterial): SecureServerOptions {
-  return {
-    key: material.key,
-    cert: material.cert,
-    ...(material.ca === undefined ? {} : { ca: material.ca, requestCert: true, rejectUnauthorized: true }),
-  };
 }
 
 /** True when the peer certificate names `san` among its DNS subject alternative names. */

@@ -117,7 +117,12 @@ describe('dashboard routes', () => {
 
 describe('the service serves the dashboard', () => {
   it('at /, with its data at /api/dashboard fed by the decision hub', async () => {
-    const service = await startService({ host: '127.0.0.1', port: 0, grpcPort: 0, logLevel: 'silent' });
+    const service = await startService({
+      host: '127.0.0.1',
+      http: { port: 0 },
+      grpc: { port: 0 },
+      observability: { logLevel: 'silent' },
+    });
     try {
       const base = `http://127.0.0.1:${service.httpPort}`;
       const page = await fetch(`${base}/`);
@@ -143,9 +148,9 @@ describe('the service serves the dashboard', () => {
     const token = 'dashboard-unit-token-0123456789';
     const service = await startService({
       host: '127.0.0.1',
-      port: 0,
-      grpcPort: 0,
-      logLevel: 'silent',
+      http: { port: 0 },
+      grpc: { port: 0 },
+      observability: { logLevel: 'silent' },
       adminToken: token,
     });
     try {
