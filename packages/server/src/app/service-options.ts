@@ -12,7 +12,7 @@ import type { XdsOptions } from '../config/xds/xds-options.js';
 import type { ResponseHeaderStyle } from '../core/decide.js';
 import type { Logger, LogLevel } from '../observability/logger.js';
 import type { TracingOptions } from '../observability/tracing/tracing-options.js';
-import type { GatewayLimits } from '../protocols/gateway/gateway.js';
+import type { GatewayLimits } from '../protocols/gateway/gateway-limits.js';
 import type { KeepaliveOptions } from '../protocols/grpc/grpc-server.js';
 import type { HealthWatchOptions } from '../protocols/grpc/health-watch.js';
 import type { ReceiveLimits } from '../protocols/grpc/receive-guard.js';
