@@ -41,14 +41,7 @@ export interface SettleOptions {
   nearLimitRatio?: number;
 }
 
-/** The decision that binds a request, with the name and window its headers describe. */
-interface Binding {
-  decision: Decision | undefined;
-  name: string;
-  windowMs: number;
-}
-
-/** A deny entry's decision: it decides the request, whatever the looked-at limits say. */
+/** A deny entry's decision. */
 const DENIED_BINDING: Decision = {
   allowed: false,
   limit: 0,
@@ -75,7 +68,9 @@ export function createSettle(options: SettleOptions): Settle {
     const atMs = now();
     // Listeners label and key by domain: only the rules' domains are let through as they are.
     const domain = engine.ruleSet.domains.has(request.domain) ? request.domain : UNKNOWN_DOMAIN;
-    const binding: Binding = { decision: undefined, name: '', windowMs: 0 };
+    // The binding decision so far and the status it came from (its name and window go in the headers).
+    let binding: Decision | undefined;
+    let bindingAt = -1;
     // envoy's global shadow mode: statuses stay OVER_LIMIT but the request passed; count them as shadow.
     const globalShadow = response.shadowed === true;
     const statuses = response.statuses;
@@ -88,44 +83,41 @@ export function createSettle(options: SettleOptions): Settle {
           ? 'over_limit'
           : outcomeOf(true, status.currentLimit?.limit, status.limitRemaining, nearLimitRatio);
       hub.emit(eventOf(source, domain, request, i, status, outcome, atMs, marks?.[i]));
-      if (status.decision !== undefined && !shadow) bind(binding, status, request.domain);
+      const decision = status.decision;
+      if (decision !== undefined && !shadow) {
+        // Pairwise: combineDecisions over all of them picks the same one, without an array per request.
+        const combined = binding === undefined ? decision : combineDecisions([binding, decision]);
+        if (combined === decision || binding === undefined) {
+          binding = combined;
+          bindingAt = i;
+        }
+      }
     }
-    if (marks?.includes('deny')) {
-      binding.decision = DENIED_BINDING;
-      binding.name = 'denied';
-      binding.windowMs = 1000;
-    }
+    // A deny entry decides the request, whatever the looked-at limits say.
+    const denied = marks?.includes('deny') === true;
+    if (denied) binding = DENIED_BINDING;
     const headers =
       headerMode === 'sluice'
-        ? binding.decision === undefined
+        ? binding === undefined
           ? {}
-          : rateLimitHeaders(binding.decision, binding.name, binding.windowMs)
+          : denied
+            ? rateLimitHeaders(binding, 'denied', 1000)
+            : headersOf(binding, statuses[bindingAt] as DescriptorStatus, request.domain)
         : headerMode === 'none'
           ? {}
           : envoyHeaders(response.statuses, headerMode);
     const overallCode = response.overallCode;
     const decided: Decided =
-      binding.decision === undefined
-        ? { overallCode, statuses, headers }
-        : { overallCode, statuses, headers, binding: binding.decision };
+      binding === undefined ? { overallCode, statuses, headers } : { overallCode, statuses, headers, binding };
     if (options.dynamicMetadata === true) decided.dynamicMetadata = dynamicMetadata(request, response.statuses);
     return decided;
   };
 }
 
-/**
- * The binding decision so far, pairwise: combineDecisions over all of them picks the same one, without an
- * array per request.
- */
-function bind(binding: Binding, status: DescriptorStatus, domain: string): void {
-  const decision = status.decision as Decision;
-  const combined = binding.decision === undefined ? decision : combineDecisions([binding.decision, decision]);
-  if (combined === decision || binding.decision === undefined) {
-    const limit = status.currentLimit;
-    binding.decision = combined;
-    binding.name = status.ruleName ?? limit?.name ?? status.ruleId ?? domain;
-    binding.windowMs = limit?.periodMs ?? 1000;
-  }
+/** sluice's rate-limit headers for the binding decision, named and windowed by the status it came from. */
+function headersOf(binding: Decision, status: DescriptorStatus, domain: string): Record<string, string> {
+  const limit = status.currentLimit;
+  return rateLimitHeaders(binding, status.ruleName ?? limit?.name ?? status.ruleId ?? domain, limit?.periodMs ?? 1000);
 }
 
 /** The decision event of descriptor `i`. */

@@ -68,13 +68,7 @@ export function startXdsSource(options: XdsOptions, callbacks: XdsSourceCallback
       fields: Object.fromEntries(Object.entries(options.nodeMetadata ?? {}).map(([k, v]) => [k, { stringValue: v }])),
     },
   };
-  const client = new Client(options.server, channelCredentials(options), {
-    'grpc.max_receive_message_length': options.maxMessageBytes ?? 4 * 1024 * 1024,
-    // A management server that vanished without closing the connection is noticed, and the stream reopened.
-    'grpc.keepalive_time_ms': 30_000,
-    'grpc.keepalive_timeout_ms': 10_000,
-    ...(options.tls?.serverName === undefined ? {} : { 'grpc.ssl_target_name_override': options.tls.serverName }),
-  });
+  const client = createAdsClient(options);
   let version = '';
   let hasConfig = false;
   let closed = false;
@@ -100,42 +94,7 @@ export function startXdsSource(options: XdsOptions, callbacks: XdsSourceCallback
       });
       return;
     }
-    let result: LoadResult;
-    try {
-      const sources = (response.resources ?? []).map((any, i) => {
-        const typeUrl = any.type_url ?? any.typeUrl;
-        if (typeUrl !== RATE_LIMIT_CONFIG_TYPE_URL) {
-          throw new Error(`resource ${i} is a ${typeUrl ?? 'resource with no type'}, not a RateLimitConfig`);
-        }
-        return ruleSourceOf(decodeRateLimitConfig(any.value ?? new Uint8Array()), i);
-      });
-      result = parseRules(sources, { mergeDomains: callbacks.mergeDomains });
-    } catch (error) {
-      result = {
-        ok: false,
-        issues: [
-          {
-            code: 'ERR_SLUICE_RULES_LOAD_FAILED',
-            message: `xds: ${(error as Error).message}`,
-            file: 'xds',
-            line: 0,
-            column: 0,
-          },
-        ],
-        files: [],
-      };
-    }
-    if (result.ok) {
-      try {
-        callbacks.apply(result.ruleSet);
-      } catch (error) {
-        result = {
-          ok: false,
-          issues: [{ code: 'ERR_SLUICE_RULES_LOAD_FAILED', message: String(error), file: 'xds', line: 0, column: 0 }],
-          files: [],
-        };
-      }
-    }
+    const result = loadResources(response, callbacks);
     callbacks.report(result, offered);
     if (result.ok) {
       version = offered;
@@ -202,6 +161,58 @@ export function startXdsSource(options: XdsOptions, callbacks: XdsSourceCallback
       client.close();
     },
   };
+}
+
+/** The rules a response carries, parsed and applied; a failed load (bad resources, a throwing apply) as issues. */
+function loadResources(response: DiscoveryResponse, callbacks: XdsSourceCallbacks): LoadResult {
+  let result: LoadResult;
+  try {
+    const sources = (response.resources ?? []).map((any, i) => {
+      const typeUrl = any.type_url ?? any.typeUrl;
+      if (typeUrl !== RATE_LIMIT_CONFIG_TYPE_URL) {
+        throw new Error(`resource ${i} is a ${typeUrl ?? 'resource with no type'}, not a RateLimitConfig`);
+      }
+      return ruleSourceOf(decodeRateLimitConfig(any.value ?? new Uint8Array()), i);
+    });
+    result = parseRules(sources, { mergeDomains: callbacks.mergeDomains });
+  } catch (error) {
+    result = {
+      ok: false,
+      issues: [
+        {
+          code: 'ERR_SLUICE_RULES_LOAD_FAILED',
+          message: `xds: ${(error as Error).message}`,
+          file: 'xds',
+          line: 0,
+          column: 0,
+        },
+      ],
+      files: [],
+    };
+  }
+  if (result.ok) {
+    try {
+      callbacks.apply(result.ruleSet);
+    } catch (error) {
+      result = {
+        ok: false,
+        issues: [{ code: 'ERR_SLUICE_RULES_LOAD_FAILED', message: String(error), file: 'xds', line: 0, column: 0 }],
+        files: [],
+      };
+    }
+  }
+  return result;
+}
+
+/** The gRPC client of the management server (TLS, keepalive, the message bound). */
+function createAdsClient(options: XdsOptions): Client {
+  return new Client(options.server, channelCredentials(options), {
+    'grpc.max_receive_message_length': options.maxMessageBytes ?? 4 * 1024 * 1024,
+    // A management server that vanished without closing the connection is noticed, and the stream reopened.
+    'grpc.keepalive_time_ms': 30_000,
+    'grpc.keepalive_timeout_ms': 10_000,
+    ...(options.tls?.serverName === undefined ? {} : { 'grpc.ssl_target_name_override': options.tls.serverName }),
+  });
 }
 
 function channelCredentials(options: XdsOptions) {
