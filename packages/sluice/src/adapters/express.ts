@@ -38,6 +38,7 @@ export interface ExpressRateLimitOptions extends RateLimitOptions<Request> {
 const trustSetting = (req: Request): unknown => req.app?.settings?.['trust proxy'];
 
 const access: RequestAccess<Request> = {
+  name: 'Express',
   peer: (req) => req.socket.remoteAddress,
   header: (req, name) => nodeHeader(req.headers, name),
   method: (req) => req.method,

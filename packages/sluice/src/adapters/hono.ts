@@ -30,6 +30,7 @@ export interface HonoRateLimitOptions extends RateLimitOptions<Context> {
 }
 
 const access: RequestAccess<Context> = {
+  name: 'Hono',
   // Node's (@hono/node-server); rateLimit() puts the reader of the runtime it runs on in its place.
   peer: (c) => peerOf(c, 'node'),
   header: (c, name) => c.req.header(name),

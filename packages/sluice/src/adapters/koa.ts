@@ -22,6 +22,7 @@ export interface KoaRateLimitOptions extends RateLimitOptions<Context> {
 }
 
 const access: RequestAccess<Context> = {
+  name: 'Koa',
   peer: (ctx) => ctx.req.socket.remoteAddress,
   header: (ctx, name) => nodeHeader(ctx.req.headers, name),
   method: (ctx) => ctx.method,

@@ -25,13 +25,17 @@ export function toAccessList(value: readonly string[] | AccessList | undefined, 
 }
 
 /** Validates the options once, at construction; every problem names its option and the fix. */
-export function checkOptions<Req>(options: RateLimitOptions<Req>, extraKeys: ReadonlySet<string>): void {
+export function checkOptions<Req>(
+  options: RateLimitOptions<Req>,
+  extraKeys: ReadonlySet<string>,
+  framework?: string,
+): void {
   if (options === null || typeof options !== 'object') {
     throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'rateLimit: expected an options object');
   }
   for (const k of Object.keys(options)) {
     if (!RATE_LIMIT_OPTION_KEYS.has(k) && !extraKeys.has(k)) {
-      const hint = migrationHint(k);
+      const hint = migrationHint(k, options as Record<string, unknown>, framework);
       throw new SluiceError(
         'ERR_SLUICE_UNKNOWN_OPTION',
         hint === undefined

@@ -21,8 +21,12 @@ export interface RateLimitInfo {
   readonly limit: number;
   /** What is left of it (`X-RateLimit-Remaining`). */
   readonly remaining: number;
+  /** What is used of it: `limit - remaining` (express-rate-limit's `used`). */
+  readonly used: number;
   /** Milliseconds until more of it is available (the `t` of the `RateLimit` header, in ms). */
   readonly resetMs: number;
+  /** When more of it is available, as a `Date` (express-rate-limit's `resetTime`), read when asked. */
+  readonly resetTime: Date;
   /** Whether the request passes every limit applied so far. */
   readonly allowed: boolean;
   /** Milliseconds until this request would pass: 0 when allowed, Infinity when it never can. */
@@ -40,6 +44,19 @@ export interface AppliedLimitInfo extends AppliedLimit {
   readonly key: string | undefined;
 }
 
+/**
+ * What one middleware took for a request, kept on the info so that a later middleware that rejects the
+ * request can give it back: a rejected request consumes nothing, across stacked middlewares too.
+ */
+export interface Taken {
+  /** The limits it applied (the very objects listed in the info). */
+  readonly limits: readonly AppliedLimitInfo[];
+  /** The units it took under each. */
+  readonly cost: number;
+  /** Gives them back to the store. */
+  readonly giveBack: () => Promise<void>;
+}
+
 /** Marks sluice's own info objects (not another library's `req.rateLimit`), across module copies. */
 const BRAND = Symbol.for('sluice.rateLimitInfo');
 
@@ -47,10 +64,13 @@ class Info implements RateLimitInfo {
   readonly [BRAND] = true;
   readonly limits: readonly AppliedLimitInfo[];
   readonly binding: AppliedLimitInfo;
+  /** What earlier middlewares (and this one) took and have not given back. */
+  readonly taken: readonly Taken[];
 
-  constructor(limits: readonly AppliedLimitInfo[], binding: AppliedLimitInfo) {
+  constructor(limits: readonly AppliedLimitInfo[], binding: AppliedLimitInfo, taken: readonly Taken[]) {
     this.limits = limits;
     this.binding = binding;
+    this.taken = taken;
   }
   get name(): string {
     return this.binding.name;
@@ -60,6 +80,12 @@ class Info implements RateLimitInfo {
   }
   get remaining(): number {
     return Math.min(this.binding.decision.remaining, this.binding.header.quota);
+  }
+  get used(): number {
+    return this.limit - this.remaining;
+  }
+  get resetTime(): Date {
+    return new Date(Date.now() + this.resetMs);
   }
   get resetMs(): number {
     return nextQuotaMs(this.binding.decision, this.binding.header);
@@ -77,8 +103,8 @@ class Info implements RateLimitInfo {
     return this.binding.decision;
   }
   toJSON() {
-    const { name, limit, remaining, resetMs, allowed, retryAfterMs, key } = this;
-    return { name, limit, remaining, resetMs, allowed, retryAfterMs, key };
+    const { name, limit, remaining, used, resetMs, allowed, retryAfterMs, key } = this;
+    return { name, limit, remaining, used, resetMs, allowed, retryAfterMs, key };
   }
 }
 
@@ -93,15 +119,47 @@ export function previousInfo(value: unknown): RateLimitInfo | undefined {
  * The info after this middleware's limits, appended to what earlier middlewares applied; the binding
  * limit is the one closest to exhaustion over all of them (as `combineDecisions` picks).
  */
-export function appendInfo(previous: RateLimitInfo | undefined, own: readonly AppliedLimitInfo[]): RateLimitInfo {
+export function appendInfo(
+  previous: RateLimitInfo | undefined,
+  own: readonly AppliedLimitInfo[],
+  taken?: Taken,
+): RateLimitInfo {
   const limits = previous === undefined ? own : [...previous.limits, ...own];
-  if (limits.length === 1) return new Info(limits, limits[0] as AppliedLimitInfo);
+  const before = previous === undefined ? NONE : (previous as Info).taken;
+  const all = taken === undefined ? before : [...before, taken];
+  if (limits.length === 1) return new Info(limits, limits[0] as AppliedLimitInfo, all);
   // X-RateLimit-* describe a rate limit (they have a reset); a concurrency limit only when it rejected.
   const rated = limits.filter((l) => l.header.concurrent !== true || !l.decision.allowed);
   const among = rated.length > 0 ? rated : limits;
   const chosen = combineDecisions(among.map((l) => l.decision));
   const binding = among.find((l) => l.decision === chosen) ?? (among[0] as AppliedLimitInfo);
-  return new Info(limits, binding);
+  return new Info(limits, binding, all);
+}
+
+const NONE: readonly Taken[] = [];
+
+/**
+ * Gives back what earlier middlewares took for a request that is now rejected, and returns their info
+ * as it stands after (each given-back limit with its units back in `remaining`), or undefined.
+ */
+export async function giveBackEarlier(previous: RateLimitInfo | undefined): Promise<RateLimitInfo | undefined> {
+  if (previous === undefined) return undefined;
+  const taken = (previous as Info).taken;
+  if (taken.length === 0) return previous;
+  await Promise.all(taken.map((t) => t.giveBack()));
+  const limits = previous.limits.map((l) => {
+    const t = taken.find((x) => x.limits.includes(l));
+    if (t === undefined) return l;
+    const remaining = Math.min(l.decision.remaining + t.cost, l.header.quota);
+    return { ...l, decision: { ...l.decision, remaining } };
+  });
+  // Rebuilt with nothing taken: what was given back is never given back twice.
+  return appendInfo(new Info(limits, limits[0] as AppliedLimitInfo, NONE), []);
+}
+
+/** Whether what a middleware took for a request has been given back (its response then settles nothing). */
+export function givenBack(info: RateLimitInfo | undefined, taken: Taken): boolean {
+  return info !== undefined && !(info as Info).taken.includes(taken);
 }
 
 /** The limit `X-RateLimit-*` describe. */

@@ -38,6 +38,8 @@ export interface RequestAccess<Req> {
   headers(req: Req): Readonly<Record<string, string | readonly string[] | undefined>>;
   /** The framework's own proxy trust, for frameworks that have one. */
   readonly framework?: FrameworkTrust<Req>;
+  /** The framework's name (`'Express'`, `'Fastify'`, …), for messages that speak its users' language. */
+  readonly name?: string;
   /** What an earlier sluice middleware put on the request (`req.rateLimit`), so stacked ones list every policy. */
   rateLimitOf?(req: Req): unknown;
 }

@@ -22,6 +22,10 @@ export class RateLimitGuard implements CanActivate {
     const limiter = this.core.limiterFor(context.getClass(), context.getHandler());
     if (limiter === undefined) return true;
     const outcome = await limiter.decide(target);
+    // `req.rateLimit` for the handler, as the Express and Fastify adapters set it (not on a socket).
+    if (outcome.info !== undefined && target.type !== 'ws' && typeof target.request === 'object' && target.request) {
+      (target.request as { rateLimit?: unknown }).rateLimit = outcome.info;
+    }
     if (target.response !== undefined) setHeaders(target.response, outcome.headers as readonly string[]);
     if (outcome.pass) return true;
     throw await rejection(target, outcome);

@@ -63,6 +63,7 @@ function expressTrust(t: NestTarget): unknown {
 
 /** How the framework-neutral core reads a NestTarget. */
 export const nestAccess: RequestAccess<NestTarget> = {
+  name: 'NestJS',
   peer(t) {
     if (t.type === 'ws') {
       const c = t.request as WsClientLike | undefined;
@@ -81,6 +82,8 @@ export const nestAccess: RequestAccess<NestTarget> = {
     return req?.originalUrl ?? raw(t).url ?? '/';
   },
   headers: headersOf,
+  // An app-wide sluice middleware before the guard (sluice/express, sluice/fastify) leaves its info here.
+  rateLimitOf: (t) => (t.type === 'ws' ? undefined : (t.request as { rateLimit?: unknown } | undefined)?.rateLimit),
   // The platform's own proxy trust, unless sluice's `trustProxy` is given — as the Express and Fastify
   // adapters do: `req.ip` is the client as the platform resolved it. WebSocket messages have none.
   framework: {
