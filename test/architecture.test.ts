@@ -22,8 +22,9 @@ const ALLOWED: Record<string, readonly string[]> = {
   stores: ['core', 'algorithms'],
   limiter: ['core', 'algorithms', 'stores'],
   rules: ['core', 'algorithms', 'limiter', 'stores'],
-  http: ['core', 'limiter', 'rules', 'stores'],
-  adapters: ['http', 'limiter', 'core', 'stores'],
+  adaptive: ['core'],
+  http: ['core', 'limiter', 'rules', 'stores', 'adaptive'],
+  adapters: ['http', 'limiter', 'core', 'stores', 'adaptive'],
   client: ['core', 'algorithms', 'limiter', 'stores'],
   index: ['core', 'algorithms', 'limiter', 'stores'],
 };

@@ -75,6 +75,12 @@ describe('sluice (the library) entry points', () => {
     }
   });
 
+  it('sluice/adaptive is an entry point with createAdaptiveLimiter', async () => {
+    assert.ok(lib.exports['./adaptive'], './adaptive is not exported');
+    const mod = (await import('sluice/adaptive')) as { createAdaptiveLimiter?: unknown };
+    assert.equal(typeof mod.createAdaptiveLimiter, 'function');
+  });
+
   it('sluice/multi-region is an entry point with createMultiRegionStore', async () => {
     assert.ok(lib.exports['./multi-region'], './multi-region is not exported');
     const mod = (await import('sluice/multi-region')) as { createMultiRegionStore?: unknown };

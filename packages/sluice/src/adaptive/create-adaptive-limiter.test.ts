@@ -1,0 +1,229 @@
+import assert from 'node:assert/strict';
+import { describe, it, mock } from 'node:test';
+import fc from 'fast-check';
+import { createManualClock } from '../core/clock.js';
+import { isSluiceError } from '../core/errors.js';
+import { createAdaptiveLimiter } from './create-adaptive-limiter.js';
+import type { AdaptivePermit } from './decision.js';
+import { simulateService } from './simulate-service.js';
+
+const permit = (d: ReturnType<ReturnType<typeof createAdaptiveLimiter>['tryAcquire']>) => {
+  assert.ok(d.allowed, `expected a permit, got ${JSON.stringify(d)}`);
+  return d as AdaptivePermit;
+};
+
+describe('createAdaptiveLimiter: convergence on a simulated service (injected clock)', () => {
+  // 32 concurrent at 10 ms, offered 3× capacity; then the service time rises 5× for good.
+  const phases = (deadlineMs: number) => ({
+    deadlineMs,
+    sampleEveryMs: 500,
+    phases: [
+      { durationMs: 15_000, capacity: 32, serviceMs: 10, offeredPerMs: 9.6 },
+      { durationMs: 15_000, capacity: 32, serviceMs: 50, offeredPerMs: 9.6 },
+    ],
+  });
+  const settled = (timeline: { atMs: number; limit: number }[], fromMs: number, toMs: number) =>
+    timeline.filter((p) => p.atMs >= fromMs && p.atMs < toMs).map((p) => p.limit);
+
+  for (const algorithm of ['gradient2', 'vegas'] as const)
+    it(`${algorithm} settles near the capacity, before and within 10 s after the slowdown`, () => {
+      const clock = createManualClock(0);
+      const limiter = createAdaptiveLimiter({ algorithm, initialLimit: 10, maxLimit: 1000, clock });
+      const run = simulateService(limiter, { clock, ...phases(1000) });
+      // Latency-based: the limit stays near the 32 the service can run at once, never at the 1000 allowed.
+      for (const limit of settled(run.timeline, 5_000, 15_000)) assert.ok(limit >= 32 && limit <= 80, `${limit}`);
+      for (const limit of settled(run.timeline, 25_000, 30_000)) assert.ok(limit >= 24 && limit <= 80, `${limit}`);
+      // Every admitted request finished before its deadline (the queue never grew past 1 s), but for
+      // those still running when the run ended.
+      assert.ok((run.admitted.default as number) - (run.good.default as number) <= 80);
+      assert.equal(limiter.inFlight, 0);
+    });
+
+  it('aimd (loss-based) settles where the service starts dropping, and backs off after the slowdown', () => {
+    const clock = createManualClock(0);
+    const limiter = createAdaptiveLimiter({ algorithm: 'aimd', initialLimit: 10, maxLimit: 1000, clock });
+    // The service times out requests queued past twice the service time: drops start past 64 in flight.
+    const run = simulateService(limiter, { clock, ...phases(20) });
+    for (const limit of settled(run.timeline, 5_000, 15_000)) assert.ok(limit >= 32 && limit <= 80, `${limit}`);
+    // At 50 ms per request a 20 ms deadline drops everything: the limit falls to its floor.
+    for (const limit of settled(run.timeline, 20_000, 30_000)) assert.ok(limit <= 5, `${limit}`);
+  });
+
+  it('an app-limited service (demand below the limit) does not grow the limit', () => {
+    for (const algorithm of ['gradient2', 'vegas', 'aimd'] as const) {
+      const clock = createManualClock(0);
+      const limiter = createAdaptiveLimiter({ algorithm, initialLimit: 50, maxLimit: 1000, clock });
+      simulateService(limiter, {
+        clock,
+        phases: [{ durationMs: 10_000, capacity: 32, serviceMs: 10, offeredPerMs: 1 }],
+      });
+      assert.ok(limiter.limit <= 60, `${algorithm}: ${limiter.limit}`);
+    }
+  });
+});
+
+describe('createAdaptiveLimiter: priorities', () => {
+  it('a priority with demand is never refused below its guaranteed share (property, fixed limit)', () => {
+    const shares = fc
+      .array(fc.integer({ min: 1, max: 10 }), { minLength: 1, maxLength: 4 })
+      .map((w) => w.map((x) => x / w.reduce((a, b) => a + b, 0) - 1e-9));
+    const step = fc.record({
+      advanceMs: fc.integer({ min: 0, max: 900 }),
+      attempts: fc.array(fc.nat(3), { maxLength: 12 }),
+      releases: fc.array(fc.nat(1000), { maxLength: 12 }),
+    });
+    fc.assert(
+      fc.property(shares, fc.integer({ min: 4, max: 40 }), fc.array(step, { maxLength: 60 }), (w, limit, steps) => {
+        const clock = createManualClock(0);
+        const priorities = Object.fromEntries(w.map((s, i) => [`p${i}`, s]));
+        const limiter = createAdaptiveLimiter({
+          initialLimit: limit,
+          minLimit: limit,
+          maxLimit: limit,
+          priorities,
+          clock,
+        });
+        const held: AdaptivePermit[] = [];
+        // Every priority asks once at the start: from then on each has demand.
+        for (const name of limiter.priorities) {
+          const d = limiter.tryAcquire({ priority: name });
+          if (d.allowed) held.push(d);
+        }
+        for (const s of steps) {
+          clock.advance(s.advanceMs);
+          for (const n of [...s.attempts, ...limiter.priorities.keys()]) {
+            const name = limiter.priorities[n % w.length] as string;
+            const before = limiter.stats().priorities[name];
+            const d = limiter.tryAcquire({ priority: name });
+            if (d.allowed) held.push(d);
+            else assert.ok(before && before.inFlight >= before.guaranteed, `${name} refused below its share`);
+            assert.ok(limiter.inFlight <= limit);
+          }
+          for (const r of s.releases) {
+            if (held.length === 0) break;
+            held.splice(r % held.length, 1)[0]?.release('ignore');
+          }
+        }
+        for (const p of held) p.release('ignore');
+        assert.equal(limiter.inFlight, 0);
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it('a priority borrows what idle ones leave, and the borrower is refused first when they return', () => {
+    const clock = createManualClock(0);
+    const limiter = createAdaptiveLimiter({
+      initialLimit: 10,
+      minLimit: 10,
+      maxLimit: 10,
+      priorities: { critical: 0.5, batch: 0.5 },
+      clock,
+    });
+    const batch = Array.from({ length: 10 }, () => permit(limiter.tryAcquire({ priority: 'batch' })));
+    assert.equal(limiter.inFlight, 10);
+    // critical returns: it is refused only while batch holds its borrowed places...
+    assert.equal(limiter.tryAcquire({ priority: 'critical' }).allowed, false);
+    batch.pop()?.release('ignore');
+    // ...and a freed place goes to critical, not back to batch.
+    assert.equal(limiter.tryAcquire({ priority: 'batch' }).allowed, false);
+    const critical = permit(limiter.tryAcquire({ priority: 'critical' }));
+    assert.equal(limiter.stats().priorities.batch?.shed, 1);
+    for (const p of [...batch, critical]) p.release('ignore');
+    assert.equal(limiter.inFlight, 0);
+  });
+
+  it('an unknown priority is a coded error; no priority means the least important', () => {
+    const limiter = createAdaptiveLimiter({ priorities: { critical: 0.6, batch: 0.4 } });
+    assert.throws(() => limiter.tryAcquire({ priority: 'urgent' }), { code: 'ERR_SLUICE_ADAPTIVE_UNKNOWN_PRIORITY' });
+    const d = permit(limiter.tryAcquire());
+    assert.equal(d.priority, 'batch');
+    d.release();
+  });
+});
+
+describe('createAdaptiveLimiter: queue', () => {
+  it('waits for a freed place, most important first, bounded in size and time', async () => {
+    mock.timers.enable({ apis: ['setTimeout'] });
+    try {
+      const limiter = createAdaptiveLimiter({
+        initialLimit: 2,
+        minLimit: 2,
+        maxLimit: 2,
+        priorities: { critical: 0.5, batch: 0.5 },
+        queue: { size: 2, timeoutMs: 500 },
+      });
+      const held = [
+        permit(await limiter.acquire({ priority: 'batch' })),
+        permit(await limiter.acquire({ priority: 'batch' })),
+      ];
+      const batchWait = limiter.acquire({ priority: 'batch' });
+      const batchWait2 = limiter.acquire({ priority: 'batch' });
+      assert.equal(limiter.queued, 2);
+      // Full: a critical arrival takes the newest batch waiter's place.
+      const criticalWait = limiter.acquire({ priority: 'critical' });
+      const evicted = await batchWait2;
+      assert.equal(evicted.allowed || evicted.reason, 'queue-full');
+      held.pop()?.release('ignore');
+      const critical = permit(await criticalWait);
+      assert.equal(critical.priority, 'critical');
+      // The remaining batch waiter times out: nothing was freed within 500 ms.
+      mock.timers.tick(500);
+      const timedOut = await batchWait;
+      assert.equal(timedOut.allowed || timedOut.reason, 'queue-timeout');
+      assert.equal(limiter.queued, 0);
+      critical.release('ignore');
+      held.pop()?.release('ignore');
+      assert.equal(limiter.inFlight, 0);
+      assert.equal(limiter.stats().priorities.batch?.shed, 2);
+    } finally {
+      mock.timers.reset();
+    }
+  });
+
+  it('an aborted waiter leaves the queue and holds nothing', async () => {
+    const limiter = createAdaptiveLimiter({ initialLimit: 1, minLimit: 1, maxLimit: 1, queue: { size: 4 } });
+    const held = permit(await limiter.acquire());
+    const controller = new AbortController();
+    const waiting = limiter.acquire({ signal: controller.signal });
+    controller.abort();
+    const d = await waiting;
+    assert.equal(d.allowed || d.reason, 'aborted');
+    held.release();
+    assert.equal(limiter.inFlight, 0);
+    assert.equal(limiter.queued, 0);
+  });
+});
+
+describe('createAdaptiveLimiter: misuse gets coded errors', () => {
+  it('bad options', () => {
+    const bad: [unknown, `ERR_SLUICE_${string}`][] = [
+      [{ algorithm: 'bbr' }, 'ERR_SLUICE_ADAPTIVE_INVALID_OPTION'],
+      [{ minLimit: 0 }, 'ERR_SLUICE_ADAPTIVE_INVALID_OPTION'],
+      [{ minLimit: 10, maxLimit: 5 }, 'ERR_SLUICE_ADAPTIVE_INVALID_OPTION'],
+      [{ initialLimit: 2000 }, 'ERR_SLUICE_ADAPTIVE_INVALID_OPTION'],
+      [{ priorities: { a: 0.7, b: 0.7 } }, 'ERR_SLUICE_ADAPTIVE_INVALID_OPTION'],
+      [{ priorities: { a: -1 } }, 'ERR_SLUICE_ADAPTIVE_INVALID_OPTION'],
+      [{ priorities: {} }, 'ERR_SLUICE_ADAPTIVE_INVALID_OPTION'],
+      [{ queue: { size: 0 } }, 'ERR_SLUICE_ADAPTIVE_INVALID_OPTION'],
+      [{ queue: { size: 5, timeoutMs: 1.5 } }, 'ERR_SLUICE_ADAPTIVE_INVALID_OPTION'],
+      [{ limit: 5 }, 'ERR_SLUICE_UNKNOWN_OPTION'],
+    ];
+    for (const [options, code] of bad)
+      assert.throws(
+        () => createAdaptiveLimiter(options as never),
+        (e) => isSluiceError(e, code) && e.message.length > 20,
+        JSON.stringify(options),
+      );
+  });
+
+  it('a double release or an unknown outcome', () => {
+    const limiter = createAdaptiveLimiter();
+    const p = permit(limiter.tryAcquire());
+    assert.throws(() => p.release('ok' as never), { code: 'ERR_SLUICE_ADAPTIVE_INVALID_OUTCOME' });
+    assert.equal(limiter.inFlight, 1, 'a refused release holds the place still');
+    p.release('dropped');
+    assert.throws(() => p.release(), { code: 'ERR_SLUICE_ADAPTIVE_ALREADY_RELEASED' });
+    assert.equal(limiter.inFlight, 0);
+  });
+});

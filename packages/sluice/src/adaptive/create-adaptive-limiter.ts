@@ -1,0 +1,175 @@
+/**
+ * `createAdaptiveLimiter`: a concurrency limit that follows the protected service's measured latency
+ * (Gradient2, Vegas or AIMD), split into guaranteed shares by priority, with an optional bounded queue.
+ */
+import { SluiceError } from '../core/errors.js';
+import { createAimd } from './aimd.js';
+import type { AdaptiveDecision, AdaptivePermit, AdaptiveRejectReason, AdaptiveStats } from './decision.js';
+import { createGradient2 } from './gradient2.js';
+import type { LimitAlgorithm } from './limit-algorithm.js';
+import { type AdaptiveLimiterOptions, resolveAdaptiveOptions } from './options.js';
+import { takePermit } from './permit.js';
+import { createPriorityBook, fits, priorityFigures } from './priority-book.js';
+import { createSampleWindow } from './sample-window.js';
+import { createVegas } from './vegas.js';
+import { createWaitQueue, type Waiter } from './wait-queue.js';
+
+/** What to acquire a place for. */
+export interface AcquireOptions {
+  /** One of the limiter's priorities. @default the least important one */
+  priority?: string;
+  /** Gives up waiting in the queue when aborted (a client that went away). */
+  signal?: AbortSignal;
+}
+
+/** A latency-driven concurrency limiter. */
+export interface AdaptiveLimiter {
+  /** Takes a place, waiting in the queue if one is configured; never rejects for overload. */
+  acquire(options?: AcquireOptions): Promise<AdaptiveDecision>;
+  /** Takes a place now or refuses (never waits): the hot path for callers without a queue. */
+  tryAcquire(options?: AcquireOptions): AdaptiveDecision;
+  /** The current limit (whole requests in flight). */
+  readonly limit: number;
+  /** Requests holding a place now. */
+  readonly inFlight: number;
+  /** Requests waiting in the queue now. */
+  readonly queued: number;
+  /** The priorities, most important first. */
+  readonly priorities: readonly string[];
+  /** Limit, in-flight, queue and per-priority figures. */
+  stats(): AdaptiveStats;
+}
+
+/** How long a refused request is told to wait: overload passes in about a second or it does not. */
+const RETRY_AFTER_MS = 1000;
+
+function algorithmOf(options: AdaptiveLimiterOptions, name: string): LimitAlgorithm {
+  if (name === 'aimd') return createAimd(options.aimd);
+  if (name === 'vegas') return createVegas(options.vegas);
+  return createGradient2(options.gradient2);
+}
+
+/**
+ * Creates an adaptive limiter.
+ * @example
+ * const limiter = createAdaptiveLimiter({ algorithm: 'gradient2', priorities: { critical: 0.5, batch: 0.5 } });
+ * const permit = await limiter.acquire({ priority: 'critical' });
+ * if (!permit.allowed) return reply503(permit.retryAfterMs);
+ * try { await work(); permit.release('success'); } catch (e) { permit.release('dropped'); throw e; }
+ */
+export function createAdaptiveLimiter(options: AdaptiveLimiterOptions = {}): AdaptiveLimiter {
+  const resolved = resolveAdaptiveOptions(options);
+  const { clock, minLimit, maxLimit, names } = resolved;
+  const algorithm = algorithmOf(options, resolved.algorithm);
+  const book = createPriorityBook(names, resolved.shares);
+  const queue = resolved.queue && createWaitQueue(resolved.queue.size, book.waiting);
+  const admitted = names.map(() => 0);
+  const shed = names.map(() => 0);
+  const index = new Map(names.map((name, i) => [name, i]));
+  const window = createSampleWindow();
+  let estimate = resolved.initialLimit;
+  let limit = resolved.initialLimit;
+
+  function priorityIndex(priority: string | undefined): number {
+    if (priority === undefined) return names.length - 1;
+    const i = index.get(priority);
+    if (i === undefined)
+      throw new SluiceError(
+        'ERR_SLUICE_ADAPTIVE_UNKNOWN_PRIORITY',
+        `priority '${String(priority)}' is not one of ${names.join(', ')}; add it to priorities or pass a known one`,
+        { option: 'priority' },
+      );
+    return i;
+  }
+
+  function reject(i: number, reason: AdaptiveRejectReason): AdaptiveDecision {
+    shed[i] = (shed[i] as number) + 1;
+    const priority = names[i] as string;
+    return { allowed: false, priority, reason, limit, inFlight: book.total, retryAfterMs: RETRY_AFTER_MS };
+  }
+
+  function grant(i: number): AdaptivePermit {
+    admitted[i] = (admitted[i] as number) + 1;
+    return takePermit(book, i, clock, (sample) => {
+      const summary = sample && window.add(sample, limit);
+      if (summary !== undefined) {
+        estimate = Math.min(maxLimit, Math.max(minLimit, algorithm.update(estimate, summary)));
+        limit = Math.floor(estimate);
+      }
+      drain();
+    });
+  }
+
+  /** Hands freed places to waiters, most important first; a priority that does not fit lets the next try. */
+  function drain(): void {
+    if (queue === undefined || queue.size === 0) return;
+    const nowMs = clock.now();
+    for (let i = 0; i < names.length; i++) {
+      for (let head = queue.head(i); head !== undefined; head = queue.head(i)) {
+        if (!fits(book, i, limit, nowMs)) break;
+        queue.shift(i);
+        head.settle(true);
+      }
+    }
+  }
+
+  function tryAcquire(acquireOptions?: AcquireOptions): AdaptiveDecision {
+    const i = priorityIndex(acquireOptions?.priority);
+    const nowMs = clock.now();
+    book.lastDemandMs[i] = nowMs;
+    return fits(book, i, limit, nowMs) ? grant(i) : reject(i, 'limit');
+  }
+
+  function wait(i: number, signal: AbortSignal | undefined): Promise<AdaptiveDecision> {
+    const { timeoutMs } = resolved.queue as { timeoutMs: number };
+    return new Promise((resolve) => {
+      const waiter: Waiter = {
+        priority: i,
+        settle(result) {
+          clearTimeout(timer);
+          signal?.removeEventListener('abort', onAbort);
+          resolve(result === true ? grant(i) : reject(i, result));
+        },
+      };
+      const giveUp = (reason: AdaptiveRejectReason) => queue?.remove(waiter) && waiter.settle(reason);
+      const onAbort = () => giveUp('aborted');
+      const timer = setTimeout(() => giveUp('queue-timeout'), timeoutMs);
+      (timer as { unref?: () => void }).unref?.();
+      signal?.addEventListener('abort', onAbort, { once: true });
+      if (!queue?.push(waiter)) {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        resolve(reject(i, 'queue-full'));
+      }
+    });
+  }
+
+  return {
+    tryAcquire,
+    async acquire(acquireOptions) {
+      const decision = tryAcquire(acquireOptions);
+      if (decision.allowed || queue === undefined) return decision;
+      const i = index.get(decision.priority) as number;
+      shed[i] = (shed[i] as number) - 1; // Not shed yet: it waits.
+      if (acquireOptions?.signal?.aborted) return reject(i, 'aborted');
+      return wait(i, acquireOptions?.signal);
+    },
+    get limit() {
+      return limit;
+    },
+    get inFlight() {
+      return book.total;
+    },
+    get queued() {
+      return queue?.size ?? 0;
+    },
+    priorities: names,
+    stats: () => ({
+      algorithm: resolved.algorithm,
+      limit,
+      inFlight: book.total,
+      queued: queue?.size ?? 0,
+      priorities: priorityFigures(book, limit, admitted, shed),
+    }),
+  };
+}

@@ -1,0 +1,25 @@
+/**
+ * The contract every adaptive limit algorithm meets: it sees one measured request at a time and
+ * answers the concurrency limit it now believes the protected service can take.
+ */
+
+/** One finished request, as the algorithm sees it. */
+export interface LimitSample {
+  /** How long the request was in flight, in milliseconds. */
+  rttMs: number;
+  /** Requests in flight when it started, itself included. */
+  inFlight: number;
+  /** True when the caller attributed the outcome to overload (timeout, 5xx, shed downstream). */
+  dropped: boolean;
+  /** When it finished, on the limiter's clock (ms). */
+  atMs: number;
+}
+
+/** An adaptive limit algorithm: a step from the current limit and one sample to the next limit. */
+export interface LimitAlgorithm {
+  /** Feeds one sample; answers the new limit (a real number; the limiter clamps and floors it). */
+  update(limit: number, sample: LimitSample): number;
+}
+
+/** Names of the built-in algorithms. */
+export type AdaptiveAlgorithmName = 'gradient2' | 'vegas' | 'aimd';

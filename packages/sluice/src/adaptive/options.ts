@@ -1,0 +1,140 @@
+/**
+ * The options of `createAdaptiveLimiter`, validated once into a resolved form; every problem is a
+ * SluiceError with a code and a message that says what to write instead.
+ */
+import type { Clock } from '../core/clock.js';
+import { systemClock } from '../core/clock.js';
+import { SluiceError } from '../core/errors.js';
+import type { AimdOptions } from './aimd.js';
+import type { Gradient2Options } from './gradient2.js';
+import type { AdaptiveAlgorithmName } from './limit-algorithm.js';
+import type { VegasOptions } from './vegas.js';
+
+/** A bounded wait for a place instead of an immediate rejection. */
+export interface AdaptiveQueueOptions {
+  /** Most requests waiting at once, all priorities together. */
+  size: number;
+  /** How long a request may wait before it is rejected. @default 1000 */
+  timeoutMs?: number;
+}
+
+/** Options of `createAdaptiveLimiter`. */
+export interface AdaptiveLimiterOptions {
+  /** How the limit follows the measured latency. @default 'gradient2' */
+  algorithm?: AdaptiveAlgorithmName;
+  /** The limit before anything was measured. @default 20 */
+  initialLimit?: number;
+  /** The limit never goes below this. @default 1 */
+  minLimit?: number;
+  /** The limit never goes above this. @default 1000 */
+  maxLimit?: number;
+  /**
+   * Guaranteed shares of the limit by priority, most important first (e.g. `{ critical: 0.5, normal:
+   * 0.3, batch: 0.2 }`); shares add up to at most 1. A priority may borrow what the others leave
+   * unused; the last is shed first. @default { default: 1 }
+   */
+  priorities?: Record<string, number>;
+  /** Wait for a place (bounded) instead of rejecting at once. @default no queue */
+  queue?: AdaptiveQueueOptions;
+  /** Per-algorithm tuning; the defaults suit most services. */
+  aimd?: AimdOptions;
+  vegas?: VegasOptions;
+  gradient2?: Gradient2Options;
+  /** Where time is read (latency and demand); injected in tests. @default the system clock */
+  clock?: Clock;
+}
+
+/** The options after validation. */
+export interface ResolvedAdaptiveOptions {
+  algorithm: AdaptiveAlgorithmName;
+  initialLimit: number;
+  minLimit: number;
+  maxLimit: number;
+  /** Priority names, most important first, and their shares in the same order. */
+  names: string[];
+  shares: number[];
+  queue: { size: number; timeoutMs: number } | undefined;
+  clock: Clock;
+}
+
+const ALGORITHMS: readonly AdaptiveAlgorithmName[] = ['gradient2', 'vegas', 'aimd'];
+const KNOWN = new Set([
+  'algorithm',
+  'initialLimit',
+  'minLimit',
+  'maxLimit',
+  'priorities',
+  'queue',
+  'aimd',
+  'vegas',
+  'gradient2',
+  'clock',
+]);
+
+const invalid = (option: string, message: string) =>
+  new SluiceError('ERR_SLUICE_ADAPTIVE_INVALID_OPTION', `${option}: ${message}`, { option });
+
+function wholeNumber(value: unknown, option: string, min: number): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > 1_000_000)
+    throw invalid(option, `${String(value)} is not a whole number between ${min} and 1000000`);
+  return value;
+}
+
+function resolvePriorities(priorities: Record<string, number> | undefined): { names: string[]; shares: number[] } {
+  if (priorities === undefined) return { names: ['default'], shares: [1] };
+  if (typeof priorities !== 'object' || priorities === null)
+    throw invalid('priorities', 'give an object of shares, e.g. { critical: 0.5, normal: 0.3, batch: 0.2 }');
+  const names = Object.keys(priorities);
+  if (names.length === 0 || names.length > 16) throw invalid('priorities', 'give between 1 and 16 priorities');
+  const shares = names.map((name) => {
+    const share = priorities[name];
+    if (typeof share !== 'number' || !(share >= 0 && share <= 1))
+      throw invalid(`priorities.${name}`, `${String(share)} is not a share between 0 and 1`);
+    return share;
+  });
+  const total = shares.reduce((a, b) => a + b, 0);
+  if (total > 1 + 1e-9)
+    throw invalid('priorities', `the shares add up to ${total.toFixed(3)}; they are shares of one limit, at most 1`);
+  return { names, shares };
+}
+
+function resolveQueue(queue: AdaptiveQueueOptions | undefined): ResolvedAdaptiveOptions['queue'] {
+  if (queue === undefined) return undefined;
+  if (typeof queue !== 'object' || queue === null) throw invalid('queue', 'give { size, timeoutMs }');
+  const size = wholeNumber(queue.size, 'queue.size', 1);
+  const timeoutMs = wholeNumber(queue.timeoutMs ?? 1000, 'queue.timeoutMs', 1);
+  return { size, timeoutMs };
+}
+
+/** Validates the options of `createAdaptiveLimiter`; throws ERR_SLUICE_ADAPTIVE_INVALID_OPTION. */
+export function resolveAdaptiveOptions(options: AdaptiveLimiterOptions = {}): ResolvedAdaptiveOptions {
+  for (const key of Object.keys(options))
+    if (!KNOWN.has(key))
+      throw new SluiceError(
+        'ERR_SLUICE_UNKNOWN_OPTION',
+        `${key}: not an option of createAdaptiveLimiter (known: ${[...KNOWN].join(', ')})`,
+        { option: key },
+      );
+  const algorithm = options.algorithm ?? 'gradient2';
+  if (!ALGORITHMS.includes(algorithm))
+    throw invalid('algorithm', `'${String(algorithm)}' is not one of ${ALGORITHMS.join(', ')}`);
+  const minLimit = wholeNumber(options.minLimit ?? 1, 'minLimit', 1);
+  const maxLimit = wholeNumber(options.maxLimit ?? 1000, 'maxLimit', 1);
+  if (minLimit > maxLimit) throw invalid('minLimit', `${minLimit} is above maxLimit (${maxLimit}); swap them`);
+  const initialLimit = wholeNumber(
+    options.initialLimit ?? Math.min(Math.max(20, minLimit), maxLimit),
+    'initialLimit',
+    1,
+  );
+  if (initialLimit < minLimit || initialLimit > maxLimit)
+    throw invalid('initialLimit', `${initialLimit} is outside minLimit..maxLimit (${minLimit}..${maxLimit})`);
+  return {
+    algorithm,
+    initialLimit,
+    minLimit,
+    maxLimit,
+    ...resolvePriorities(options.priorities),
+    queue: resolveQueue(options.queue),
+    clock: options.clock ?? systemClock,
+  };
+}

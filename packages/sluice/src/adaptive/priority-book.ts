@@ -1,0 +1,83 @@
+/**
+ * The book of who holds how much of the limit: per-priority in-flight counts, guaranteed shares, and
+ * the rule that says whether one more request of a priority fits.
+ */
+
+import type { PriorityFigures } from './decision.js';
+
+/** How long a priority counts as wanting its share after it last asked for a place. */
+export const DEMAND_WINDOW_MS = 1000;
+
+/** Per-priority counters, most important first. */
+export interface PriorityBook {
+  readonly names: readonly string[];
+  readonly shares: readonly number[];
+  readonly inFlight: number[];
+  total: number;
+  /** Time of each priority's last request, for "has demand". */
+  readonly lastDemandMs: number[];
+  /** Waiting requests per priority (kept by the queue, read here). */
+  readonly waiting: number[];
+}
+
+/** Creates an empty book. */
+export function createPriorityBook(names: readonly string[], shares: readonly number[]): PriorityBook {
+  const zeros = () => names.map(() => 0);
+  return {
+    names,
+    shares,
+    inFlight: zeros(),
+    total: 0,
+    lastDemandMs: names.map(() => Number.NEGATIVE_INFINITY),
+    waiting: zeros(),
+  };
+}
+
+/** The places guaranteed to priority `i` under `limit` (whole places, rounded down). */
+export const guaranteed = (book: PriorityBook, i: number, limit: number) =>
+  Math.floor((book.shares[i] as number) * limit);
+
+function hasDemand(book: PriorityBook, i: number, nowMs: number): boolean {
+  return (
+    (book.inFlight[i] as number) > 0 ||
+    (book.waiting[i] as number) > 0 ||
+    nowMs - (book.lastDemandMs[i] as number) < DEMAND_WINDOW_MS
+  );
+}
+
+/**
+ * Whether one more request of priority `i` fits: always within its own guarantee (while the limit
+ * has room), and beyond it only into places no other priority with demand is guaranteed. So a
+ * priority borrows what idle ones leave, and a borrower is the first to be refused once they return.
+ */
+export function fits(book: PriorityBook, i: number, limit: number, nowMs: number): boolean {
+  if (book.total >= limit) return false;
+  if ((book.inFlight[i] as number) < guaranteed(book, i, limit)) return true;
+  let reserved = 0;
+  for (let q = 0; q < book.names.length; q++) {
+    if (q === i || !hasDemand(book, q, nowMs)) continue;
+    reserved += Math.max(0, guaranteed(book, q, limit) - (book.inFlight[q] as number));
+  }
+  return book.total + 1 + reserved <= limit;
+}
+
+/** Per-priority figures for `stats()`; `admitted` and `shed` are counted by the limiter. */
+export function priorityFigures(
+  book: PriorityBook,
+  limit: number,
+  admitted: readonly number[],
+  shed: readonly number[],
+): Record<string, PriorityFigures> {
+  const figures: Record<string, PriorityFigures> = {};
+  book.names.forEach((name, i) => {
+    figures[name] = {
+      share: book.shares[i] as number,
+      guaranteed: guaranteed(book, i, limit),
+      inFlight: book.inFlight[i] as number,
+      queued: book.waiting[i] as number,
+      admitted: admitted[i] as number,
+      shed: shed[i] as number,
+    };
+  });
+  return figures;
+}
