@@ -3,6 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { isSluiceError } from 'sluice';
 import { EXAMPLE_CONFIG, LOG_LEVELS, startService } from '../../index.js';
 import type { Command } from '../command.js';
+import { watchParent } from '../parent-watch.js';
 import { LIMIT_FLAGS_HELP, LimitFlagError } from './limit-flags.js';
 import { MULTI_REGION_HELP } from './serve-multi-region.js';
 import { serveOptions, UsageError } from './serve-options.js';
@@ -16,7 +17,8 @@ Runs the rate-limit service:
   HTTP  POST /json, POST /v1/check, GET /healthcheck, GET /metrics, /admin/..., the dashboard at /
   with --upstream, a gateway that applies the config's http: rules and proxies to the upstream.
 Without --config it uses a built-in example rule set (printed at start); without Redis, an in-memory store.
-Logs are JSON lines on stdout. SIGTERM or SIGINT stops it gracefully (in-flight requests finish; exit 0).
+Logs are JSON lines on stdout. SIGTERM or SIGINT stops it gracefully (in-flight requests finish; exit 0);
+so does the end of the npm process that started it (npx sluice serve, npm start), which npm 11 does not signal.
 
 options:
   --config PATH          rules file or directory; repeat for several          [env SLUICE_CONFIG, comma-separated]
@@ -110,14 +112,18 @@ export const serveCommand: Command = {
     }
     return new Promise<number>((resolve) => {
       let stopping = false;
-      const stop = (signal: NodeJS.Signals) => {
+      const stop = (signal: NodeJS.Signals | 'parent-exit') => {
         if (stopping) {
           // A second signal: the operator does not want to wait.
           service.logger.warn({ signal }, 'second signal; exiting now');
           process.exit(1);
         }
         stopping = true;
-        service.logger.info({ signal }, 'shutting down');
+        unwatch();
+        service.logger.info(
+          { signal },
+          signal === 'parent-exit' ? 'the npm process that started sluice exited; shutting down' : 'shutting down',
+        );
         service.close().then(
           () => {
             // Should anything still hold the event loop (a stuck socket), do not hang the exit.
@@ -130,6 +136,7 @@ export const serveCommand: Command = {
           },
         );
       };
+      const unwatch = watchParent(() => stop('parent-exit'));
       process.on('SIGTERM', stop);
       process.on('SIGINT', stop);
     });
