@@ -3,10 +3,15 @@
  * (or a jittered backoff) and sends again, within budgets of retries and total wait, and only when a retry is safe.
  */
 import { SluiceError } from '../core/errors.js';
+import { createAdaptiveThrottle } from './adaptive-throttle.js';
 import { fullJitterBackoff } from './backoff.js';
 import { type ClientOptions, resolveClientOptions } from './options.js';
 import { createPacer } from './pacer.js';
+import { createRetryBudget } from './retry-budget.js';
 import { retryHint } from './retry-hint.js';
+
+/** Answers that say the backend did not take the request (for adaptive throttling). */
+const REFUSALS = new Set([429, 503]);
 
 /** `fetch`'s options, plus per-request overrides of the client's retry budget. */
 export interface ClientRequestInit extends RequestInit {
@@ -43,6 +48,24 @@ export interface Client {
 export function createClient(options: ClientOptions = {}): Client {
   const o = resolveClientOptions(options);
   const pacer = o.pace === undefined ? undefined : createPacer(o.pace, o.clock, o.sleep);
+  const throttle = o.adaptiveThrottle && createAdaptiveThrottle(o.adaptiveThrottle, o.clock, o.random);
+  const retryBudget = o.retryBudget && createRetryBudget(o.retryBudget, o.clock);
+
+  /** Sends once, telling the throttle whether the backend took it. */
+  async function attempt(input: string | URL | Request, init: RequestInit): Promise<Response> {
+    if (throttle === undefined) return o.fetch(input, init);
+    let response: Response;
+    try {
+      response = await o.fetch(input, init);
+    } catch (error) {
+      // Network errors and timeouts are the backend not taking it; the caller's own abort (not a
+      // TimeoutError) says nothing of the backend, so it is booked as taken: it weighs on neither side.
+      if ((error as { name?: string })?.name === 'AbortError') throttle.accepted();
+      throw error;
+    }
+    if (!REFUSALS.has(response.status)) throttle.accepted();
+    return response;
+  }
 
   async function send(input: string | URL | Request, init: ClientRequestInit = {}): Promise<Response> {
     const { retries: retriesOverride, maxWaitMs: maxWaitOverride, ...fetchInit } = init;
@@ -54,10 +77,14 @@ export function createClient(options: ClientOptions = {}): Client {
     const retryable =
       canSendAgain(request, fetchInit) && (o.retryMethods.has(method) || hasIdempotencyKey(request, fetchInit));
     let waited = 0;
+    retryBudget?.request();
+    if (throttle?.refuse()) throw throttled(throttle.probability());
     for (let retry = 0; ; retry++) {
       if (pacer !== undefined) await pacer.take(signal);
-      const response = await o.fetch(input, fetchInit);
+      const response = await attempt(input, fetchInit);
       if (!retryable || retry >= retries || !o.retryOn.has(response.status)) return response;
+      // A retry the budget or the throttle refuses: the backend's own answer is the best one left.
+      if (retryBudget?.tryRetry() === false || throttle?.refuse()) return response;
       const left = maxWaitMs - waited;
       const hint = retryHint(response.headers, o.clock.now());
       let waitMs: number;
@@ -85,6 +112,13 @@ export function createClient(options: ClientOptions = {}): Client {
   }
 
   return { fetch: send };
+}
+
+function throttled(probability: number): SluiceError {
+  return new SluiceError(
+    'ERR_SLUICE_CLIENT_THROTTLED',
+    `not sent: the backend has been refusing requests, so this client refuses ${Math.round(probability * 100)} % of them locally (adaptiveThrottle); it sends more as the backend accepts again`,
+  );
 }
 
 function budget(value: number | undefined, option: string, fallback: number): number {

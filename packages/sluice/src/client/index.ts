@@ -10,6 +10,7 @@
  * const res = await api.fetch('https://api.example.com/items', { signal: AbortSignal.timeout(10_000) });
  * @packageDocumentation
  */
+export type { AdaptiveThrottleOptions } from './adaptive-throttle.js';
 export { fullJitterBackoff } from './backoff.js';
 export type { Client, ClientRequestInit } from './create-client.js';
 export { createClient } from './create-client.js';
@@ -17,6 +18,7 @@ export type { ClientOptions, PaceOptions, RetryInfo } from './options.js';
 export { IDEMPOTENT_METHODS } from './options.js';
 export type { Pacer } from './pacer.js';
 export { createPacer } from './pacer.js';
+export type { RetryBudgetOptions } from './retry-budget.js';
 export type { HeaderReader, RetryHint, RetryHintSource } from './retry-hint.js';
 export { parseRateLimitField, parseRetryAfter, parseXRateLimitReset, retryHint } from './retry-hint.js';
 export type { Sleep } from './sleep.js';

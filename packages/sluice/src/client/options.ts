@@ -7,6 +7,8 @@ import { systemClock } from '../core/clock.js';
 import type { Duration } from '../core/duration.js';
 import { SluiceError } from '../core/errors.js';
 import { type ResolvedPolicy, resolvePolicy } from '../core/policy.js';
+import { type AdaptiveThrottleOptions, resolveAdaptiveThrottle } from './adaptive-throttle.js';
+import { type RetryBudgetOptions, resolveRetryBudget } from './retry-budget.js';
 import type { RetryHintSource } from './retry-hint.js';
 import { abortable, type Sleep, timerSleep } from './sleep.js';
 
@@ -59,6 +61,15 @@ export interface ClientOptions {
   rate?: PaceOptions | number;
   /** Called before each wait for a retry (for logs and metrics). */
   onRetry?: (info: RetryInfo) => void;
+  /**
+   * Client-side adaptive throttling: when the backend accepts less than it is sent (429, 503, network
+   * errors, timeouts), refuse a share of requests locally — they fail at once with
+   * ERR_SLUICE_CLIENT_THROTTLED — so clients stop piling onto an overloaded or dead backend.
+   * @default off
+   */
+  adaptiveThrottle?: boolean | AdaptiveThrottleOptions;
+  /** Retries at most a share of the requests sent over a window (`true`: 10 % plus 10 per 10 s). @default off */
+  retryBudget?: boolean | RetryBudgetOptions;
   /** Where time comes from (tests inject a manual clock). @default the system clock */
   clock?: Clock;
   /** How to wait (tests inject one that advances a manual clock). @default a timer */
@@ -78,6 +89,8 @@ export interface ResolvedClientOptions {
   readonly retryMethods: ReadonlySet<string>;
   readonly pace: ResolvedPolicy | undefined;
   readonly onRetry: ((info: RetryInfo) => void) | undefined;
+  readonly adaptiveThrottle: Required<AdaptiveThrottleOptions> | undefined;
+  readonly retryBudget: Required<RetryBudgetOptions> | undefined;
   readonly clock: Clock;
   readonly sleep: Sleep;
   readonly random: () => number;
@@ -96,6 +109,8 @@ const KNOWN = new Set([
   'retryMethods',
   'rate',
   'onRetry',
+  'adaptiveThrottle',
+  'retryBudget',
   'clock',
   'sleep',
   'random',
@@ -144,6 +159,8 @@ export function resolveClientOptions(options: ClientOptions = {}): ResolvedClien
     retryMethods: new Set(retryMethods.map((m) => m.toUpperCase())),
     pace: resolvePace(options.rate),
     onRetry: options.onRetry,
+    adaptiveThrottle: resolveAdaptiveThrottle(options.adaptiveThrottle),
+    retryBudget: resolveRetryBudget(options.retryBudget),
     clock,
     // Whatever the injected sleep does with the signal, an abort ends the wait at once.
     sleep: (ms, signal) => abortable(userSleep(ms, signal), signal),

@@ -1,0 +1,131 @@
+import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { createManualClock } from '../core/clock.js';
+import { isSluiceError } from '../core/errors.js';
+import { createClient } from './create-client.js';
+
+/** A seeded random in [0, 1) (mulberry32), so refusals are the same on every run. */
+function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const listen = (server: Server) =>
+  new Promise<string>((resolve) =>
+    server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`)),
+  );
+
+/** A fetch that counts what really went out on the network. */
+function counting() {
+  const counts = { sent: 0 };
+  const wrapped: typeof fetch = (input, init) => {
+    counts.sent++;
+    return fetch(input, init);
+  };
+  return { counts, fetch: wrapped };
+}
+
+describe('client: adaptive throttling against real servers', () => {
+  let deadUrl: string;
+  let slow: Server;
+  let slowUrl: string;
+  let healthy: Server;
+  let healthyUrl: string;
+  before(async () => {
+    // A dead backend: a port that was listening and is closed (connection refused).
+    const gone = createServer();
+    deadUrl = await listen(gone);
+    await new Promise((r) => gone.close(r));
+    slow = createServer((_req, res) => setTimeout(() => res.end('late'), 300).unref());
+    slowUrl = await listen(slow);
+    healthy = createServer((_req, res) => res.end('ok'));
+    healthyUrl = await listen(healthy);
+  });
+  after(() => {
+    slow.closeAllConnections();
+    slow.close();
+    healthy.close();
+  });
+
+  it('a dead backend: throttled clients soon stop sending (at most a tenth of 300 requests go out)', async () => {
+    const { counts, fetch } = counting();
+    const api = createClient({ fetch, retries: 0, adaptiveThrottle: true, random: seeded(1) });
+    let refusedLocally = 0;
+    for (let i = 0; i < 300; i++) {
+      await api.fetch(deadUrl).catch((e: unknown) => {
+        if (isSluiceError(e, 'ERR_SLUICE_CLIENT_THROTTLED')) refusedLocally++;
+      });
+    }
+    assert.equal(counts.sent + refusedLocally, 300);
+    assert.ok(counts.sent <= 30, `sent ${counts.sent} of 300 to a dead backend`);
+    // Without throttling, every one would have gone out.
+    const plain = counting();
+    const unthrottled = createClient({ fetch: plain.fetch, retries: 0 });
+    for (let i = 0; i < 20; i++) await unthrottled.fetch(deadUrl).catch(() => {});
+    assert.equal(plain.counts.sent, 20);
+  });
+
+  it('a slow backend: requests that time out count as refused', async () => {
+    const { counts, fetch } = counting();
+    const api = createClient({ fetch, retries: 0, adaptiveThrottle: { k: 2, windowMs: 60_000 }, random: seeded(2) });
+    const errors: string[] = [];
+    for (let i = 0; i < 40; i++)
+      await api.fetch(slowUrl, { signal: AbortSignal.timeout(20) }).catch((e: { name?: string; code?: string }) => {
+        errors.push(e.code ?? e.name ?? '?');
+      });
+    assert.equal(errors.length, 40);
+    assert.ok(errors.includes('ERR_SLUICE_CLIENT_THROTTLED'));
+    assert.ok(counts.sent < 20, `sent ${counts.sent} of 40 to a backend that always times out`);
+  });
+
+  it('sends normally again as the window forgets the outage (injected clock)', async () => {
+    const clock = createManualClock(0);
+    const { counts, fetch } = counting();
+    const api = createClient({ fetch, retries: 0, clock, adaptiveThrottle: { windowMs: 10_000 }, random: seeded(4) });
+    for (let i = 0; i < 100; i++) await api.fetch(deadUrl).catch(() => {});
+    const duringOutage = counts.sent;
+    clock.advance(11_000);
+    counts.sent = 0;
+    await api.fetch(healthyUrl);
+    assert.equal(counts.sent, 1, 'the first request after the window goes out');
+    assert.ok(duringOutage < 30);
+  });
+
+  it('bad options get coded errors', () => {
+    for (const adaptiveThrottle of [{ k: 0 }, { windowMs: 10 }, 'yes'])
+      assert.throws(() => createClient({ adaptiveThrottle: adaptiveThrottle as never }), {
+        code: 'ERR_SLUICE_INVALID_OPTION',
+      });
+    for (const retryBudget of [{ ratio: -1 }, { minRetries: 1.5 }, { windowMs: 5 }])
+      assert.throws(() => createClient({ retryBudget: retryBudget as never }), { code: 'ERR_SLUICE_INVALID_OPTION' });
+  });
+});
+
+describe('client: retry budget against a real server answering 503', () => {
+  it('retries at most minRetries plus a share of the requests', async () => {
+    const server = createServer((_req, res) => res.writeHead(503, { 'retry-after': '0' }).end());
+    const url = await listen(server);
+    try {
+      const { counts, fetch } = counting();
+      const api = createClient({
+        fetch,
+        retries: 3,
+        retryBudget: { ratio: 0.1, minRetries: 5, windowMs: 10_000 },
+        sleep: async () => {},
+      });
+      for (let i = 0; i < 100; i++) assert.equal((await api.fetch(url)).status, 503);
+      // Without a budget: 400 requests. With it: 100 first attempts, at most 5 + 10 % of 100 retries.
+      assert.ok(counts.sent <= 100 + 15, `sent ${counts.sent}`);
+      assert.ok(counts.sent >= 100 + 10, `sent ${counts.sent}: the budget still allows some retries`);
+    } finally {
+      server.close();
+    }
+  });
+});
