@@ -7,6 +7,7 @@ import { parseDuration } from 'sluice';
 import type { FailMode } from 'sluice/rules';
 import { envoyServiceOptions, isEnvoyStart } from '../../app/envoy-settings.js';
 import type { StoreOptions } from '../../app/service-options.js';
+import { strayEnvoySettingsWarning } from '../../app/stray-envoy-settings.js';
 import type { LogLevel, ServiceOptions } from '../../index.js';
 import { LOG_LEVELS } from '../../index.js';
 import { applyLimitFlags, LIMIT_FLAGS } from './limit-flags.js';
@@ -76,6 +77,8 @@ export function serveOptions(
   applyServiceFlags(values, env, options);
   applyLimitFlags(values, options);
   const warnings = base?.warnings ?? [];
+  const stray = envoy ? undefined : strayEnvoySettingsWarning(processEnv);
+  if (stray !== undefined) warnings.push(stray);
   const portsFile = values['ports-file'];
   return portsFile === undefined ? { options, warnings } : { options, warnings, portsFile };
 }
