@@ -11,6 +11,8 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, wr
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { gzipSync } from 'node:zlib';
+import { build } from 'esbuild';
 import { type RedisServerHandle, startRedis } from './helpers/redis-server.js';
 
 const root = resolve(import.meta.dirname, '..');
@@ -45,6 +47,40 @@ function project(name: string, pkg: Record<string, unknown>): string {
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name, version: '1.0.0', private: true, ...pkg }));
   return dir;
+}
+
+/** What a directory takes on disk (allocated blocks, as `du` counts), every file under it. */
+function diskBytes(dir: string): number {
+  let total = 0;
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    const stat = statSync(path, { throwIfNoEntry: false });
+    if (!stat) continue;
+    total += stat.isDirectory() ? diskBytes(path) : stat.blocks * 512;
+  }
+  return total;
+}
+
+/** Installed size goal of the library alone (issue 38: express-rate-limit is 184 KB, @upstash/ratelimit 464 KB). */
+const INSTALLED_GOAL = 1.5 * 1024 * 1024;
+/** What the edge path may add to a Worker over Hono alone: esbuild, minified ESM, gzipped. */
+const EDGE_GOAL = 12 * 1024;
+
+/** The gzipped size of `source` bundled for an edge runtime from `dir` (minified ESM, as a Worker is built). */
+async function edgeBytes(dir: string, source: string): Promise<number> {
+  const result = await build({
+    stdin: { contents: source, resolveDir: dir, loader: 'ts' },
+    bundle: true,
+    minify: true,
+    format: 'esm',
+    platform: 'browser',
+    conditions: ['workerd', 'worker', 'browser'],
+    // Hono is not installed in the fresh project: take the repository's.
+    nodePaths: [join(root, 'node_modules')],
+    write: false,
+    logLevel: 'silent',
+  });
+  return gzipSync((result.outputFiles[0] as { contents: Uint8Array }).contents).length;
 }
 
 function duBytes(dir: string): number {
@@ -104,6 +140,55 @@ describe('the sluice tarball in a fresh project', { timeout: 300_000 }, () => {
     const bytes = duBytes(join(app, 'node_modules'));
     console.log(`library install: 2 packages, ${(bytes / 1024).toFixed(0)} KiB on disk`);
     assert.ok(bytes < 5 * 1024 * 1024, `the library installs small (${bytes} bytes)`);
+  });
+
+  it('ships no install scripts (npm 11 warns about every one) and no sources or maps', () => {
+    const pkg = JSON.parse(readFileSync(join(app, 'node_modules', 'sluice', 'package.json'), 'utf8')) as {
+      scripts?: Record<string, string>;
+    };
+    for (const script of ['preinstall', 'install', 'postinstall', 'prepare']) {
+      assert.equal(pkg.scripts?.[script], undefined, `no ${script} script in the tarball`);
+    }
+    assert.doesNotMatch(installLog, /install-scripts/);
+    assert.equal(statSync(join(app, 'node_modules', 'sluice', 'src'), { throwIfNoEntry: false }), undefined);
+  });
+
+  const installedTodo =
+    'goal not met yet: bundled entry points and one set of declarations (measured 3.7 MB on disk, 664 files; was 7.9 MB, 1,471)';
+  it(`installs within ${INSTALLED_GOAL / 1024 / 1024} MB on disk`, { todo: installedTodo }, () => {
+    const dir = join(app, 'node_modules', 'sluice');
+    const bytes = diskBytes(dir);
+    console.log(
+      `sluice installed: ${(bytes / 1024).toFixed(0)} KiB on disk, ${(duBytes(dir) / 1024).toFixed(0)} KiB of files`,
+    );
+    assert.ok(bytes <= INSTALLED_GOAL, `${bytes} bytes on disk`);
+  });
+
+  it('sluice/remote adds at most 12 KB gzipped to an edge bundle', async () => {
+    const bytes = await edgeBytes(
+      app,
+      "import { createRemoteStore } from 'sluice/remote';\nexport const store = createRemoteStore({ url: 'http://127.0.0.1:8080' });",
+    );
+    console.log(`sluice/remote in an edge bundle: ${(bytes / 1024).toFixed(1)} KiB gzipped`);
+    assert.ok(bytes <= EDGE_GOAL, `${bytes} bytes gzipped`);
+  });
+
+  const edgeTodo =
+    'goal not met yet: the HTTP core takes the rules check, option hints and the full memory store with it (measured 29 KB: 28.9 KiB)';
+  it('sluice/hono on the memory store adds at most 12 KB gzipped over Hono alone', { todo: edgeTodo }, async () => {
+    const hono =
+      "import { Hono } from 'hono';\nconst app = new Hono();\napp.get('/', (c) => c.text('ok'));\nexport default app;";
+    const alone = await edgeBytes(app, hono);
+    const limited = await edgeBytes(
+      app,
+      hono.replace(
+        'const app = new Hono();\n',
+        "import { rateLimit } from 'sluice/hono';\nconst app = new Hono();\napp.use(rateLimit({ limit: 100, period: '1m' }));\n",
+      ),
+    );
+    console.log(`sluice/hono over Hono alone: ${((limited - alone) / 1024).toFixed(1)} KiB gzipped`);
+    assert.ok(limited > alone, 'the limiter is in the bundle');
+    assert.ok(limited - alone <= EDGE_GOAL, `${limited - alone} bytes gzipped over Hono alone`);
   });
 
   it('ships no test files, and no source map without its source', () => {
