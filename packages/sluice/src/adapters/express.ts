@@ -5,7 +5,7 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { afterNodeResponse } from '../http/count-by-response.js';
 import {
-  createHttpLimiter,
+  createMiddlewareLimiter,
   type HttpOutcome,
   nodeHeader,
   type RateLimitControls,
@@ -71,7 +71,7 @@ const EXTRA_KEYS: ReadonlySet<string> = new Set(['handler']);
  * app.get('/', (req, res) => res.send('ok'));
  */
 export function rateLimit(options: ExpressRateLimitOptions): RequestHandler & RateLimitControls {
-  const limiter = createHttpLimiter(options, access, EXTRA_KEYS);
+  const limiter = createMiddlewareLimiter(options, access, EXTRA_KEYS);
   const handler = options.handler;
 
   function apply(outcome: HttpOutcome, req: Request, res: Response, next: NextFunction): void {

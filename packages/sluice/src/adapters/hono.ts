@@ -6,7 +6,7 @@
  */
 import type { Context, MiddlewareHandler, Next } from 'hono';
 import {
-  createHttpLimiter,
+  createMiddlewareLimiter,
   type HttpOutcome,
   type RateLimitControls,
   type RateLimitInfo,
@@ -74,7 +74,7 @@ function setHeaders(c: Context, headers: HttpOutcome['headers']): void {
  */
 export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler & RateLimitControls {
   // The peer as this runtime reports it (hono/peer.ts); throws now where no address can be had.
-  const limiter = createHttpLimiter(options, { ...access, peer: createPeerReader(options) }, EXTRA_KEYS);
+  const limiter = createMiddlewareLimiter(options, { ...access, peer: createPeerReader(options) }, EXTRA_KEYS);
   const handler = options.handler;
 
   async function sluiceRateLimit(c: Context, next: Next) {

@@ -5,7 +5,7 @@
 import type { Context, Middleware, Next } from 'koa';
 import { afterNodeResponse } from '../http/count-by-response.js';
 import {
-  createHttpLimiter,
+  createMiddlewareLimiter,
   type HttpOutcome,
   nodeHeader,
   type RateLimitControls,
@@ -52,7 +52,7 @@ const EXTRA_KEYS: ReadonlySet<string> = new Set(['handler']);
  * app.use(rateLimit({ limit: 100, period: '1m' }));
  */
 export function rateLimit(options: KoaRateLimitOptions): Middleware & RateLimitControls {
-  const limiter = createHttpLimiter(options, access, EXTRA_KEYS);
+  const limiter = createMiddlewareLimiter(options, access, EXTRA_KEYS);
   const handler = options.handler;
 
   function apply(outcome: HttpOutcome, ctx: Context, next: Next): unknown {

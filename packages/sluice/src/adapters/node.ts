@@ -5,7 +5,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { afterNodeResponse } from '../http/count-by-response.js';
 import {
-  createHttpLimiter,
+  createMiddlewareLimiter,
   type HttpOutcome,
   nodeHeader,
   type RateLimitControls,
@@ -58,7 +58,7 @@ function internalError(_error: unknown, _req: IncomingMessage, res: ServerRespon
  * createServer(limit((req, res) => res.end('ok'))).listen(3000);
  */
 export function rateLimit(options: NodeRateLimitOptions): ((listener: Listener) => Listener) & RateLimitControls {
-  const limiter = createHttpLimiter(options, access, EXTRA_KEYS);
+  const limiter = createMiddlewareLimiter(options, access, EXTRA_KEYS);
   const { handler, onError = internalError } = options;
 
   function apply(outcome: HttpOutcome, req: IncomingMessage, res: ServerResponse, listener: Listener): void {

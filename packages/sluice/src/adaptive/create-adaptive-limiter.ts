@@ -34,6 +34,8 @@ export interface AdaptiveLimiter {
   readonly inFlight: number;
   /** Requests waiting in the queue now. */
   readonly queued: number;
+  /** Most requests that may wait (`queue.size`); 0 without a queue, when `acquire` never waits. */
+  readonly queueSize: number;
   /** The priorities, most important first. */
   readonly priorities: readonly string[];
   /** Limit, in-flight, queue and per-priority figures. */
@@ -163,6 +165,7 @@ export function createAdaptiveLimiter(options: AdaptiveLimiterOptions = {}): Ada
     get queued() {
       return queue?.size ?? 0;
     },
+    queueSize: resolved.queue?.size ?? 0,
     priorities: names,
     stats: () => ({
       algorithm: resolved.algorithm,

@@ -22,6 +22,9 @@ export { cidrContains, formatIp, maskIp, parseCidr, parseIp } from '../core/ip.j
 export { IpPrefixTable } from '../core/ip-prefix-table.js';
 export type { AccessList } from './access-list.js';
 export { createAccessList, isAccessList } from './access-list.js';
+export type { AdaptiveAdmission, AdaptiveGate } from './adaptive-gate.js';
+export { createAdaptiveGate, shareAdaptive } from './adaptive-gate.js';
+export type { AdaptiveMiddlewareOptions } from './adaptive-options.js';
 export type { ClientIpOptions, ClientIpResolver, ProxyHeader } from './client-ip.js';
 export { createClientIpResolver, PROXY_GROUPS } from './client-ip.js';
 export type { RateLimitControls } from './controls.js';
@@ -39,6 +42,7 @@ export {
 export type { HttpLimiter, HttpOutcome } from './http-limiter.js';
 export { createHttpLimiter, PASS } from './http-limiter.js';
 export type { MissingKey } from './keys.js';
+export { createMiddlewareLimiter } from './middleware-limiter.js';
 export type {
   ConcurrencyOptions,
   HttpLimit,

@@ -2,6 +2,7 @@
  * The options of `rateLimit()`, shared by every adapter: the limits, how requests are keyed and costed, what a
  * rejection looks like, and the list of their names that validation checks against.
  */
+
 import type { Clock } from '../core/clock.js';
 import type { Decision } from '../core/decision.js';
 import type { Duration } from '../core/duration.js';
@@ -10,6 +11,7 @@ import type { AlgorithmName } from '../core/policy.js';
 import type { RulesEngine } from '../rules/engine-types.js';
 import type { Store } from '../stores/store.js';
 import type { AccessList } from './access-list.js';
+import type { AdaptiveMiddlewareOptions } from './adaptive-options.js';
 import type { ClientIpOptions } from './client-ip.js';
 import type { ResponseCountingOptions } from './count-by-response.js';
 import type { HeaderMode, ResetFormat } from './headers.js';
@@ -171,6 +173,13 @@ export interface RateLimitOptions<Req = unknown> extends ClientIpOptions, Respon
   onLimited?: (event: LimitedEvent<Req>) => void;
   /** How to read the TCP peer's address, for runtimes the adapter does not know. @default the adapter's */
   peerAddress?: (req: Req) => string | undefined;
+  /**
+   * Overload control: after the rate limits pass, a request takes a place in an adaptive concurrency
+   * limit (`sluice/adaptive`) by its `priority`, or is shed with 503 and `Retry-After`. The place is
+   * given back when the response is done; a 5xx or a response that never went out counts as dropped.
+   * May be the only option (no rate limit). Not yet on Fastify.
+   */
+  adaptive?: AdaptiveMiddlewareOptions<Req>;
 }
 
 /** Option names every adapter accepts; adapters add their own (e.g. `handler`). */

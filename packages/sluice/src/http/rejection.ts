@@ -10,7 +10,8 @@ import { retryAfterSeconds } from './headers.js';
  * `fail: 'closed'` (503 — the client is not over its limit, the server cannot tell, and 503 is what
  * clients and proxies already retry), or it lacks its key under `missingKey: 'reject'` (400).
  */
-export type RejectionKind = 'limited' | 'denied' | 'unavailable' | 'missing-key';
+/** `overloaded`: shed by the `adaptive` option (the server's state, not the client's quota). */
+export type RejectionKind = 'limited' | 'denied' | 'unavailable' | 'missing-key' | 'overloaded';
 
 /** The status of each kind of rejection, unless `statusCode` overrides the 429. */
 export const REJECTION_STATUS: Readonly<Record<RejectionKind, number>> = {
@@ -18,6 +19,7 @@ export const REJECTION_STATUS: Readonly<Record<RejectionKind, number>> = {
   denied: 403,
   unavailable: 503,
   'missing-key': 400,
+  overloaded: 503,
 };
 
 /** The `error.code` of each kind of rejection in the JSON body. */
@@ -26,6 +28,7 @@ export const REJECTION_CODES: Readonly<Record<RejectionKind, string>> = {
   denied: 'ACCESS_DENIED',
   unavailable: 'RATE_LIMIT_UNAVAILABLE',
   'missing-key': 'RATE_LIMIT_KEY_MISSING',
+  overloaded: 'OVERLOADED',
 };
 
 /** Everything known about a rejection, for custom bodies and handlers. */
@@ -53,6 +56,8 @@ export function defaultMessage(info: RejectionInfo): string {
       return 'Access denied.';
     case 'missing-key':
       return 'This request lacks what identifies its client for rate limiting.';
+    case 'overloaded':
+      return `The server is overloaded; retry in ${info.retryAfter ?? 1} second${info.retryAfter === 1 ? '' : 's'}.`;
     case 'unavailable':
       return `Rate limiting is unavailable; retry in ${info.retryAfter ?? 1} second${info.retryAfter === 1 ? '' : 's'}.`;
     default:

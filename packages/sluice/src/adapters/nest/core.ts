@@ -3,7 +3,7 @@
  * shares, and one framework-neutral limiter per handler (built on the handler's first call).
  */
 import { SluiceError } from '../../core/errors.js';
-import { createHttpLimiter, type HttpLimiter, type RateLimitOptions } from '../../http/index.js';
+import { createMiddlewareLimiter, type HttpLimiter, type RateLimitOptions, shareAdaptive } from '../../http/index.js';
 import { createMemoryStore } from '../../stores/memory/memory-store.js';
 import type { Store } from '../../stores/store.js';
 import { routeLimitsOf, skipsOf } from './decorators.js';
@@ -29,9 +29,12 @@ export function createRateLimitCore(options: NestRateLimitOptions): RateLimitCor
     throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'RateLimitModule.forRoot(options): expected an options object');
   }
   const ownStore = options.store === undefined && options.rules === undefined ? createMemoryStore() : undefined;
-  const base: NestRateLimitOptions = ownStore === undefined ? options : { ...options, store: ownStore };
+  const stored: NestRateLimitOptions = ownStore === undefined ? options : { ...options, store: ownStore };
+  // One adaptive limit for the application, whichever handler's limiter a request goes through.
+  const base: NestRateLimitOptions =
+    options.adaptive === undefined ? stored : { ...stored, adaptive: shareAdaptive(options.adaptive) };
   // Built now, so a bad option fails at startup rather than on the first request.
-  const moduleLimiter = createHttpLimiter(base, nestAccess);
+  const moduleLimiter = createMiddlewareLimiter(base, nestAccess);
   const store = moduleLimiter.store;
   const limiters = new WeakMap<object, HttpLimiter<NestTarget> | null>();
 
@@ -55,7 +58,7 @@ export function createRateLimitCore(options: NestRateLimitOptions): RateLimitCor
       for (const key of ROUTE_KEYS) {
         if (route[key] !== undefined) (own as Record<string, unknown>)[key] = route[key];
       }
-      return createHttpLimiter({ ...own, store }, nestAccess);
+      return createMiddlewareLimiter({ ...own, store }, nestAccess);
     }
     if (skip === undefined) return moduleLimiter;
     if (base.limits === undefined) {
@@ -66,7 +69,7 @@ export function createRateLimitCore(options: NestRateLimitOptions): RateLimitCor
     if (kept.length === base.limits.length) return moduleLimiter;
     if (kept.length === 0) return null;
     // The same names and policies on the same store, on purpose (claim: false): the module's counters.
-    return createHttpLimiter({ ...base, limits: kept }, nestAccess, undefined, false);
+    return createMiddlewareLimiter({ ...base, limits: kept }, nestAccess, undefined, false);
   }
 
   return {

@@ -3,6 +3,7 @@
  * behind a GraphQL resolver, or one message of a WebSocket client. Only types come from Nest here.
  */
 import type { ExecutionContext } from '@nestjs/common';
+import { type AfterResponse, afterNodeResponse, type NodeResponseLike } from '../../http/count-by-response.js';
 import type { RequestAccess } from '../../http/index.js';
 
 /** The kinds of Nest context the guard limits. */
@@ -137,4 +138,16 @@ export function setHeaders(response: unknown, headers: readonly string[]): void 
   } else if (typeof res?.setHeader === 'function') {
     for (let i = 0; i < headers.length; i += 2) res.setHeader(headers[i] as string, headers[i + 1] as string);
   }
+}
+
+/**
+ * Calls `after` once the call's response is done (its status, 0 if the client left first): on the
+ * Node response under an Express response or a Fastify reply. A WebSocket message has no response, so
+ * it is done when the guard has let it through.
+ */
+export function afterTargetResponse(target: NestTarget, after: AfterResponse): void {
+  const res = target.response as (NodeResponseLike & { raw?: NodeResponseLike }) | undefined;
+  const node = res?.raw ?? res;
+  if (typeof node?.once === 'function') afterNodeResponse(node, after);
+  else void after(200);
 }
