@@ -123,11 +123,18 @@ export function createResponseCounting<Req>(
 export interface NodeResponseLike {
   readonly statusCode: number;
   readonly writableFinished?: boolean;
+  readonly destroyed?: boolean;
   once(event: 'finish' | 'close', listener: () => void): unknown;
 }
 
 /** Calls `after` once when a Node response is sent (its status) or abandoned (0). */
 export function afterNodeResponse(res: NodeResponseLike, after: AfterResponse): void {
+  // Decided after the client left (a queued or asynchronous decision): 'close' has been emitted
+  // already and would never come, so the request is settled now.
+  if (res.destroyed === true) {
+    void after(res.writableFinished === true ? res.statusCode : 0);
+    return;
+  }
   res.once('finish', () => void after(res.statusCode));
   res.once('close', () => {
     if (res.writableFinished !== true) void after(0);

@@ -193,3 +193,33 @@ describe('adaptive: a handler that fails counts as dropped and gives its place b
       }
     });
 });
+
+describe('adaptive with a queue: a client that leaves while its request waits holds nothing', () => {
+  for (const harness of [express5Harness, koaHarness, nodeHarness])
+    it(harness.name, async () => {
+      const limiter = createAdaptiveLimiter({
+        initialLimit: 1,
+        minLimit: 1,
+        maxLimit: 1,
+        queue: { size: 4, timeoutMs: 5000 },
+      });
+      const server = await harness.start({ adaptive: { limiter } });
+      try {
+        const hold = holdRequests();
+        const first = fetch(`${server.url}/hold`);
+        await hold.arrived;
+        const controller = new AbortController();
+        const waiting = fetch(`${server.url}/`, { signal: controller.signal }).catch((e: Error) => e);
+        await until(() => limiter.queued === 1, 'a request waiting in the queue');
+        controller.abort();
+        await waiting;
+        // The connection is gone: give the server a moment to see it before the place frees.
+        await new Promise((r) => setTimeout(r, 50));
+        hold.open();
+        assert.equal((await first).status, 200);
+        await until(() => limiter.inFlight === 0 && limiter.queued === 0, 'nothing held after the queue drained');
+      } finally {
+        await server.close();
+      }
+    });
+});
