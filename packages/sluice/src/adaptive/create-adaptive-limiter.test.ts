@@ -181,6 +181,31 @@ describe('createAdaptiveLimiter: queue', () => {
     }
   });
 
+  it('a waiter is served before a later arrival once a place frees without a release', async () => {
+    const clock = createManualClock(0);
+    const limiter = createAdaptiveLimiter({
+      initialLimit: 2,
+      minLimit: 2,
+      maxLimit: 2,
+      priorities: { critical: 0.5, batch: 0.5 },
+      queue: { size: 4 },
+      clock,
+    });
+    const held = permit(limiter.tryAcquire({ priority: 'critical' }));
+    permit(limiter.tryAcquire({ priority: 'batch' })).release('ignore');
+    // Batch has demand: its guaranteed place stays reserved, so a second critical request waits.
+    const first = limiter.acquire({ priority: 'critical' });
+    assert.equal(limiter.queued, 1);
+    clock.advance(1500); // batch's demand lapses: the reserved place is free to borrow
+    const later = limiter.acquire({ priority: 'critical' });
+    const served = permit(await first);
+    assert.equal(limiter.queued, 1, 'the later arrival waits behind it');
+    served.release('ignore');
+    permit(await later).release('ignore');
+    held.release('ignore');
+    assert.equal(limiter.inFlight, 0);
+  });
+
   it('an aborted waiter leaves the queue and holds nothing', async () => {
     const limiter = createAdaptiveLimiter({ initialLimit: 1, minLimit: 1, maxLimit: 1, queue: { size: 4 } });
     const held = permit(await limiter.acquire());

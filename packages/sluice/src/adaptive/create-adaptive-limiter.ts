@@ -9,7 +9,7 @@ import { createGradient2 } from './gradient2.js';
 import type { LimitAlgorithm } from './limit-algorithm.js';
 import { type AdaptiveLimiterOptions, resolveAdaptiveOptions } from './options.js';
 import { takePermit } from './permit.js';
-import { createPriorityBook, fits, priorityFigures } from './priority-book.js';
+import { createPriorityBook, fits, guaranteed, priorityFigures, waitingAhead } from './priority-book.js';
 import { createSampleWindow } from './sample-window.js';
 import { createVegas } from './vegas.js';
 import { createWaitQueue, type Waiter } from './wait-queue.js';
@@ -119,7 +119,12 @@ export function createAdaptiveLimiter(options: AdaptiveLimiterOptions = {}): Ada
     const i = priorityIndex(acquireOptions?.priority);
     const nowMs = clock.now();
     book.lastDemandMs[i] = nowMs;
-    return fits(book, i, limit, nowMs) ? grant(i) : reject(i, 'limit');
+    // Places may have come free for waiters without a release (a priority's demand lapsed): they are
+    // served first, and a borrowing arrival does not pass one as important or more.
+    drain();
+    const own = book.inFlight[i] as number;
+    const ok = fits(book, i, limit, nowMs) && (own < guaranteed(book, i, limit) || !waitingAhead(book, i));
+    return ok ? grant(i) : reject(i, 'limit');
   }
 
   function wait(i: number, signal: AbortSignal | undefined): Promise<AdaptiveDecision> {

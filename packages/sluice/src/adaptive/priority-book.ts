@@ -45,6 +45,12 @@ function hasDemand(book: PriorityBook, i: number, nowMs: number): boolean {
   );
 }
 
+/** Whether requests of priority `i` or more important ones are waiting in the queue. */
+export function waitingAhead(book: PriorityBook, i: number): boolean {
+  for (let q = 0; q <= i; q++) if ((book.waiting[q] as number) > 0) return true;
+  return false;
+}
+
 /**
  * Whether one more request of priority `i` fits: always within its own guarantee (while the limit
  * has room), and beyond it only into places no other priority with demand is guaranteed. So a
