@@ -46,7 +46,7 @@ export function send(
   url: string,
   headers: Record<string, string>,
   timeoutMs: number,
-  agent: Agent,
+  agent?: Agent,
 ): Promise<{ status: number; ms: number }> {
   const start = performance.now();
   return new Promise((resolve) => {
