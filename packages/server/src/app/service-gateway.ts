@@ -1,6 +1,7 @@
 /** The gateway (with `gateway.upstream`): the reverse proxy, with client addresses resolved as the options say. */
 import type { IncomingMessage, Server } from 'node:http';
 import { SluiceError } from 'sluice';
+import { createAdaptiveLimiter } from 'sluice/adaptive';
 import { createClientIpResolver } from 'sluice/http';
 import type { RulesEngine } from 'sluice/rules';
 import type { AccessLists } from '../core/access-lists.js';
@@ -29,6 +30,7 @@ export function createServiceGateway(options: GatewayServiceOptions | undefined,
     ipv6Subnet: options.ipv6Subnet ?? 56,
   });
   const trustsPeer = createTrustCheck(options.trustProxy);
+  const adaptive = options.adaptive === undefined ? undefined : createAdaptiveLimiter(options.adaptive);
   const server: Server = createGateway({
     ...parts,
     upstream,
@@ -42,8 +44,9 @@ export function createServiceGateway(options: GatewayServiceOptions | undefined,
     },
     trustsPeer: (req) => trustsPeer(req.socket.remoteAddress ?? ''),
     ...(options.limits === undefined ? {} : { limits: options.limits }),
+    ...(adaptive === undefined ? {} : { adaptive }),
   });
-  return { server, upstream };
+  return { server, upstream, adaptive };
 }
 
 /** A request header as one string (repeated fields joined), for the client address resolver. */

@@ -5,6 +5,7 @@
  */
 import type { Clock, MemoryStoreOptions, Store } from 'sluice';
 import { SluiceError } from 'sluice';
+import type { AdaptiveLimiterOptions } from 'sluice/adaptive';
 import type { FailMode } from 'sluice/rules';
 import type { MultiRegionOptions } from '../backends/multi-region-backend.js';
 import type { RedisOptions } from '../backends/redis-backend.js';
@@ -96,6 +97,8 @@ export interface GatewayServiceOptions {
   ipv6Subnet?: number;
   /** Timeouts and in-flight caps. @default DEFAULT_GATEWAY_LIMITS */
   limits?: Partial<GatewayLimits>;
+  /** Protect the upstream with an adaptive concurrency limit (`sluice/adaptive`): 503 past it. @default off */
+  adaptive?: AdaptiveLimiterOptions;
 }
 
 /** Logs, metrics and traces. */

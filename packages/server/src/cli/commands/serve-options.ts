@@ -21,6 +21,7 @@ const SERVE_FLAGS = {
   'redis-prefix': { type: 'string' },
   'redis-timeout': { type: 'string' },
   upstream: { type: 'string' },
+  adaptive: { type: 'string' },
   host: { type: 'string' },
   port: { type: 'string' },
   'grpc-port': { type: 'string' },
@@ -157,9 +158,21 @@ function applyListenFlags(values: Values, env: NodeJS.ProcessEnv, options: Servi
       ...(proxyPort === undefined ? {} : { port: proxyPort }),
       ...(trustProxy === undefined ? {} : { trustProxy }),
     };
-  } else if (values['trust-proxy'] !== undefined) {
-    throw new UsageError('--trust-proxy: applies to the gateway; give --upstream too', 'ERR_SLUICE_INVALID_OPTION');
+    if (values.adaptive !== undefined) options.gateway.adaptive = { algorithm: adaptiveAlgorithm(values.adaptive) };
+  } else if (values['trust-proxy'] !== undefined || values.adaptive !== undefined) {
+    const flag = values.adaptive === undefined ? '--trust-proxy' : '--adaptive';
+    throw new UsageError(`${flag}: applies to the gateway; give --upstream too`, 'ERR_SLUICE_INVALID_OPTION');
   }
+}
+
+const ADAPTIVE_ALGORITHMS = ['gradient2', 'vegas', 'aimd'] as const;
+
+/** `--adaptive ALG`: the algorithm of the gateway's adaptive limit. */
+function adaptiveAlgorithm(text: string): (typeof ADAPTIVE_ALGORITHMS)[number] {
+  const found = ADAPTIVE_ALGORITHMS.find((a) => a === text);
+  if (found === undefined)
+    throw new UsageError(`--adaptive: use ${ADAPTIVE_ALGORITHMS.join(', ')}`, 'ERR_SLUICE_INVALID_OPTION');
+  return found;
 }
 
 /** `--fail`, `--insurance-share`, `--shadow`. */

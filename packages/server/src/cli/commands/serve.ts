@@ -44,6 +44,8 @@ ${MULTI_REGION_HELP}
                          later values count under descriptor="_overflow_" (default 10000; 1 to 1000000)
   --client-clock         /v1/check takes the caller's nowMs (tests driving time via sluice/remote; never in production)
   --trust-proxy LIST     gateway: proxies whose X-Forwarded-For is believed (CIDRs, loopback, ...)
+  --adaptive ALG         gateway: shed with 503 past an adaptive concurrency limit that follows the
+                         upstream's latency (gradient2, vegas or aimd; docs/overload.md)
   --no-watch             do not reload when the config files change
   --max-body BYTES       largest API request body (default 1048576)
   --shutdown-grace D     how long in-flight requests may take at shutdown (default 10s)

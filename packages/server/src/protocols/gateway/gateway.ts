@@ -4,6 +4,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
+import type { AdaptiveLimiter } from 'sluice/adaptive';
 import type { RulesEngine } from 'sluice/rules';
 import type { AccessLists } from '../../core/access-lists.js';
 import type { Decider } from '../../core/decide.js';
@@ -17,6 +18,7 @@ import { type Admission, createAdmission } from './gateway-admission.js';
 import { errorAnswer, failureAnswer, type GatewayAnswer } from './gateway-answer.js';
 import { createRequestDecision } from './gateway-decision.js';
 import { DEFAULT_GATEWAY_LIMITS, type GatewayLimits } from './gateway-limits.js';
+import { takeUpstreamPlace } from './gateway-overload.js';
 import { proxyUpgrade, rejectUpgrade } from './upgrade.js';
 import { createUpstreamAgent } from './upstream-pool.js';
 
@@ -39,6 +41,8 @@ export interface GatewayOptions {
   /** Whether the TCP peer of a request is a trusted proxy (its forwarding headers are kept and extended). */
   trustsPeer(req: IncomingMessage): boolean;
   limits?: Partial<GatewayLimits>;
+  /** The upstream's adaptive concurrency limit (`--adaptive`): past it, requests are answered 503. */
+  adaptive?: AdaptiveLimiter;
 }
 
 /**
@@ -85,8 +89,18 @@ export function createGateway(options: GatewayOptions): Server {
     // The client may have gone while the decision was pending (a Redis round trip): its response's
     // 'close' has fired already and would never give the slot back — 64 such requests and the client
     // address was refused for good. Nothing to proxy: give the slot back now.
-    if (res.closed || res.destroyed) slots.release(admission.key);
-    else proxy(req, res, admission);
+    if (res.closed || res.destroyed) {
+      slots.release(admission.key);
+      return;
+    }
+    const shed = options.adaptive && takeUpstreamPlace(options.adaptive, res);
+    if (shed === undefined) {
+      proxy(req, res, admission);
+      return;
+    }
+    slots.release(admission.key);
+    req.resume();
+    answer(res, shed);
   }
 
   const server = createServer(
