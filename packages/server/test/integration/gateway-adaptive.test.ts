@@ -8,13 +8,13 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { type SluiceProcess, startSluice, tempFile } from './helpers.js';
 
+// One generous limit for everybody: the rules let the burst through, the adaptive limit has to shed it.
 const RULES = `domain: overload
 http:
   rate_limits:
-    - actions: [{ remote_address: {} }]
+    - actions: [{ generic_key: { descriptor_value: everyone } }]
 descriptors:
-  - key: remote_address
-    rate_limit: { unit: day, requests_per_unit: 1000000 }
+  - { key: generic_key, value: everyone, rate_limit: { unit: day, requests_per_unit: 1000000 } }
 `;
 
 /** An upstream serving 4 requests at once, `serviceMs` each, the rest queued; it counts its peak queue. */
