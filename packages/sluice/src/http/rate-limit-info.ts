@@ -4,7 +4,7 @@
  */
 import type { Decision } from '../core/decision.js';
 import { combineDecisions } from '../limiter/combine.js';
-import type { LimiterDecision, LimiterKey } from '../limiter/create-limiter.js';
+import type { CheckOptions, Limiter, LimiterDecision, LimiterKey } from '../limiter/create-limiter.js';
 import { type AppliedLimit, type LimitHeaderInfo, nextQuotaMs } from './headers.js';
 import type { LimitSet, SetLimit } from './limits.js';
 
@@ -51,10 +51,10 @@ export interface AppliedLimitInfo extends AppliedLimit {
 export interface Taken {
   /** The limits it applied (the very objects listed in the info). */
   readonly limits: readonly AppliedLimitInfo[];
-  /** The units it took under each. */
-  readonly cost: number;
-  /** Gives them back to the store. */
-  readonly giveBack: () => Promise<void>;
+  /** The limiter that took, the key and the cost it took them under (no closure: one object a request). */
+  readonly limiter: Pick<Limiter, 'refund'>;
+  readonly key: LimiterKey;
+  readonly options: CheckOptions | undefined;
 }
 
 /** Marks sluice's own info objects (not another library's `req.rateLimit`), across module copies. */
@@ -146,20 +146,33 @@ export async function giveBackEarlier(previous: RateLimitInfo | undefined): Prom
   if (previous === undefined) return undefined;
   const taken = (previous as Info).taken;
   if (taken.length === 0) return previous;
-  await Promise.all(taken.map((t) => t.giveBack()));
+  await Promise.all(taken.map((t) => t.limiter.refund(t.key, t.options)));
   const limits = previous.limits.map((l) => {
     const t = taken.find((x) => x.limits.includes(l));
     if (t === undefined) return l;
-    const remaining = Math.min(l.decision.remaining + t.cost, l.header.quota);
+    const remaining = Math.min(l.decision.remaining + (t.options?.cost ?? 1), l.header.quota);
     return { ...l, decision: { ...l.decision, remaining } };
   });
   // Rebuilt with nothing taken: what was given back is never given back twice.
   return appendInfo(new Info(limits, limits[0] as AppliedLimitInfo, NONE), []);
 }
 
+/** Whether earlier middlewares took something that `giveBackEarlier` would give back. */
+export function tookEarlier(previous: RateLimitInfo | undefined): boolean {
+  return previous !== undefined && (previous as Info).taken.length > 0;
+}
+
 /** Whether what a middleware took for a request has been given back (its response then settles nothing). */
 export function givenBack(info: RateLimitInfo | undefined, taken: Taken): boolean {
   return info !== undefined && !(info as Info).taken.includes(taken);
+}
+
+/**
+ * The same info with the limits of `previous` replaced by `restored`'s (the earlier middlewares' limits
+ * after they gave back): `info` lists previous's limits first, then its own.
+ */
+export function rebase(info: RateLimitInfo, previous: RateLimitInfo, restored: RateLimitInfo): RateLimitInfo {
+  return appendInfo(restored, info.limits.slice(previous.limits.length));
 }
 
 /** The limit `X-RateLimit-*` describe. */
