@@ -20,4 +20,11 @@ export type {
 export type { Gradient2Options } from './gradient2.js';
 export type { AdaptiveAlgorithmName, LimitAlgorithm, LimitSample } from './limit-algorithm.js';
 export type { AdaptiveLimiterOptions, AdaptiveQueueOptions } from './options.js';
+export type {
+  ServicePhase,
+  SimulationOptions,
+  SimulationPoint,
+  SimulationResult,
+} from './simulate-service.js';
+export { simulateService } from './simulate-service.js';
 export type { VegasOptions } from './vegas.js';

@@ -4,6 +4,7 @@ import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { ALGORITHMS, type AlgorithmName, isAlgorithmName, isSluiceError, parseDuration, SluiceError } from 'sluice';
 import {
+  formatOverloadTable,
   formatRegionsTable,
   formatTable,
   generateTrace,
@@ -12,6 +13,7 @@ import {
   REGION_MODES,
   type RegionMode,
   renderHtmlReport,
+  renderOverloadSvg,
   renderRegionsHtml,
   renderRegionsSvg,
   renderRunSvg,
@@ -19,6 +21,7 @@ import {
   SPLITS,
   type Split,
   simulate,
+  simulateOverload,
   simulateRegions,
   summarize,
   TRACE_NAMES,
@@ -62,6 +65,18 @@ several regions (the accuracy report of sluice/multi-region):
   --redis URL            a Redis whose databases 0..N-1 the regions use, flushed first (default: REDIS_URL)
   With --regions, --algorithms names one algorithm (default: fixed-window).
 
+overload (adaptive concurrency limits, docs/overload.md):
+  --overload             a model service under load in front of no limiter, a fixed concurrency limit
+                         and each adaptive algorithm (gradient2, vegas, aimd); prints goodput, the
+                         critical requests' success and the limit over time (--out FILE.svg: a chart)
+  --capacity N           requests the service runs at once (default: 32)
+  --service-time D       time of one request when not queued (default: 10ms)
+  --slowdown F           the service time is multiplied by F half way through (default: 5)
+  --critical F           share of requests that are critical (default: 0.2)
+  --initial-limit N      the fixed limit, and the adaptive limits' start (default: 20)
+  With --overload, --load is the offered load as a multiple of the capacity (default: 3) and --duration
+  the run's length (default: 30s).
+
 traces:
   steady    evenly spaced requests at 1.5 × the limit
   bursty    light random traffic with a burst of 2 × limit in every fourth period
@@ -101,6 +116,16 @@ interface SimulateArgs {
   out?: string;
   json: boolean;
   regions?: RegionArgs;
+  overload?: OverloadArgs;
+}
+
+/** The --overload options, parsed. */
+interface OverloadArgs {
+  capacity: number;
+  serviceMs: number;
+  slowdown: number;
+  critical: number;
+  initialLimit: number;
 }
 
 /** The --regions options, parsed. */
@@ -127,6 +152,7 @@ export const simulateCommand: Command = {
       io.err(`sluice simulate: ${messageOf(error)}\n${SEE_HELP}`);
       return 2;
     }
+    if (args.overload !== undefined) return runOverload(args, args.overload, io);
     let trace: Trace;
     try {
       trace = await loadTrace(args);
@@ -198,6 +224,12 @@ export function parseSimulateArgs(argv: readonly string[]): SimulateArgs {
       'sync-interval': { type: 'string', default: '1s' },
       modes: { type: 'string', default: REGION_MODES.join(',') },
       redis: { type: 'string' },
+      overload: { type: 'boolean', default: false },
+      capacity: { type: 'string', default: '32' },
+      'service-time': { type: 'string', default: '10ms' },
+      slowdown: { type: 'string', default: '5' },
+      critical: { type: 'string', default: '0.2' },
+      'initial-limit': { type: 'string', default: '20' },
     },
   });
   if (positionals.length > 0) throw usage('', `unexpected argument '${positionals[0]}'`);
@@ -226,6 +258,7 @@ export function parseSimulateArgs(argv: readonly string[]): SimulateArgs {
     if (!/\.(html?|svg)$/i.test(values.out)) throw usage('--out', `'${values.out}' must end in .html or .svg`);
     args.out = values.out;
   }
+  if (values.overload) args.overload = parseOverloadArgs(values);
   if (values.regions !== undefined) {
     args.regions = parseRegionArgs(values);
     if (values.algorithms.trim() === 'all') args.algorithms = ['fixed-window'];
@@ -388,4 +421,43 @@ function isFileError(error: unknown): boolean {
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/** The --overload flags; every error names its flag. */
+function parseOverloadArgs(values: Record<string, string | boolean | undefined>): OverloadArgs {
+  const number = (flag: string, min: number, max: number) => {
+    const n = Number(values[flag]);
+    if (!(n >= min && n <= max)) throw usage(`--${flag}`, `'${String(values[flag])}' is not between ${min} and ${max}`);
+    return n;
+  };
+  const serviceMs = parseDuration(values['service-time'] as string, '--service-time');
+  if (serviceMs < 1) throw usage('--service-time', 'must be at least 1ms');
+  return {
+    capacity: wholeNumber(values.capacity as string, '--capacity', 1),
+    serviceMs,
+    slowdown: number('slowdown', 0.1, 100),
+    critical: number('critical', 0, 0.9),
+    initialLimit: wholeNumber(values['initial-limit'] as string, '--initial-limit', 1),
+  };
+}
+
+/** `--overload`: the model service in front of each limiter; a table, and a chart with --out FILE.svg. */
+async function runOverload(args: SimulateArgs, overload: OverloadArgs, io: Parameters<Command['run']>[1]) {
+  const options = { ...overload, load: args.load ?? 3, durationMs: args.durationMs ?? 30_000 };
+  if (options.durationMs > 600_000) {
+    io.err(`sluice simulate: --duration: at most 10m with --overload\n${SEE_HELP}`);
+    return 2;
+  }
+  const rows = simulateOverload(options);
+  io.out(args.json ? JSON.stringify({ options, rows }, null, 2) : formatOverloadTable(options, rows));
+  if (args.out !== undefined) {
+    if (!/\.svg$/i.test(args.out)) {
+      io.err(`sluice simulate: --out: with --overload, write a .svg\n${SEE_HELP}`);
+      return 2;
+    }
+    await mkdir(dirname(args.out), { recursive: true });
+    await writeFile(args.out, renderOverloadSvg(options, rows));
+    io.err(`wrote ${args.out}`);
+  }
+  return 0;
 }

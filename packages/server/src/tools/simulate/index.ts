@@ -14,6 +14,9 @@ export { parseCsvTrace, TraceParseError } from './csv-trace.js';
 export type { AlgorithmRun, ExactComparison, SimulationOptions, SimulationResult } from './engine.js';
 export { simulate } from './engine.js';
 export { renderHtmlReport } from './html-report.js';
+export type { OverloadOptions, OverloadRow } from './overload.js';
+export { simulateOverload } from './overload.js';
+export { formatOverloadTable, renderOverloadSvg } from './overload-report.js';
 export { createSeededRandom } from './random.js';
 export type {
   RawRedis,
