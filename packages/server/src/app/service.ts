@@ -9,6 +9,7 @@ import type { ConfigSource, ConfigStatus } from '../config/config-source.js';
 import type { AccessLists } from '../core/access-lists.js';
 import { createAccessLists } from '../core/access-lists.js';
 import { createDecider, type Decider } from '../core/decide.js';
+import { registerAdaptiveMetrics } from '../observability/adaptive-metrics.js';
 import type { DecisionHub } from '../observability/decision-events.js';
 import { createDecisionHub } from '../observability/decision-events.js';
 import type { Logger } from '../observability/logger.js';
@@ -116,6 +117,8 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     ...(backend.regions === undefined ? {} : { regions: backend.regions }),
   });
   const gateway = createServiceGateway(options.gateway, { engine, decider, lists, metrics, logger });
+  const adaptive = gateway?.adaptive;
+  if (adaptive !== undefined) registerAdaptiveMetrics(metrics.registry, 'gateway', () => adaptive.stats());
   if (feed.awaitingXds()) {
     // Listening at once, not ready (503) until the first config: awaiting it here, with nothing listening,
     // left Node nothing to wait on while the management server was unreachable, and it exited 0.

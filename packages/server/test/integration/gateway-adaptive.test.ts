@@ -109,6 +109,17 @@ for (const adaptive of [undefined, 'vegas', 'gradient2'] as const) {
           assert.equal(retryAfter, '1');
           // At most the adaptive limit reaches the upstream: its queue stays short.
           assert.ok(upstream.state.peakWaiting <= 60, `peak queue ${upstream.state.peakWaiting}`);
+          // The metrics show the limit, what is in flight and the shed requests, apart from 429s.
+          let metrics = '';
+          const value = (name: string) => Number(metrics.match(new RegExp(`^${name}\\{[^}]*\\} (\\S+)$`, 'm'))?.[1]);
+          // A place comes back on the response's 'close', which may follow the last byte by a moment.
+          for (let i = 0; i < 50 && (metrics === '' || value('sluice_adaptive_in_flight') !== 0); i++) {
+            if (i > 0) await new Promise((r) => setTimeout(r, 20));
+            metrics = await (await fetch(`http://127.0.0.1:${sluice.http}/metrics`)).text();
+          }
+          assert.equal(value('sluice_adaptive_shed_total'), shed);
+          assert.ok(value('sluice_adaptive_limit') >= 1);
+          assert.equal(value('sluice_adaptive_in_flight'), 0);
         }
       });
     },
