@@ -27,6 +27,8 @@ const ALLOWED: Record<string, readonly string[]> = {
   adapters: ['http', 'limiter', 'core', 'stores', 'adaptive'],
   client: ['core', 'algorithms', 'limiter', 'stores'],
   index: ['core', 'algorithms', 'limiter', 'stores'],
+  // sluice/testing: the store kit's suites, run on any store (node:test is its one node:* import besides assert).
+  testing: ['core', 'algorithms', 'stores'],
 };
 /**
  * The service's layers, highest first: each folder of packages/server/src may import only the folders

@@ -87,6 +87,14 @@ describe('sluice (the library) entry points', () => {
     assert.equal(typeof mod.createMultiRegionStore, 'function');
   });
 
+  it('sluice/postgres and sluice/testing are entry points (the store kit)', async () => {
+    const pgStore = (await import('sluice/postgres')) as { createPostgresStore?: unknown; postgresTableSql?: unknown };
+    assert.equal(typeof pgStore.createPostgresStore, 'function');
+    assert.equal(typeof pgStore.postgresTableSql, 'function');
+    const testing = (await import('sluice/testing')) as { storeConformance?: unknown };
+    assert.equal(typeof testing.storeConformance, 'function');
+  });
+
   it('has at most one runtime dependency, yaml', () => {
     assert.deepEqual(Object.keys(lib.dependencies ?? {}), ['yaml']);
   });

@@ -1,0 +1,159 @@
+/**
+ * The PostgreSQL backend of the store kit: a transaction per decision on one pooled connection, made exact across
+ * processes by advisory locks on the rows' ids (a row that does not exist yet is locked too), in two round trips.
+ */
+import { SluiceError } from '../../core/errors.js';
+import type { StateBackend, StateStep, StateWrite, StoredState } from '../kit/state-backend.js';
+import { idHex, lockHash, sqlNumber, stateLiteral } from './sql-text.js';
+
+/** A connection that runs SQL text (several statements at once) and gives back each statement's rows. */
+export interface SqlSession {
+  run(text: string): Promise<Record<string, unknown>[][]>;
+  /** Back to the pool; `broken`: the connection is in an unknown state and must be dropped. */
+  release(broken: boolean): void;
+}
+
+/** Options of the PostgreSQL backend. */
+export interface PostgresBackendOptions {
+  /** Gets a connection of its own for one transaction. */
+  session(): Promise<SqlSession>;
+  /** Quoted table name. */
+  table: string;
+  /** Whose clock decides: the database's (default) or the `nowMs` the limiter passes. */
+  clock: 'database' | 'client';
+  /** Most ms a transaction waits for another's lock before it fails (and the failure policy answers). */
+  lockTimeoutMs: number;
+  /** Creates the table when missing. */
+  createTable: boolean;
+}
+
+/** The table the PostgreSQL store keeps its rows in (also the documented migration). */
+export function postgresTableSql(table: string): string {
+  const index = `"${table.replace(/"/g, '').replace(/\./g, '_')}_expires"`;
+  return `CREATE TABLE IF NOT EXISTS ${table} (id bytea PRIMARY KEY, state text NOT NULL, expires_at double precision NOT NULL);
+CREATE INDEX IF NOT EXISTS ${index} ON ${table} (expires_at);`;
+}
+
+/** The database's clock in whole ms since the epoch. */
+const DB_NOW = '(floor(extract(epoch from clock_timestamp()) * 1000))::float8';
+
+/** A PostgreSQL error as sluice's: a missing table or a permission says what to run. */
+export function postgresError(error: unknown, table: string): unknown {
+  const code = (error as { code?: unknown })?.code;
+  if (code === '42P01')
+    return new SluiceError(
+      'ERR_SLUICE_STORE_TABLE_MISSING',
+      `PostgreSQL has no table ${table}: run the migration (postgresTableSql() in sluice/postgres: ${postgresTableSql(table).split('\n')[0]}) or pass createTable: true`,
+      { cause: error },
+    );
+  if (code === '42501')
+    return new SluiceError(
+      'ERR_SLUICE_STORE_PERMISSION',
+      `PostgreSQL refused access to ${table}: GRANT SELECT, INSERT, UPDATE, DELETE ON ${table} TO the store's role (and CREATE on the schema for createTable)`,
+      { cause: error },
+    );
+  return error;
+}
+
+/** The first statement: begin, lock the ids in a fixed order (no deadlocks), read the rows and the clock. */
+function readSql(table: string, hexes: readonly string[], lockTimeoutMs: number): string {
+  const classId = lockHash(table);
+  const locks = [...new Set(hexes.map(lockHash))].sort((a, b) => a - b);
+  const list = hexes.map((h) => `'\\x${h}'::bytea`).join(',');
+  return `BEGIN; SET LOCAL lock_timeout = ${sqlNumber(lockTimeoutMs)};
+SELECT ${locks.map((l) => `pg_advisory_xact_lock(${classId}, ${l})`).join(', ')};
+SELECT encode(id, 'hex') AS id, state, expires_at, ${DB_NOW} AS now FROM ${table} WHERE id IN (${list});
+SELECT ${DB_NOW} AS now;`;
+}
+
+/** The second statement: the step's writes and the commit. */
+function writeSql(table: string, hexes: readonly string[], writes: readonly StateWrite[]): string {
+  const upserts: string[] = [];
+  const deletes: string[] = [];
+  writes.forEach((w, i) => {
+    const id = `'\\x${hexes[i]}'::bytea`;
+    if (w === null) deletes.push(id);
+    else if (w !== undefined) upserts.push(`(${id}, ${stateLiteral(w.state)}, ${sqlNumber(w.expiresAt)})`);
+  });
+  let text = '';
+  if (upserts.length > 0)
+    text += `INSERT INTO ${table} (id, state, expires_at) VALUES ${upserts.join(',')} ON CONFLICT (id) DO UPDATE SET state = EXCLUDED.state, expires_at = EXCLUDED.expires_at;`;
+  if (deletes.length > 0) text += `DELETE FROM ${table} WHERE id IN (${deletes.join(',')});`;
+  return `${text}COMMIT;`;
+}
+
+/** Creates the PostgreSQL backend (createPostgresStore wraps it in the kit). */
+export function createPostgresBackend(options: PostgresBackendOptions): StateBackend {
+  const { table, clock, lockTimeoutMs } = options;
+  let prepared: Promise<void> | undefined;
+
+  const prepare = () => {
+    prepared ??= (async () => {
+      const session = await options.session();
+      try {
+        if (options.createTable) await session.run(postgresTableSql(table));
+        await session.run(`SELECT 1 FROM ${table} LIMIT 1`);
+        session.release(false);
+      } catch (error) {
+        session.release(false);
+        prepared = undefined;
+        throw postgresError(error, table);
+      }
+    })();
+    return prepared;
+  };
+
+  async function update<T>(ids: readonly string[], nowMs: number, step: StateStep<T>): Promise<T> {
+    await prepare();
+    const hexes = ids.map(idHex);
+    const session = await options.session();
+    let open = false;
+    try {
+      open = true;
+      const results = await session.run(readSql(table, hexes, lockTimeoutMs));
+      const rows = results[results.length - 2] ?? [];
+      const now = clock === 'database' ? Number(results[results.length - 1]?.[0]?.now) : nowMs;
+      const byId = new Map<string, StoredState>();
+      for (const row of rows) byId.set(String(row.id), { state: String(row.state), expiresAt: Number(row.expires_at) });
+      const { writes, result } = step(
+        hexes.map((h) => byId.get(h)),
+        now,
+      );
+      await session.run(writeSql(table, hexes, writes));
+      open = false;
+      session.release(false);
+      return result;
+    } catch (error) {
+      if (open) {
+        // Roll back on the same connection; a connection that cannot even do that is dropped.
+        const broken = await session.run('ROLLBACK').then(
+          () => false,
+          () => true,
+        );
+        session.release(broken);
+      }
+      throw postgresError(error, table);
+    }
+  }
+
+  return {
+    name: 'postgres',
+    update,
+    async sweep(nowMs, max) {
+      const session = await options.session();
+      try {
+        const at = clock === 'database' ? DB_NOW : sqlNumber(nowMs);
+        const results = await session.run(
+          `WITH gone AS (DELETE FROM ${table} WHERE ctid = ANY(ARRAY(SELECT ctid FROM ${table} WHERE expires_at <= ${at} LIMIT ${sqlNumber(max)})) RETURNING 1) SELECT count(*)::int AS n FROM gone;`,
+        );
+        session.release(false);
+        return Number(results[0]?.[0]?.n ?? 0);
+      } catch (error) {
+        session.release(true);
+        throw postgresError(error, table);
+      }
+    },
+    ready: prepare,
+    async close() {},
+  };
+}
