@@ -1,18 +1,13 @@
-/**
- * `createAdaptiveLimiter`: a concurrency limit that follows the protected service's measured latency
- * (Gradient2, Vegas or AIMD), split into guaranteed shares by priority, with an optional bounded queue.
- */
-import { SluiceError } from '../core/errors.js';
 import { createAimd } from './aimd.js';
 import type { AdaptiveDecision, AdaptivePermit, AdaptiveRejectReason, AdaptiveStats } from './decision.js';
 import { createGradient2 } from './gradient2.js';
 import type { LimitAlgorithm } from './limit-algorithm.js';
 import { type AdaptiveLimiterOptions, resolveAdaptiveOptions } from './options.js';
 import { takePermit } from './permit.js';
-import { createPriorityBook, fits, guaranteed, priorityFigures, waitingAhead } from './priority-book.js';
+import { createPriorityBook, fits, guaranteed, priorityFigures, priorityIndex, waitingAhead } from './priority-book.js';
 import { createSampleWindow } from './sample-window.js';
 import { createVegas } from './vegas.js';
-import { createWaitQueue, type Waiter } from './wait-queue.js';
+import { createWaitQueue, waitInQueue } from './wait-queue.js';
 
 /** What to acquire a place for. */
 export interface AcquireOptions {
@@ -72,18 +67,6 @@ export function createAdaptiveLimiter(options: AdaptiveLimiterOptions = {}): Ada
   let estimate = resolved.initialLimit;
   let limit = resolved.initialLimit;
 
-  function priorityIndex(priority: string | undefined): number {
-    if (priority === undefined) return names.length - 1;
-    const i = index.get(priority);
-    if (i === undefined)
-      throw new SluiceError(
-        'ERR_SLUICE_ADAPTIVE_UNKNOWN_PRIORITY',
-        `priority '${String(priority)}' is not one of ${names.join(', ')}; add it to priorities or pass a known one`,
-        { option: 'priority' },
-      );
-    return i;
-  }
-
   function reject(i: number, reason: AdaptiveRejectReason): AdaptiveDecision {
     shed[i] = (shed[i] as number) + 1;
     const priority = names[i] as string;
@@ -116,7 +99,7 @@ export function createAdaptiveLimiter(options: AdaptiveLimiterOptions = {}): Ada
   }
 
   function tryAcquire(acquireOptions?: AcquireOptions): AdaptiveDecision {
-    const i = priorityIndex(acquireOptions?.priority);
+    const i = priorityIndex(index, names, acquireOptions?.priority);
     const nowMs = clock.now();
     book.lastDemandMs[i] = nowMs;
     // Places may have come free for waiters without a release (a priority's demand lapsed): they are
@@ -127,30 +110,6 @@ export function createAdaptiveLimiter(options: AdaptiveLimiterOptions = {}): Ada
     return ok ? grant(i) : reject(i, 'limit');
   }
 
-  function wait(i: number, signal: AbortSignal | undefined): Promise<AdaptiveDecision> {
-    const { timeoutMs } = resolved.queue as { timeoutMs: number };
-    return new Promise((resolve) => {
-      const waiter: Waiter = {
-        priority: i,
-        settle(result) {
-          clearTimeout(timer);
-          signal?.removeEventListener('abort', onAbort);
-          resolve(result === true ? grant(i) : reject(i, result));
-        },
-      };
-      const giveUp = (reason: AdaptiveRejectReason) => queue?.remove(waiter) && waiter.settle(reason);
-      const onAbort = () => giveUp('aborted');
-      const timer = setTimeout(() => giveUp('queue-timeout'), timeoutMs);
-      (timer as { unref?: () => void }).unref?.();
-      signal?.addEventListener('abort', onAbort, { once: true });
-      if (!queue?.push(waiter)) {
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-        resolve(reject(i, 'queue-full'));
-      }
-    });
-  }
-
   return {
     tryAcquire,
     async acquire(acquireOptions) {
@@ -159,7 +118,8 @@ export function createAdaptiveLimiter(options: AdaptiveLimiterOptions = {}): Ada
       const i = index.get(decision.priority) as number;
       shed[i] = (shed[i] as number) - 1; // Not shed yet: it waits.
       if (acquireOptions?.signal?.aborted) return reject(i, 'aborted');
-      return wait(i, acquireOptions?.signal);
+      const { timeoutMs } = resolved.queue as { timeoutMs: number };
+      return waitInQueue(queue, i, timeoutMs, acquireOptions?.signal, (r) => (r === true ? grant(i) : reject(i, r)));
     },
     get limit() {
       return limit;

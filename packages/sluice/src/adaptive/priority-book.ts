@@ -3,6 +3,7 @@
  * the rule that says whether one more request of a priority fits.
  */
 
+import { SluiceError } from '../core/errors.js';
 import type { PriorityFigures } from './decision.js';
 
 /** How long a priority counts as wanting its share after it last asked for a place. */
@@ -86,4 +87,21 @@ export function priorityFigures(
     };
   });
   return figures;
+}
+
+/** The index of `priority` (the least important when undefined); an unknown name is misuse. */
+export function priorityIndex(
+  index: ReadonlyMap<string, number>,
+  names: readonly string[],
+  priority: string | undefined,
+): number {
+  if (priority === undefined) return names.length - 1;
+  const i = index.get(priority);
+  if (i === undefined)
+    throw new SluiceError(
+      'ERR_SLUICE_ADAPTIVE_UNKNOWN_PRIORITY',
+      `priority '${String(priority)}' is not one of ${names.join(', ')}; add it to priorities or pass a known one`,
+      { option: 'priority' },
+    );
+  return i;
 }

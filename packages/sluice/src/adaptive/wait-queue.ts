@@ -3,7 +3,7 @@
  * deadline per waiter, and when full, the least important newest waiter gives its place to a more
  * important arrival.
  */
-import type { AdaptiveRejectReason } from './decision.js';
+import type { AdaptiveDecision, AdaptiveRejectReason } from './decision.js';
 
 /** One request waiting for a place. */
 export interface Waiter {
@@ -74,4 +74,38 @@ export function createWaitQueue(capacity: number, waiting: number[]): WaitQueue 
     head: (i) => (lines[i] as Waiter[])[0],
     shift: (i) => take(i, 'first'),
   };
+}
+
+/**
+ * Waits in `queue` as priority `i` until a place is handed over, `timeoutMs` passes or `signal` aborts;
+ * `settle` turns the outcome into the decision (taking the place, or counting the refusal).
+ */
+export function waitInQueue(
+  queue: WaitQueue,
+  i: number,
+  timeoutMs: number,
+  signal: AbortSignal | undefined,
+  settle: (result: true | AdaptiveRejectReason) => AdaptiveDecision,
+): Promise<AdaptiveDecision> {
+  return new Promise((resolve) => {
+    const waiter: Waiter = {
+      priority: i,
+      settle(result) {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        resolve(settle(result));
+      },
+    };
+    const giveUp = (reason: AdaptiveRejectReason) => queue.remove(waiter) && waiter.settle(reason);
+    const onAbort = () => giveUp('aborted');
+    const timer = setTimeout(() => giveUp('queue-timeout'), timeoutMs);
+    // A waiter alone does not keep the process alive.
+    (timer as { unref?: () => void }).unref?.();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    if (!queue.push(waiter)) {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      resolve(settle('queue-full'));
+    }
+  });
 }
