@@ -9,6 +9,7 @@ import type {
   HookHandlerDoneFunction,
   RouteOptions,
 } from 'fastify';
+import { SluiceError } from '../core/errors.js';
 import { afterNodeResponse } from '../http/count-by-response.js';
 import {
   createHttpLimiter,
@@ -27,6 +28,13 @@ import { warnOnce } from '../http/warn.js';
 export interface FastifyRateLimitOptions extends RateLimitOptions<FastifyRequest> {
   /** Answers a rejection yourself (the rate-limit headers and `Retry-After` are already set). */
   handler?: (request: FastifyRequest, reply: FastifyReply, rejection: RejectionInfo) => void;
+  /**
+   * `false`: limit only the routes that ask for it with `config.rateLimit` (an object: `{}` for the
+   * plugin's limit, or a limit of the route's own, which then stands alone), as @fastify/rate-limit's
+   * `global: false`; every other route, 404s included, is not limited.
+   * @default true
+   */
+  global?: boolean;
 }
 
 /**
@@ -61,6 +69,7 @@ function trustSettingOf(fastify: object): unknown {
 }
 
 const access: RequestAccess<FastifyRequest> = {
+  name: 'Fastify',
   peer: (request) => request.raw.socket.remoteAddress,
   header: (request, name) => nodeHeader(request.raw.headers, name),
   method: (request) => request.raw.method ?? 'GET',
@@ -115,8 +124,8 @@ function copyHeaders(bag: Record<string, unknown>, h: readonly string[]): void {
   for (let i = 12; i < n; i += 2) bag[h[i] as string] = h[i + 1];
 }
 
-const EXTRA_KEYS: ReadonlySet<string> = new Set(['handler']);
-const ROUTE_KEYS: ReadonlySet<string> = new Set(['handler', 'replaceGlobal']);
+const EXTRA_KEYS: ReadonlySet<string> = new Set(['handler', 'global']);
+const ROUTE_KEYS: ReadonlySet<string> = new Set(['handler', 'replaceGlobal', 'global']);
 const POLICY_KEYS = ['algorithm', 'limit', 'period', 'burst', 'blockDuration', 'limits'] as const;
 /** Where a route's limiters are kept, inside the route's config (spread into Fastify's route context). */
 const ROUTE_LIMITERS = Symbol('sluice.routeLimiters');
@@ -137,10 +146,15 @@ type Chain = readonly HttpLimiter<FastifyRequest>[];
  * app.post('/login', { config: { rateLimit: { limit: 5, period: '1m' } } }, async () => 'ok'); // 5/min AND 100/min
  */
 export function rateLimit(options: FastifyRateLimitOptions): FastifyPluginCallback & RateLimitControls {
+  if (options.global !== undefined && typeof options.global !== 'boolean') {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'global: expected true or false', { option: 'global' });
+  }
+  const everyRoute = options.global !== false;
   const global = createHttpLimiter(options, access, EXTRA_KEYS);
   /** Every limiter of the plugin (the global one and the routes'), for resetKey, penalty and block. */
   const all: HttpLimiter<FastifyRequest>[] = [global];
-  const globalChain: Chain = [global];
+  /** What a route without settings of its own goes through: the plugin's limit, or nothing (global: false). */
+  const globalChain: Chain = everyRoute ? [global] : [];
   /** True once some route has settings of its own: only then is the route's config read per request. */
   let routeSettings = false;
   /** Chains of routes declared before the plugin was loaded, built on their first request. */
@@ -165,9 +179,10 @@ export function rateLimit(options: FastifyRateLimitOptions): FastifyPluginCallba
     Object.assign(merged, settings);
     const route = createHttpLimiter(merged as FastifyRateLimitOptions, access, ROUTE_KEYS);
     all.push(route);
-    // The route's own limit first: a request it rejects (the tight login limit) takes nothing from
-    // the plugin's limit. Both are listed in the headers.
-    return replaceGlobal === true ? [route] : [route, global];
+    // The route's own limit first; a request either rejects takes nothing from the other (what the
+    // route's took is given back when the plugin's rejects). Both are listed in the headers. With
+    // global: false there is no plugin limit to add it to.
+    return replaceGlobal === true || !everyRoute ? [route] : [route, global];
   }
 
   function chainOf(request: FastifyRequest): Chain {
@@ -247,6 +262,8 @@ export function rateLimit(options: FastifyRateLimitOptions): FastifyPluginCallba
       routeSettings = true;
     });
     fastify.addHook('onRequest', function sluiceRateLimit(request, reply, done) {
+      // global: false and no route has settings: nothing to limit (not even 404s).
+      if (!everyRoute && !routeSettings) return done();
       let chain = globalChain;
       if (routeSettings) {
         try {

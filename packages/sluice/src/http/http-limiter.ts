@@ -23,8 +23,13 @@ import {
   appendInfo,
   appliedOf,
   bindingOf,
+  giveBackEarlier,
+  givenBack,
   previousInfo,
   type RateLimitInfo,
+  rebase,
+  type Taken,
+  tookEarlier,
 } from './rate-limit-info.js';
 import { createRenderer, type RejectionKind, rejectionHeaders, rejectionInfo } from './rejection.js';
 import { type Awaitable, type HttpRequestInfo, type RequestAccess, RequestView } from './request.js';
@@ -65,7 +70,7 @@ export function createHttpLimiter<Req>(
   extraKeys: ReadonlySet<string> = new Set(),
   claim = true,
 ): HttpLimiter<Req> {
-  checkOptions(options, extraKeys);
+  checkOptions(options, extraKeys, access.name);
   const rules = options.rules;
   const store = rules?.store ?? options.store ?? createMemoryStore();
   const shape = options.mode === 'shape';
@@ -185,7 +190,9 @@ export function createHttpLimiter<Req>(
     }
     if (shadow) return PASS;
     if (inflight !== undefined) return withPlace(inflight, req, ip, set, key, cost, decision, own);
-    const info = appendInfo(previousOf(req), own);
+    // Recorded on the info, so that a later middleware that rejects the request gives it back.
+    const taken: Taken = { limits: own, limiter: set.limiter, key, options: cost };
+    const info = appendInfo(previousOf(req), own, taken);
     const outcome: HttpOutcome = {
       pass: true,
       headers: headersOf(info),
@@ -195,7 +202,8 @@ export function createHttpLimiter<Req>(
       rejection: undefined,
       decision,
       info,
-      afterResponse: counting === undefined ? undefined : counting(req, set.limiter, key, cost?.cost ?? 1),
+      afterResponse:
+        counting === undefined ? undefined : settled(req, taken, counting(req, set.limiter, key, cost?.cost ?? 1)),
     };
     if (!shape) return outcome;
     const delayMs = largestDelay(decision);
@@ -221,7 +229,7 @@ export function createHttpLimiter<Req>(
   }
 
   /** The rejection of a request whose key `block()` blocked, or undefined. */
-  function blockedBy(req: Req, set: LimitSet<Req>, key: LimiterKey): HttpOutcome | undefined {
+  function blockedBy(req: Req, set: LimitSet<Req>, key: LimiterKey): Awaitable<HttpOutcome> | undefined {
     const nowMs = clock.now();
     for (const limit of set.limits) {
       const k = keyFor(key, limit.name);
@@ -257,8 +265,10 @@ export function createHttpLimiter<Req>(
       onLimited?.({ req, ip, decision: taken.applied.decision, limitName: taken.applied.name, shadow: false });
       return reject('limited', taken.applied.decision, taken.applied.name, info, req);
     }
-    const info = appendInfo(previousOf(req), [...own, taken.inflight.applied]);
-    const counted = counting?.(req, set.limiter, key, cost?.cost ?? 1);
+    const took: Taken = { limits: own, limiter: set.limiter, key, options: cost };
+    const info = appendInfo(previousOf(req), [...own, taken.inflight.applied], took);
+    const counting0 = counting?.(req, set.limiter, key, cost?.cost ?? 1);
+    const counted = counting0 === undefined ? undefined : settled(req, took, counting0);
     const release = taken.inflight.release;
     return {
       pass: true,
@@ -286,7 +296,36 @@ export function createHttpLimiter<Req>(
     return listedHeaders(info.limits, bindingOf(info), headerMode, resetFormat, nowMs);
   }
 
+  /**
+   * A response's settling by status (skipFailedRequests, responseCost), unless a later middleware
+   * rejected the request and gave back what this one took (settling it again would give it twice).
+   */
+  function settled(req: Req, taken: Taken, counted: (status: number) => Promise<void>) {
+    return (status: number) => (givenBack(previousOf(req), taken) ? Promise.resolve() : counted(status));
+  }
+
+  /**
+   * The rejection, after giving back what earlier sluice middlewares took for the request: a rejected
+   * request consumes nothing, across stacked middlewares (and a Fastify route's limit and the plugin's).
+   */
   function reject(
+    kind: RejectionKind,
+    decision: LimiterDecision | undefined,
+    limitName: string | undefined,
+    info: RateLimitInfo | undefined,
+    req: Req,
+  ): Awaitable<HttpOutcome> {
+    const previous = previousOf(req);
+    if (previous === undefined || !tookEarlier(previous)) return rejectNow(kind, decision, limitName, info, req);
+    return giveBackEarlier(previous).then((restored) => {
+      // Without info of its own (a deny list, a missing key), the restored info goes on the request, so
+      // the earlier middlewares see that they gave back.
+      const after = info === undefined ? restored : rebase(info, previous, restored as RateLimitInfo);
+      return rejectNow(kind, decision, limitName, after, req);
+    });
+  }
+
+  function rejectNow(
     kind: RejectionKind,
     decision: LimiterDecision | undefined,
     limitName: string | undefined,

@@ -422,9 +422,10 @@ describe('stacked middlewares list every policy; the decision is on the request'
         assert.deepEqual(
           readHeaderLists(third).map((p) => [p.name, p.r]),
           [
-            ['per-ip', 2],
+            ['per-ip', 3],
             ['per-user', 0],
           ],
+          'per-user rejected the request, so per-ip gave back what it took for it',
         );
         assert.equal(third.headers.get('retry-after'), '1');
       } finally {

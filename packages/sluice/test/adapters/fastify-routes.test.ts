@@ -9,11 +9,16 @@ import { rateLimit } from '../../src/adapters/fastify.js';
 import { createManualClock } from '../../src/core/clock.js';
 import { T0 } from './suite.js';
 
-async function serve(app: FastifyInstance, body: (get: (path: string) => Promise<Response>) => Promise<void>) {
+type Send = (path: string) => Promise<Response>;
+
+async function serve(app: FastifyInstance, body: (get: Send, post: Send) => Promise<void>) {
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as AddressInfo;
   try {
-    await body((path) => fetch(`http://127.0.0.1:${port}${path}`));
+    await body(
+      (path) => fetch(`http://127.0.0.1:${port}${path}`),
+      (path) => fetch(`http://127.0.0.1:${port}${path}`, { method: 'POST' }),
+    );
   } finally {
     app.server.closeAllConnections();
     await app.close();
@@ -52,6 +57,63 @@ describe('fastify plugin', () => {
       assert.equal((await get('/')).status, 429, 'same counters as the route');
       const missing = await get('/missing');
       assert.equal(missing.status, 429, 'a 404 counts too: scanners are limited');
+    });
+  });
+
+  it("a request the plugin's limit rejects takes nothing from the route's own limit", async () => {
+    const clock = createManualClock(T0);
+    const app = Fastify();
+    await app.register(rateLimit({ limit: 2, period: '1m', clock }));
+    app.get('/', async () => 'ok');
+    app.post('/login', { config: { rateLimit: { limit: 3, period: '1h' } } }, async () => 'ok');
+    await serve(app, async (get, post) => {
+      assert.equal((await get('/')).status, 200);
+      assert.equal((await get('/')).status, 200);
+      for (let i = 0; i < 3; i++) {
+        const login = await post('/login');
+        assert.equal(login.status, 429, 'the global limit is used up');
+        assert.match(
+          login.headers.get('ratelimit') ?? '',
+          /^"POST \/login";r=3;t=\d+, "default";r=0;t=60$/,
+          "the route's limit is untouched by the rejected request (all 3 left)",
+        );
+      }
+      clock.advance(60_000);
+      const login = await post('/login');
+      assert.equal(login.status, 200, 'once the global window resets, the route is not locked out');
+      assert.equal(login.headers.get('ratelimit'), '"POST /login";r=2;t=2700, "default";r=1;t=60');
+    });
+  });
+
+  it('global: false limits only the routes that ask for it (as @fastify/rate-limit)', async () => {
+    const app = Fastify();
+    await app.register(rateLimit({ global: false, limit: 2, period: '1m', clock: createManualClock(T0) }));
+    app.get('/', async () => 'ok');
+    app.get('/limited', { config: { rateLimit: {} } }, async () => 'ok');
+    app.get('/tight', { config: { rateLimit: { limit: 1, period: '10s' } } }, async () => 'ok');
+    await serve(app, async (get) => {
+      for (let i = 0; i < 5; i++) {
+        const free = await get('/');
+        assert.equal(free.status, 200, 'a route without config.rateLimit is not limited');
+        assert.equal(free.headers.get('ratelimit'), null);
+      }
+      assert.equal((await get('/missing')).status, 404, 'nor is a 404');
+      const limited = await get('/limited');
+      assert.equal(
+        limited.headers.get('ratelimit'),
+        '"default";r=1;t=60',
+        "config.rateLimit: {} takes the plugin's limit",
+      );
+      assert.equal((await get('/limited')).status, 200);
+      assert.equal((await get('/limited')).status, 429);
+      const tight = await get('/tight');
+      assert.equal(tight.status, 200);
+      assert.equal(
+        tight.headers.get('ratelimit'),
+        '"GET /tight";r=0;t=10',
+        "a route's own limit stands alone: there is no global limit to add it to",
+      );
+      assert.equal((await get('/tight')).status, 429);
     });
   });
 

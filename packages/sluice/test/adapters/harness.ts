@@ -40,7 +40,17 @@ export interface AdapterHarness {
   readonly name: string;
   /** True when the framework has a trust-proxy setting of its own. */
   readonly hasTrustSetting: boolean;
-  start(options: RateLimitOptions<unknown>, setup?: FrameworkSetup): Promise<Running>;
+  /** Several options: one middleware each, stacked in that order (controls are the first's). */
+  start(options: RateLimitOptions<unknown> | Stack, setup?: FrameworkSetup): Promise<Running>;
+}
+
+/** Options of middlewares stacked on one app, in the order they run. */
+export type Stack = readonly RateLimitOptions<unknown>[];
+
+/** The options of each middleware, in order, built with `create`. */
+function stacked<T>(options: RateLimitOptions<unknown> | Stack, create: (o: never) => T): [T, ...T[]] {
+  const list = Array.isArray(options) ? options : [options];
+  return list.map((o) => create(o as never)) as [T, ...T[]];
 }
 
 const PATHS = ['/', '/health', '/other'];
@@ -96,11 +106,11 @@ function expressHarness(name: string, create: typeof express5): AdapterHarness {
     start(options, setup = {}) {
       const app = create();
       if (setup.trustProxy !== undefined) app.set('trust proxy', setup.trustProxy);
-      const limiter = expressLimit(options as ExpressRateLimitOptions);
-      app.use(limiter);
+      const limiters = stacked(options, (o: ExpressRateLimitOptions) => expressLimit(o));
+      for (const l of limiters) app.use(l);
       for (const path of PATHS) app.get(path, (_req, res) => void res.send('ok'));
       app.get('/hold', (_req, res) => void held().then(() => res.send('ok')));
-      return withControls(listen(createServer(app)), limiter);
+      return withControls(listen(createServer(app)), limiters[0]);
     },
   };
 }
@@ -113,8 +123,8 @@ export const fastifyHarness: AdapterHarness = {
   hasTrustSetting: true,
   async start(options, setup = {}) {
     const app = Fastify(setup.trustProxy === undefined ? {} : { trustProxy: setup.trustProxy });
-    const limiter = fastifyLimit(options as FastifyRateLimitOptions);
-    await app.register(limiter);
+    const limiters = stacked(options, (o: FastifyRateLimitOptions) => fastifyLimit(o));
+    for (const l of limiters) await app.register(l);
     for (const path of PATHS) app.get(path, async () => 'ok');
     app.get('/hold', async () => {
       await held();
@@ -128,7 +138,7 @@ export const fastifyHarness: AdapterHarness = {
         app.server.closeAllConnections();
         await app.close();
       },
-      controls: limiter,
+      controls: limiters[0],
     };
   },
 };
@@ -142,13 +152,13 @@ export const koaHarness: AdapterHarness = {
       app.proxy = true;
       if (typeof setup.trustProxy === 'number') app.maxIpsCount = setup.trustProxy;
     }
-    const limiter = koaLimit(options as KoaRateLimitOptions);
-    app.use(limiter);
+    const limiters = stacked(options, (o: KoaRateLimitOptions) => koaLimit(o));
+    for (const l of limiters) app.use(l);
     app.use(async (ctx) => {
       if (ctx.path === '/hold') await held();
       if (PATHS.includes(ctx.path) || ctx.path === '/hold') ctx.body = 'ok';
     });
-    return withControls(listen(createServer(app.callback())), limiter);
+    return withControls(listen(createServer(app.callback())), limiters[0]);
   },
 };
 
@@ -157,8 +167,8 @@ export const honoHarness: AdapterHarness = {
   hasTrustSetting: false,
   start(options) {
     const app = new Hono();
-    const limiter = honoLimit(options as HonoRateLimitOptions);
-    app.use(limiter);
+    const limiters = stacked(options, (o: HonoRateLimitOptions) => honoLimit(o));
+    for (const l of limiters) app.use(l);
     for (const path of PATHS) app.get(path, (c) => c.text('ok'));
     app.get('/hold', async (c) => {
       await held();
@@ -168,7 +178,7 @@ export const honoHarness: AdapterHarness = {
       const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info) => {
         resolve({
           url: `http://127.0.0.1:${info.port}`,
-          controls: limiter,
+          controls: limiters[0],
           close: () =>
             new Promise<void>((done) => {
               (server as Server).closeAllConnections();
@@ -184,19 +194,14 @@ export const nodeHarness: AdapterHarness = {
   name: 'node:http',
   hasTrustSetting: false,
   start(options) {
-    const wrap = nodeLimit(options as NodeRateLimitOptions);
-    return withControls(
-      listen(
-        createServer(
-          wrap((req, res) => {
-            if (req.url === '/hold') return void held().then(() => res.end('ok'));
-            res.statusCode = PATHS.includes((req.url ?? '/').split('?')[0] as string) ? 200 : 404;
-            res.end('ok');
-          }),
-        ),
-      ),
-      wrap,
-    );
+    const wraps = stacked(options, (o: NodeRateLimitOptions) => nodeLimit(o));
+    const handler: Parameters<(typeof wraps)[0]>[0] = (req, res) => {
+      if (req.url === '/hold') return void held().then(() => res.end('ok'));
+      res.statusCode = PATHS.includes((req.url ?? '/').split('?')[0] as string) ? 200 : 404;
+      res.end('ok');
+    };
+    // The first middleware is the outermost: it runs first.
+    return withControls(listen(createServer(wraps.reduceRight((h, wrap) => wrap(h), handler))), wraps[0]);
   },
 };
 

@@ -12,7 +12,7 @@ import { describe, it } from 'node:test';
 import { createManualClock, type ManualClock } from '../../src/core/clock.js';
 import type { LimitedEvent, RateLimitOptions } from '../../src/http/index.js';
 import type { Store } from '../../src/stores/store.js';
-import type { AdapterHarness, FrameworkSetup } from './harness.js';
+import type { AdapterHarness, FrameworkSetup, Stack } from './harness.js';
 import { type Item, parseList, parseSingleItem } from './structured-fields.js';
 
 /** A minute boundary, so 1 s and 1 min windows both start here. */
@@ -196,7 +196,7 @@ const apiKey = (_req: unknown, info: Info) => info.header('x-api-key') ?? null;
 export function runAdapterSuite(harness: AdapterHarness, label = 'memory', stores?: SuiteStore): void {
   /** Starts the server with `options` (+ the clock and store of the run), runs `body`, cleans up. */
   async function scenario(
-    options: RateLimitOptions<unknown>,
+    options: RateLimitOptions<unknown> | Stack,
     body: (
       get: (path?: string, headers?: Record<string, string>) => Promise<Reply>,
       clock: ManualClock,
@@ -205,7 +205,11 @@ export function runAdapterSuite(harness: AdapterHarness, label = 'memory', store
   ): Promise<void> {
     const clock = createManualClock(T0);
     const fixture = stores ? await stores.create() : undefined;
-    const server = await harness.start({ clock, ...(fixture ? { store: fixture.store } : {}), ...options }, setup);
+    const run = (o: RateLimitOptions<unknown>) => ({ clock, ...(fixture ? { store: fixture.store } : {}), ...o });
+    const server = await harness.start(
+      Array.isArray(options) ? options.map(run) : run(options as RateLimitOptions<unknown>),
+      setup,
+    );
     try {
       await body(async (path = '/', headers = {}) => {
         const res = await fetch(`${server.url}${path}`, { headers });
@@ -319,6 +323,34 @@ export function runAdapterSuite(harness: AdapterHarness, label = 'memory', store
           const r5 = await get('/');
           assert.equal(r5.status, 429, 'without a key, per-key counts the IP; per-ip is spent');
           assert.deepEqual(pick(r5), expectedList(ip(0, 59), [ip(0, 59), key(2, 0)], tooMany(59)));
+        },
+      ));
+
+    it('stacked middlewares: a request the second rejects takes nothing from the first', () =>
+      scenario(
+        [
+          { name: 'site', limit: 3, period: '1m' },
+          { name: 'burst', limit: 1, period: '10s' },
+        ],
+        async (get, clock) => {
+          const site = (r: number, t: number): Policy => ['site', 3, 60, r, t];
+          const burst = (r: number, t: number): Policy => ['burst', 1, 10, r, t];
+          const r1 = await get();
+          assert.equal(r1.status, 200);
+          assert.deepEqual(pick(r1), expectedList(burst(0, 10), [site(2, 60), burst(0, 10)]));
+          for (let i = 0; i < 3; i++) {
+            const over = await get();
+            assert.equal(over.status, 429);
+            assert.deepEqual(
+              pick(over),
+              expectedList(burst(0, 10), [site(2, 60), burst(0, 10)], tooMany(10)),
+              'site still has 2 left: the rejected request was given back',
+            );
+          }
+          clock.advance(10_000);
+          const r5 = await get();
+          assert.equal(r5.status, 200, 'once burst resets, site still has room (the 429s took none of it)');
+          assert.deepEqual(pick(r5), expectedList(burst(0, 10), [site(1, 50), burst(0, 10)]));
         },
       ));
 
