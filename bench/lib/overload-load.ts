@@ -148,3 +148,38 @@ export function quantile(values: number[], q: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number;
 }
+
+/**
+ * Runs {@link offerLoad} in a child process (bench/lib/overload-client beside this file), calling
+ * `onTick` every 100 ms meanwhile; answers its samples.
+ */
+export async function offerLoadApart(
+  url: string,
+  ratePerS: number,
+  durationMs: number,
+  criticalShare: number,
+  timeoutMs: number,
+  onTick: (elapsedMs: number) => void,
+): Promise<Sample[]> {
+  // Compiled by `npm run bench`, or run from source with tsx (node --import tsx bench/overload.ts).
+  const fromSource = import.meta.url.endsWith('.ts');
+  const script = new URL(fromSource ? './overload-client.ts' : './overload-client.js', import.meta.url).pathname;
+  const loader = fromSource ? ['--import', 'tsx'] : [];
+  const args = [...loader, script, url, String(ratePerS), String(durationMs), String(criticalShare), String(timeoutMs)];
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  const start = performance.now();
+  const ticker = setInterval(() => onTick(performance.now() - start), 100);
+  let out = '';
+  child.stdout?.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  clearInterval(ticker);
+  if (code !== 0) throw new Error(`the load generator exited ${code}`);
+  return (JSON.parse(out) as [number, number, number, number][]).map(([atMs, critical, status, ms]) => ({
+    atMs,
+    critical: critical === 1,
+    status,
+    ms,
+  }));
+}
