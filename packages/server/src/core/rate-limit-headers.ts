@@ -1,5 +1,5 @@
 import type { Decision } from 'sluice';
-import type { LimitHeaderInfo, RejectionInfo, RejectionKind } from 'sluice/http';
+import type { LimitHeaderInfo, PolicyFacts, RejectionInfo, RejectionKind } from 'sluice/http';
 import {
   defaultBody,
   defaultMessage,
@@ -15,12 +15,25 @@ const infoCache = new Map<string, LimitHeaderInfo>();
  * The rate-limit headers (docs/middleware.md) for one decision, built by the HTTP middleware core
  * (`sluice/http`) so the service, the gateway and the middleware answer with exactly the same fields;
  * plus `Retry-After` on a rejection. Names are lower-case (HTTP/2 and Envoy's `response_headers_to_add`).
+ * `facts` (the algorithm and a bucket's capacity) make `q`, `r` and `t` those of the policy: a bucket's
+ * quota is its capacity, as `limitRemaining` counts.
  */
-export function rateLimitHeaders(decision: Decision, name: string, windowMs: number): Record<string, string> {
-  // One entry per name (a name's window and limit rarely change): no key string to build per decision.
+export function rateLimitHeaders(
+  decision: Decision,
+  name: string,
+  windowMs: number,
+  facts?: PolicyFacts,
+): Record<string, string> {
+  // One entry per name (a name's policy rarely changes): no key string to build per decision.
   let info = infoCache.get(name);
-  if (info === undefined || info.periodMs !== windowMs || info.limit !== decision.limit) {
-    info = limitHeaderInfo(printable(name), windowMs, decision.limit);
+  if (
+    info === undefined ||
+    info.periodMs !== windowMs ||
+    info.limit !== decision.limit ||
+    info.algorithm !== facts?.algorithm ||
+    info.quota !== (facts?.capacity ?? decision.limit)
+  ) {
+    info = limitHeaderInfo(printable(name), windowMs, decision.limit, 'name', facts);
     // Names come from the config (bounded), but keep the cache bounded whatever happens.
     if (infoCache.size >= 10_000) infoCache.clear();
     infoCache.set(name, info);

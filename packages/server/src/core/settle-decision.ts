@@ -4,7 +4,8 @@
  */
 import type { Decision } from 'sluice';
 import { combineDecisions } from 'sluice';
-import type { DescriptorStatus, RateLimitRequest, RateLimitResponse, RulesEngine } from 'sluice/rules';
+import type { PolicyFacts } from 'sluice/http';
+import type { CurrentLimit, DescriptorStatus, RateLimitRequest, RateLimitResponse, RulesEngine } from 'sluice/rules';
 import type { DecisionEvent, DecisionHub, DecisionOutcome, DecisionSource } from '../observability/decision-events.js';
 import { NEAR_LIMIT_RATIO, outcomeOf, UNKNOWN_DOMAIN } from '../observability/decision-events.js';
 import type { ListName } from './access-lists.js';
@@ -114,10 +115,23 @@ export function createSettle(options: SettleOptions): Settle {
   };
 }
 
+/** The policy facts of a current limit (shared by its statuses, so kept per limit: nothing allocated per decision). */
+const FACTS = new WeakMap<CurrentLimit, PolicyFacts>();
+function factsOf(limit: CurrentLimit): PolicyFacts {
+  let facts = FACTS.get(limit);
+  if (facts === undefined) {
+    facts = { algorithm: limit.algorithm, capacity: limit.burst ?? limit.limit };
+    FACTS.set(limit, facts);
+  }
+  return facts;
+}
+
 /** sluice's rate-limit headers for the binding decision, named and windowed by the status it came from. */
 function headersOf(binding: Decision, status: DescriptorStatus, domain: string): Record<string, string> {
   const limit = status.currentLimit;
-  return rateLimitHeaders(binding, status.ruleName ?? limit?.name ?? status.ruleId ?? domain, limit?.periodMs ?? 1000);
+  const name = status.ruleName ?? limit?.name ?? status.ruleId ?? domain;
+  if (limit === undefined) return rateLimitHeaders(binding, name, 1000);
+  return rateLimitHeaders(binding, name, limit.periodMs, factsOf(limit));
 }
 
 /** The decision event of descriptor `i`. */

@@ -5,7 +5,7 @@
 import type { Decision } from '../core/decision.js';
 import { combineDecisions, decisionWithResults } from '../limiter/combine.js';
 import type { LimiterDecision, LimitResult } from '../limiter/create-limiter.js';
-import type { DescriptorStatus, RulesEngine } from '../rules/engine-types.js';
+import type { CurrentLimit, DescriptorStatus, RulesEngine } from '../rules/engine-types.js';
 import { httpDescriptorsFor } from '../rules/http/descriptors-for.js';
 import type { HttpHeaders } from '../rules/http/types.js';
 import type { DescriptorLevel, RuleSet } from '../rules/types.js';
@@ -39,11 +39,13 @@ export interface RulesRequest {
 export function createRulesCheck(engine: RulesEngine): (request: RulesRequest) => Promise<RulesVerdict | undefined> {
   // Header facts per rule, built once per distinct (name, limit, period).
   const headerCache = new Map<string, LimitHeaderInfo>();
-  const headerOf = (name: string, limit: number, periodMs: number): LimitHeaderInfo => {
-    const id = `${name}\n${limit}\n${periodMs}`;
+  const headerOf = (name: string, current: CurrentLimit): LimitHeaderInfo => {
+    const { limit, periodMs, algorithm } = current;
+    const id = `${name}\n${limit}\n${periodMs}\n${algorithm}\n${current.burst ?? ''}`;
     let info = headerCache.get(id);
     if (info === undefined) {
-      info = limitHeaderInfo(printable(name), periodMs, limit);
+      // The algorithm and the bucket's capacity make q, r and t those of the policy, as for inline limits.
+      info = limitHeaderInfo(printable(name), periodMs, limit, 'name', { algorithm, capacity: current.burst ?? limit });
       if (headerCache.size >= 1000) headerCache.clear();
       headerCache.set(id, info);
     }
@@ -96,7 +98,7 @@ export function createRulesCheck(engine: RulesEngine): (request: RulesRequest) =
     return {
       decision: decisionWithResults(chosen, results),
       limitName: bound.name,
-      header: headerOf(bound.name, limit.limit, limit.periodMs),
+      header: headerOf(bound.name, limit),
       shadowed,
     };
   };

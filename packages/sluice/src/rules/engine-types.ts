@@ -52,6 +52,8 @@ export interface CurrentLimit {
   limit: number;
   periodMs: number;
   algorithm: AlgorithmName;
+  /** The bucket's capacity when the rule gives one (`burst`; bucket algorithms): what `limitRemaining` counts down from. */
+  burst?: number;
 }
 
 /** The answer for one descriptor of a request. */

@@ -3,6 +3,7 @@
  * it resets, for a limited, unlimited or unmatched descriptor.
  */
 import type { Decision } from '../core/decision.js';
+import { isBucketAlgorithm } from '../core/policy.js';
 import { combineDecisions } from '../limiter/combine.js';
 import type { CurrentLimit, DescriptorStatus } from './engine-types.js';
 import { metricKey } from './metric-key.js';
@@ -32,6 +33,7 @@ function currentLimitOf(limit: RuleLimit): CurrentLimit {
       limit: limit.requestsPerUnit,
       periodMs: limit.periodMs,
       algorithm: limit.algorithm,
+      ...(limit.burst === undefined || !isBucketAlgorithm(limit.algorithm) ? {} : { burst: limit.burst }),
     });
     CURRENT_LIMITS.set(limit, current);
   }
