@@ -1,3 +1,4 @@
+/** What the admin API does to a running service: reset keys, inspect a key, reload the config. */
 import type { Clock, Store } from 'sluice';
 import { isSluiceError, resolvePolicy } from 'sluice';
 import type { RulesEngine } from 'sluice/rules';

@@ -1,3 +1,4 @@
+/** Tracing around the decider: one span per decision, named and attributed per entry point (gRPC, /json, gateway). */
 import type { Decider } from '../core/decide.js';
 import type { DecisionSource } from '../observability/decision-events.js';
 import type { AttributeValue, Tracer } from '../observability/tracing/tracer.js';

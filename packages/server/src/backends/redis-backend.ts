@@ -1,3 +1,6 @@
+/**
+ * The Redis backend: connects ioredis to one server, a Cluster or Sentinels (TLS, auth), builds the Redis store on it, pings it for health.
+ */
 import { readFileSync } from 'node:fs';
 import { rootCertificates } from 'node:tls';
 import type { Store } from 'sluice';

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+/** The `sluice` executable: picks the subcommand, runs it, and exits with its status. */
 import type { CommandIo } from './command.js';
 import { commands } from './commands/index.js';
 import { packageVersion } from './version.js';

@@ -1,3 +1,4 @@
+/** The installed sluice-server's version, for `sluice --version`. */
 import { readFileSync } from 'node:fs';
 
 /** The version of the installed sluice-server package (read from its package.json, beside src/ and dist/). */

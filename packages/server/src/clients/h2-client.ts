@@ -1,3 +1,4 @@
+/** A lean RLS client on Node's HTTP/2 (no gRPC framework), used by the load generator so the load costs little. */
 import { type ClientHttp2Session, connect } from 'node:http2';
 import { SHOULD_RATE_LIMIT_PATH } from '../rls/paths.js';
 import { decodeOverallCode, encodeRateLimitRequestFrame } from '../rls/wire.js';

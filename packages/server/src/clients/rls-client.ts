@@ -1,3 +1,4 @@
+/** An Envoy RLS client on @grpc/grpc-js, for tests, the CLI and users calling the service from Node. */
 import {
   type ChannelCredentials,
   type ChannelOptions,

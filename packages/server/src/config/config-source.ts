@@ -1,3 +1,6 @@
+/**
+ * Rules from files: the first load, watching files and the RUNTIME_ROOT symlink, reloads parsed off-thread, and the load status.
+ */
 import { type FSWatcher, watch } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import type { LoadResult, LoadRulesOptions, RuleIssue, RuleSet } from 'sluice/rules';

@@ -1,3 +1,6 @@
+/**
+ * Parses rule files in a worker thread with a time and heap bound, so a big or hostile file never stalls decisions.
+ */
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';

@@ -1,3 +1,4 @@
+/** Config problems as shown to API callers: quoted values clipped, at most so many listed. */
 import type { LoadResult, RuleIssue } from 'sluice/rules';
 
 /** Longest quoted value an issue message keeps, in characters (the rest becomes `…`). @default 24 */

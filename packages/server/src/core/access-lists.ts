@@ -1,3 +1,4 @@
+/** The allow and deny lists: entries by descriptor key and value or by client address range, bounded in size. */
 import { randomUUID } from 'node:crypto';
 import { isIP } from 'node:net';
 import { SluiceError } from 'sluice';

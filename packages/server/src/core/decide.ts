@@ -1,3 +1,6 @@
+/**
+ * The service's decider: allow and deny lists first, then the rules engine over the store, one answer for gRPC, /json and the gateway.
+ */
 import { performance } from 'node:perf_hooks';
 import { isSluiceError } from 'sluice';
 import type { DescriptorStatus, RateLimitRequest, RateLimitResponse, RulesEngine } from 'sluice/rules';

@@ -1,3 +1,4 @@
+/** envoy ratelimit's `dynamic_metadata` on a response (RESPONSE_DYNAMIC_METADATA=true). */
 import type { DescriptorStatus, RateLimitRequest } from 'sluice/rules';
 
 /**

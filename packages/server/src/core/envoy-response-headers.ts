@@ -1,3 +1,4 @@
+/** envoy ratelimit's three response headers (LIMIT_RESPONSE_HEADERS_ENABLED) and their names. */
 import type { DescriptorStatus } from 'sluice/rules';
 
 /** Names of envoy ratelimit's response headers (`LIMIT_LIMIT_HEADER`, `LIMIT_REMAINING_HEADER`, `LIMIT_RESET_HEADER`). */

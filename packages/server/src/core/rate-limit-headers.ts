@@ -1,3 +1,4 @@
+/** sluice's rate-limit headers and 429 bodies for the service's answers, the same as the middleware's. */
 import type { Decision } from 'sluice';
 import type { LimitHeaderInfo, PolicyFacts, RejectionInfo, RejectionKind } from 'sluice/http';
 import {

@@ -1,3 +1,4 @@
+/** Per-value Prometheus series for `detailed_metric` and `value_to_metric` rules, capped with an overflow series. */
 import { Counter, type Registry } from 'prom-client';
 import type { DecisionHub } from './decision-events.js';
 

@@ -1,3 +1,4 @@
+/** The service's logger: pino, one JSON object per line, with sluice's levels. */
 import { pino } from 'pino';
 
 /** The service's structured logger (pino: one JSON object per line). */

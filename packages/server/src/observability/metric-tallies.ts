@@ -1,3 +1,6 @@
+/**
+ * Counters and histograms counted in plain numbers on the request path and handed to prom-client only when scraped.
+ */
 import { Counter, type Metric, type Registry } from 'prom-client';
 
 /**

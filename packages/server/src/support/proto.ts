@@ -1,3 +1,4 @@
+/** Where the package's .proto files are, and the RLS service loaded from them for clients. */
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { ServiceDefinition } from '@grpc/grpc-js';

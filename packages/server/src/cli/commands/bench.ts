@@ -1,3 +1,4 @@
+/** `sluice bench`: load a running service over gRPC or HTTP from worker threads and report decisions/s and latency. */
 import { parseArgs } from 'node:util';
 import { parseDuration } from 'sluice';
 import {

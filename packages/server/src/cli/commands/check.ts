@@ -1,3 +1,4 @@
+/** `sluice check`: asks a running service whether a request may pass (its rules, or /v1/check with a policy), for scripts. */
 import { parseArgs } from 'node:util';
 import { isSluiceError, parseDuration } from 'sluice';
 import { createRlsClient } from '../../index.js';

@@ -1,3 +1,4 @@
+/** The list of `sluice` subcommands. */
 import type { Command } from '../command.js';
 import { benchCommand } from './bench.js';
 import { checkCommand } from './check.js';

@@ -1,3 +1,6 @@
+/**
+ * `sluice serve`'s flags for the service's own bounds (gRPC receive limits, Watch slots, gateway timeouts and caps).
+ */
 import { parseDuration } from 'sluice';
 import type { ServiceOptions } from '../../index.js';
 

@@ -1,3 +1,6 @@
+/**
+ * `sluice simulate`: run a trace (synthetic or CSV) through every algorithm on a virtual clock and report or chart it.
+ */
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import { performance } from 'node:perf_hooks';

@@ -1,3 +1,4 @@
+/** `sluice validate`: check rule files and print every problem with its file, line and code. */
 import { parseArgs } from 'node:util';
 import { loadRules } from 'sluice/rules';
 import { formatIssues } from '../../index.js';

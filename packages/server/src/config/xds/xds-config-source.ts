@@ -1,3 +1,4 @@
+/** The xDS stream as the service's config source: rules applied as they arrive, readiness until the first config. */
 import type { LoadResult, RuleSet } from 'sluice/rules';
 import type { Logger } from '../../observability/logger.js';
 import type { ConfigSource, ConfigStatus } from '../config-source.js';

@@ -1,3 +1,4 @@
+/** How to reach an xDS management server (envoy ratelimit's CONFIG_GRPC_XDS_* settings). */
 import type { XdsBackoff } from './backoff.js';
 
 /** Where and how to reach an xDS management server (envoy ratelimit's CONFIG_GRPC_XDS_* settings). */

@@ -1,3 +1,4 @@
+/** Constant labels on every Prometheus series (envoy ratelimit's EXTRA_TAGS). */
 import type { Registry } from 'prom-client';
 import { SluiceError } from 'sluice';
 

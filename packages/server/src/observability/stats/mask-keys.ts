@@ -1,3 +1,4 @@
+/** Masks counted keys for the dashboard without the admin token (a keyed hash per policy). */
 import { createHmac, randomBytes } from 'node:crypto';
 import { SluiceError } from 'sluice';
 import type { TopKey } from './top-keys.js';

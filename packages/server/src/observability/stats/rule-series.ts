@@ -1,3 +1,4 @@
+/** The dashboard's per-rule decisions per second: a ring of per-second outcome counts. */
 import type { DecisionOutcome } from '../decision-events.js';
 
 /** The four outcomes, in the order of a series' columns. */

@@ -1,3 +1,4 @@
+/** The dashboard's statistics, fed by the decision hub: per-rule series and the keys nearest their limits, bounded. */
 import type { DecisionEvent, DecisionHub, DecisionOutcome } from '../decision-events.js';
 import type { OutcomeCounts, RuleSeries } from './rule-series.js';
 import { createRuleSeries } from './rule-series.js';

@@ -1,3 +1,4 @@
+/** The store's recent latency and errors for the dashboard, read from the Prometheus histogram. */
 import type { Registry } from 'prom-client';
 
 /** Store latency and errors over the last few seconds, read from the service's Prometheus metrics. */

@@ -1,3 +1,4 @@
+/** The keys closest to or over their limits, kept in a bounded table for the dashboard. */
 import type { DecisionEvent } from '../decision-events.js';
 
 /** One key of the "closest to or over their limits" list. */

@@ -1,3 +1,4 @@
+/** W3C trace context: reads the caller's span from a request's headers or gRPC metadata. */
 import { Metadata } from '@grpc/grpc-js';
 
 /** The caller's span, from the request's headers: its trace, its span id and whether it was sampled. */

@@ -1,3 +1,4 @@
+/** The tracing options (envoy ratelimit's TRACING_* settings). */
 import type { OtlpOptions } from './otlp-exporter.js';
 
 /** Tracing of decisions (envoy ratelimit's TRACING_* settings). */

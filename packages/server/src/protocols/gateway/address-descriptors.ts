@@ -1,3 +1,4 @@
+/** Descriptors that depend on nothing but the client address, worked out once per client and config. */
 import type { HttpDomainDescriptors, RuleSet } from 'sluice/rules';
 
 /** The `http:` actions whose entry depends on nothing but the client address and the config. */

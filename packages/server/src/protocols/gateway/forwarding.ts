@@ -1,3 +1,6 @@
+/**
+ * What the gateway forwards: hop-by-hop headers dropped, X-Forwarded-* and Forwarded set or extended for trusted proxies.
+ */
 import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import { cidrContains, PROXY_GROUPS, parseCidr, parseIp } from 'sluice/http';
 

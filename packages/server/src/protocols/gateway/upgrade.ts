@@ -1,3 +1,6 @@
+/**
+ * Websocket upgrades through the gateway: the upstream handshake, the tunnel, and refusals written on the raw socket.
+ */
 import { request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders, STATUS_CODES } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { Duplex } from 'node:stream';

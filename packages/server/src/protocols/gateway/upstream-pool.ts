@@ -1,3 +1,4 @@
+/** The gateway's keep-alive pool of upstream connections, capped, with idle sockets timed out. */
 import { type AgentOptions, type ClientRequest, Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import type { Duplex } from 'node:stream';

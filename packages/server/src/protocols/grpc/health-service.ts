@@ -1,3 +1,4 @@
+/** `grpc.health.v1.Health`: its definition, the Check answer and the Watch response frame. */
 import type { ServiceDefinition } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import { PROTO_DIR } from '../../support/proto.js';

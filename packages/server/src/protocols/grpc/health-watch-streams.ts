@@ -1,3 +1,4 @@
+/** `grpc.health.v1.Health/Watch` on grpc-js: each call opened in the Watch hub under the per-client bounds. */
 import { type ServerWritableStream, status } from '@grpc/grpc-js';
 import { peerKey } from '../http/peer-key.js';
 import type { HealthWatch, WatchSink } from './health-watch.js';

@@ -1,3 +1,6 @@
+/**
+ * Bounds on unfinished gRPC requests: bytes per message, per connection and in all, and the time a message may take.
+ */
 import type { ServerHttp2Stream } from 'node:http2';
 import { performance } from 'node:perf_hooks';
 import { type DeadlineEntry, DeadlineList } from '../../support/deadlines.js';

@@ -1,3 +1,4 @@
+/** `RateLimitService` for grpc-js with sluice's own codec (rls/wire.ts) instead of protobufjs. */
 import type { ServiceDefinition } from '@grpc/grpc-js';
 import type { Decided } from '../../core/decide.js';
 import { decodeRateLimitRequest, encodeDecisionFrame, type WireRequest } from '../../rls/wire.js';

@@ -1,3 +1,4 @@
+/** gRPC TLS: the PEM files read and checked (validity period), reloadable credentials, the client SAN check. */
 import { X509Certificate } from 'node:crypto';
 import { type FSWatcher, readFileSync, watch } from 'node:fs';
 import { dirname } from 'node:path';

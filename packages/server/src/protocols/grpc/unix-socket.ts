@@ -1,3 +1,6 @@
+/**
+ * Frees a unix socket path for the gRPC listener (a dead process's socket is replaced; a live one stops the start).
+ */
 import { lstatSync, unlinkSync } from 'node:fs';
 import { connect } from 'node:net';
 import { SluiceError } from 'sluice';

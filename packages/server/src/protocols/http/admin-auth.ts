@@ -1,3 +1,4 @@
+/** The admin token check: constant-time comparison, and a backoff per address after wrong tokens. */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { SluiceError } from 'sluice';
 

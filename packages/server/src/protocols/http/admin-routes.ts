@@ -1,3 +1,4 @@
+/** The admin API (`/admin/...`): lists, keys, reload, each behind the admin token. */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isSluiceError } from 'sluice';
 import type { AccessLists, ListName } from '../../core/access-lists.js';

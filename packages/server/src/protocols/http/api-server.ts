@@ -1,3 +1,6 @@
+/**
+ * The HTTP API server: routes (/json, /v1/check, health, metrics, admin, dashboard), body limits and errors as JSON.
+ */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { isSluiceError } from 'sluice';
 import type { Decider } from '../../core/decide.js';

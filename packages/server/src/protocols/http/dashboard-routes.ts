@@ -1,3 +1,4 @@
+/** The dashboard's data routes (`/api/dashboard`, keys, regions), with raw keys only for the admin token. */
 import { readFile } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';

@@ -1,3 +1,4 @@
+/** At shutdown, idle keep-alive connections stay open a moment for a request already on its way, then close. */
 import type { Server } from 'node:http';
 
 /**

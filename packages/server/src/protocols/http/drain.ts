@@ -1,3 +1,4 @@
+/** Shutdown for an HTTP server: answers say `Connection: close` while in-flight requests finish. */
 import type { Server, ServerResponse } from 'node:http';
 import { deferIdleClose } from './drain-idle.js';
 

@@ -1,3 +1,4 @@
+/** Headers that forbid framing the dashboard on another site (clickjacking). */
 import type { ServerResponse } from 'node:http';
 
 const FRAME_ANCESTORS = "frame-ancestors 'none'";

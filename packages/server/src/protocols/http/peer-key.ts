@@ -1,3 +1,4 @@
+/** The address a client is counted under for bounds and backoffs: IPv4 as it is, IPv6 by its /56. */
 import { formatIp, maskIp, parseIp } from 'sluice/http';
 
 /**

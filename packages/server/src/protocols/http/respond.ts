@@ -1,3 +1,4 @@
+/** JSON answers and errors (`{"error":{"code","message"}}`), and reading bounded JSON bodies. */
 import type { IncomingMessage, OutgoingHttpHeader, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 
 /** An error answered as `{"error":{"code","message"}}` with an HTTP status. */

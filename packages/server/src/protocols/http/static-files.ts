@@ -1,3 +1,4 @@
+/** Serves the dashboard's static files from the package's `dashboard/` directory, and nothing outside it. */
 import { createReadStream, existsSync, statSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { extname, join, normalize, sep } from 'node:path';

@@ -1,3 +1,4 @@
+/** The load generator behind `sluice bench`: sends calls at a rate or as fast as answered, and records latency. */
 import { Agent, request } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';

@@ -1,3 +1,4 @@
+/** Reads a CSV trace (time, cost) for `sluice simulate`, reporting bad lines. */
 import { SluiceError } from 'sluice';
 import type { Trace, TraceEvent } from './trace.js';
 

@@ -1,3 +1,4 @@
+/** The simulator: runs a trace through each algorithm on a virtual clock, on the memory store, and compares them. */
 import {
   type AlgorithmName,
   createLimiter,

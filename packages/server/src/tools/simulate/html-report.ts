@@ -1,3 +1,4 @@
+/** The simulator's HTML report: the summary table and one inline SVG chart per algorithm. */
 import type { SimulationResult } from './engine.js';
 import { escapeXml } from './format.js';
 import { renderRunSvg } from './svg-chart.js';

@@ -1,3 +1,4 @@
+/** The multi-region simulation's table and description. */
 import { escapeXml, formatDuration, niceStep, round } from './format.js';
 import type { RegionModeRun, RegionSimulationResult } from './regions.js';
 

@@ -1,3 +1,4 @@
+/** One algorithm's run cut into equal time bins, for charts. */
 import type { AlgorithmRun, SimulationResult } from './engine.js';
 import { releasedEvents } from './engine.js';
 import { createWindowCounter } from './window-counter.js';

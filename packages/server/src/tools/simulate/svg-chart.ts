@@ -1,3 +1,4 @@
+/** SVG charts of simulated runs (admitted and rejected over time), without a charting library. */
 import type { AlgorithmRun, SimulationResult } from './engine.js';
 import { escapeXml, formatDuration, niceStep, round } from './format.js';
 import { type RunSeries, seriesOf } from './series.js';

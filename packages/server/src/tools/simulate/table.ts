@@ -1,3 +1,4 @@
+/** The simulator's summary table, as data and as text. */
 import type { AlgorithmRun, SimulationResult } from './engine.js';
 import { formatDuration, formatPercent, round } from './format.js';
 

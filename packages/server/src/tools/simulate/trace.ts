@@ -1,3 +1,4 @@
+/** Synthetic traces for the simulator: steady, bursty and other arrival patterns, seeded. */
 import { SluiceError } from 'sluice';
 import { createSeededRandom } from './random.js';
 
