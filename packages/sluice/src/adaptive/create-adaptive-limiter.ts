@@ -1,3 +1,6 @@
+/**
+ * createAdaptiveLimiter: a concurrency limit that follows measured latency, with shares per priority and an optional queue.
+ */
 import { createAimd } from './aimd.js';
 import type { AdaptiveDecision, AdaptivePermit, AdaptiveRejectReason, AdaptiveStats } from './decision.js';
 import { createGradient2 } from './gradient2.js';

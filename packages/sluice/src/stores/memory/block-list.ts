@@ -1,3 +1,4 @@
+/** The memory store's blocked keys (a policy's blockDuration), each until its instant. */
 import type { Decision } from '../../core/decision.js';
 
 /**

@@ -1,3 +1,4 @@
+/** The memory store's key slots: least-recently-used lists (keys at their limit kept longest) over flat arrays. */
 import { SLOT_WIDTH } from '../../algorithms/index.js';
 import type { SlidingLogState } from '../../algorithms/sliding-log.js';
 

@@ -1,3 +1,6 @@
+/**
+ * The memory store: every algorithm over flat typed arrays in this process, bounded by keys and bytes, decided synchronously.
+ */
 import type { Algorithm } from '../../algorithms/index.js';
 import { NUMERIC_ALGORITHMS, SLOT_WIDTH } from '../../algorithms/index.js';
 import { SlidingLogState, slidingLog } from '../../algorithms/sliding-log.js';

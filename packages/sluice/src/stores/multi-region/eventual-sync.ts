@@ -1,3 +1,4 @@
+/** Eventual multi-region sync: each region's part of a window's G-counter, exchanged and merged. */
 import { slotOf } from '../redis/keys.js';
 import type { Runner } from '../redis/runner.js';
 import { EVENTUAL_MERGE, EVENTUAL_READ_OWN } from './eventual-lua.js';

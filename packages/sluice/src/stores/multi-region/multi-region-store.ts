@@ -1,3 +1,6 @@
+/**
+ * The multi-region store: a local Redis per region, kept within the limit across regions by escrow or eventual sync.
+ */
 import type { Decision } from '../../core/decision.js';
 import { SluiceError } from '../../core/errors.js';
 import { type PolicyOptions, type ResolvedPolicy, resolvePolicy } from '../../core/policy.js';

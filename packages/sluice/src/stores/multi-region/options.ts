@@ -1,3 +1,4 @@
+/** The multi-region store's options, validated once into their resolved form. */
 import { type Clock, systemClock } from '../../core/clock.js';
 import { SluiceError } from '../../core/errors.js';
 import { createTransport, type RedisClientLike, type RedisTransport } from '../redis/client.js';

@@ -1,3 +1,6 @@
+/**
+ * The Redis store: each decision one Lua script call (atomic, one round trip), with batching, deadlines and the local over-limit cache.
+ */
 import type { Decision } from '../../core/decision.js';
 import { SluiceError } from '../../core/errors.js';
 import type { ResolvedPolicy } from '../../core/policy.js';

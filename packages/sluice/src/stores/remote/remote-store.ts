@@ -1,3 +1,6 @@
+/**
+ * The remote store: decisions asked of a running `sluice serve` over HTTP (`/v1/check`), batched, with bounded answers.
+ */
 import type { Decision } from '../../core/decision.js';
 import { SluiceError } from '../../core/errors.js';
 import type { ResolvedPolicy } from '../../core/policy.js';
