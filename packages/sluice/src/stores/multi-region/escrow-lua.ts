@@ -191,6 +191,8 @@ local function credit(rkey, rec, j, units, to, at)
   if to ~= rec.inc or units <= num(rec['r:' .. j]) then return end
   -- The previous total counts for every later decision once this region decided past its instant.
   if num(rec.hw) >= num(rec['rt:' .. j]) + SKEW then setf(rkey, rec, 'r0:' .. j, rec['r:' .. j] or '0') end
+  -- Newly received units, not yet in a bucket: a bucket growth turns them into tokens, once.
+  setf(rkey, rec, 'tk', fmt(num(rec.tk) + units - num(rec['r:' .. j])))
   setf(rkey, rec, 'r:' .. j, fmt(units))
   if at > num(rec['rt:' .. j]) then setf(rkey, rec, 'rt:' .. j, fmt(at)) end
 end
@@ -230,6 +232,8 @@ end`,
  */
 const epochsLib = (codes: readonly string[]) => `
 local CHECK = {}
+-- Tokens leaving this region's bucket with the units MERGE gives away (0 outside a give).
+local GIVING = 0
 ${checks(codes)}
 -- The policy of a share: the limit scaled, the burst scaled down, ticks rounded so that the rate is
 -- never above the share's (ceil where the Redis store rounds to nearest).
@@ -315,15 +319,24 @@ local function epochs(it, newinc)
     setf(it.rkey, rec, 's', fmt(share))
     local at = anchor_of(rec)
     if it.bucket then
-      -- Start empty, as of the anchor: take the whole new bucket at that instant (requests stamped
-      -- earlier drain nothing from it). A growth keeps the units the bucket holds now, never more:
-      -- units received bring rate and room, not a burst.
+      -- The new bucket holds, as of the anchor (requests stamped earlier drain nothing from it):
+      -- after a growth, what the old one holds plus the tokens the giver took out of its own bucket
+      -- with the units (each received unit once: 'tk'); after a give, what the old one holds less the
+      -- tokens given; after any other shrink, nothing. Tokens move, never appear: the regions'
+      -- buckets together stay within burst + rate x time.
       local p = scaled(it, share)
-      local take = p.capacity
-      if share > s and s > 0 then
+      local target = 0
+      if s > 0 and (share > s or GIVING > 0) then
         local held = CHECK[it.alg](epoch_key(it, rec, e - 1), scaled(it, s), 0, false)[2]
-        take = max(0, p.capacity - held)
+        if share > s then
+          local units = min(num(rec.tk), share - s)
+          target = held + floor(it.burst * units / it.limit)
+          setf(it.rkey, rec, 'tk', fmt(num(rec.tk) - units))
+        else
+          target = max(0, held - GIVING)
+        end
       end
+      local take = p.capacity - min(p.capacity, target)
       if take > 0 then
         local now = NOW
         NOW = at
@@ -689,13 +702,32 @@ for i = A + 2, #ARGV, ${14 + 9} do
     -- its window — the state of every binding epoch, looked at with cost 0.
     local spare = share - min(share, ceil(demand_of(rec, it.tau, it.period) * ${DEMAND_HEADROOM}))
     if not it.bucket then spare = min(spare, decide(it, list, 0, false)[2]) end
+    -- A bucket gives units only with tokens it holds, which leave with them (epochs, GIVING).
+    local held = 0
+    if it.bucket then
+      held = decide(it, list, 0, false)[2]
+      spare = min(spare, floor(held * it.limit / max(1, it.burst)))
+    end
     local give = floor(min(want, spare))
+    if it.bucket then
+      while give > 0 and ceil(it.burst * give / it.limit) > held do give = give - 1 end
+    end
     if give > 0 then
       setf(rkey, rec, 'g:' .. from, fmt(num(rec['g:' .. from]) + give))
       setf(rkey, rec, 'gt:' .. from, fmt(NOW))
       -- Later decisions here are stamped from the transfer on, so the shrink binds them all.
       if NOW > num(rec.hw) then setf(rkey, rec, 'hw', fmt(NOW)) end
       share = share - give
+      if it.bucket then
+        -- The bucket shrinks now, with the tokens given, measured at this instant.
+        GIVING = ceil(it.burst * give / it.limit)
+        list, share, rec = epochs(it, NEWINC)
+        GIVING = 0
+        if not rec.loaded then
+          load(rec, tkey(rkey))
+          rec.loaded = true
+        end
+      end
     end
   end
   call('PEXPIRE', rkey, fmt(it.ttl))
