@@ -31,10 +31,10 @@ const INITIAL_LIMIT = 20;
 
 type Row = { name: string; make?: () => AdaptiveLimiter };
 /**
- * Shares as the traffic (critical needs about half of the places at capacity), and a short queue so
- * a freed place goes to a waiting critical request before a normal one.
+ * Critical traffic is 20 % of the offered load, 60 % of the capacity: its share reserves 70 % of the
+ * limit for it. A short queue, so a freed place goes to a waiting critical request before a normal one.
  */
-const shared = { priorities: { critical: 0.5, normal: 0.5 }, queue: { size: 32, timeoutMs: 200 } };
+const shared = { priorities: { critical: 0.7, normal: 0.3 }, queue: { size: 32, timeoutMs: 200 } };
 const adaptive = (algorithm: 'gradient2' | 'vegas' | 'aimd') => () =>
   createAdaptiveLimiter({ algorithm, initialLimit: INITIAL_LIMIT, maxLimit: 500, ...shared });
 const ROWS: Row[] = [
@@ -77,7 +77,14 @@ async function runRow(row: Row, unloadedP99: number): Promise<string[]> {
   const proxy = await startProxy(upstream.url, limiter && rateLimit({ adaptive: { limiter, priority } }));
   const limits: { atMs: number; limit: number }[] = [];
   let slowed = false;
-  const samples = await offerLoadApart(proxy.url, OFFERED_RPS, BEFORE_MS + AFTER_MS, 0.2, TIMEOUT_MS, (at) => {
+  const load = {
+    url: proxy.url,
+    ratePerS: OFFERED_RPS,
+    durationMs: BEFORE_MS + AFTER_MS,
+    criticalShare: 0.2,
+    timeoutMs: TIMEOUT_MS,
+  };
+  const samples = await offerLoadApart(load, (at) => {
     if (limiter) limits.push({ atMs: at, limit: limiter.limit });
     if (!slowed && at >= BEFORE_MS) {
       slowed = true;
@@ -87,7 +94,8 @@ async function runRow(row: Row, unloadedP99: number): Promise<string[]> {
   proxy.server.closeAllConnections();
   proxy.server.close();
   upstream.stop();
-  const ok = (s: Sample) => s.status === 200;
+  // Success: a 200 within the client's patience (the socket timeout alone lets a trickling answer run longer).
+  const ok = (s: Sample) => s.status === 200 && s.ms <= TIMEOUT_MS;
   const phase = (s: Sample, before: boolean) => s.atMs < BEFORE_MS === before;
   const critical = samples.filter((s) => s.critical);
   const cell = (before: boolean) => {
@@ -111,7 +119,7 @@ async function runRow(row: Row, unloadedP99: number): Promise<string[]> {
   return [
     row.name,
     `${critBefore} / ${critAfter}`,
-    `${fmt(critP99, 0)} ms (${fmt(critP99 / unloadedP99, 1)}×)`,
+    Number.isNaN(critP99) ? 'none succeeded' : `${fmt(critP99, 0)} ms (${fmt(critP99 / unloadedP99, 1)}×)`,
     `${goodBefore} / ${goodAfter}`,
     settled === undefined ? (limiter ? 'never' : '-') : `${fmt(settled / 1000, 1)} s`,
     limiter ? `${limits[limits.length - 1]?.limit}` : '-',
@@ -123,7 +131,14 @@ async function runRow(row: Row, unloadedP99: number): Promise<string[]> {
 async function unloaded(): Promise<number> {
   const upstream = await startUpstream(CAPACITY, SERVICE_MS);
   const proxy = await startProxy(upstream.url, undefined);
-  const samples = await offerLoadApart(proxy.url, CAPACITY_RPS / 10, 1500, 0.2, TIMEOUT_MS, () => {});
+  const load = {
+    url: proxy.url,
+    ratePerS: CAPACITY_RPS / 10,
+    durationMs: 1500,
+    criticalShare: 0.2,
+    timeoutMs: TIMEOUT_MS,
+  };
+  const samples = await offerLoadApart(load, () => {});
   proxy.server.closeAllConnections();
   proxy.server.close();
   upstream.stop();

@@ -96,18 +96,22 @@ export interface Sample {
   ms: number;
 }
 
+/** A load: `ratePerS` requests a second to `url` for `durationMs`, a share `criticalShare` critical. */
+export interface Load {
+  url: string;
+  ratePerS: number;
+  durationMs: number;
+  criticalShare: number;
+  /** The client's patience per request. */
+  timeoutMs: number;
+}
+
 /**
- * Offers `ratePerS` requests a second for `durationMs` (open loop: arrivals do not wait for answers),
- * a share `criticalShare` of them marked `x-priority: critical`; `onTick` runs every 100 ms.
+ * Offers the load (open loop: arrivals do not wait for answers), critical requests marked
+ * `x-priority: critical`; `onTick` runs every 100 ms.
  */
-export async function offerLoad(
-  url: string,
-  ratePerS: number,
-  durationMs: number,
-  criticalShare: number,
-  timeoutMs: number,
-  onTick: (elapsedMs: number) => void,
-): Promise<Sample[]> {
+export async function offerLoad(load: Load, onTick: (elapsedMs: number) => void): Promise<Sample[]> {
+  const { url, ratePerS, durationMs, criticalShare, timeoutMs } = load;
   const agent = new Agent({ keepAlive: true, maxSockets: Number.POSITIVE_INFINITY });
   const samples: Promise<Sample>[] = [];
   const start = performance.now();
@@ -153,19 +157,12 @@ export function quantile(values: number[], q: number): number {
  * Runs {@link offerLoad} in a child process (bench/lib/overload-client beside this file), calling
  * `onTick` every 100 ms meanwhile; answers its samples.
  */
-export async function offerLoadApart(
-  url: string,
-  ratePerS: number,
-  durationMs: number,
-  criticalShare: number,
-  timeoutMs: number,
-  onTick: (elapsedMs: number) => void,
-): Promise<Sample[]> {
+export async function offerLoadApart(load: Load, onTick: (elapsedMs: number) => void): Promise<Sample[]> {
   // Compiled by `npm run bench`, or run from source with tsx (node --import tsx bench/overload.ts).
   const fromSource = import.meta.url.endsWith('.ts');
   const script = new URL(fromSource ? './overload-client.ts' : './overload-client.js', import.meta.url).pathname;
   const loader = fromSource ? ['--import', 'tsx'] : [];
-  const args = [...loader, script, url, String(ratePerS), String(durationMs), String(criticalShare), String(timeoutMs)];
+  const args = [...loader, script, JSON.stringify(load)];
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   const start = performance.now();
   const ticker = setInterval(() => onTick(performance.now() - start), 100);
