@@ -12,7 +12,7 @@ import type {
 import { SluiceError } from '../core/errors.js';
 import { afterNodeResponse } from '../http/count-by-response.js';
 import {
-  createHttpLimiter,
+  createMiddlewareLimiter,
   type HttpLimiter,
   type HttpOutcome,
   nodeHeader,
@@ -21,6 +21,7 @@ import {
   type RateLimitOptions,
   type RejectionInfo,
   type RequestAccess,
+  shareAdaptive,
 } from '../http/index.js';
 import { warnOnce } from '../http/warn.js';
 
@@ -150,7 +151,10 @@ export function rateLimit(options: FastifyRateLimitOptions): FastifyPluginCallba
     throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'global: expected true or false', { option: 'global' });
   }
   const everyRoute = options.global !== false;
-  const global = createHttpLimiter(options, access, EXTRA_KEYS);
+  // One adaptive limit for the plugin, whichever of its limiters a request goes through.
+  const pluginOptions =
+    options.adaptive === undefined ? options : { ...options, adaptive: shareAdaptive(options.adaptive) };
+  const global = createMiddlewareLimiter(pluginOptions, access, EXTRA_KEYS);
   /** Every limiter of the plugin (the global one and the routes'), for resetKey, penalty and block. */
   const all: HttpLimiter<FastifyRequest>[] = [global];
   /** What a route without settings of its own goes through: the plugin's limit, or nothing (global: false). */
@@ -166,23 +170,26 @@ export function rateLimit(options: FastifyRateLimitOptions): FastifyPluginCallba
       throw new TypeError(`sluice: config.rateLimit of ${String(method)} ${String(url)} must be an object or false`);
     }
     const { replaceGlobal, ...settings } = own;
-    const merged: Record<string, unknown> = { ...options, store: global.store };
+    const merged: Record<string, unknown> = { ...pluginOptions, store: global.store };
     if (!POLICY_KEYS.some((k) => settings[k] !== undefined)) {
       // The plugin's limit with other options (a cost, a key): the same counters, on purpose.
       Object.assign(merged, settings);
-      const same = createHttpLimiter(merged as FastifyRateLimitOptions, access, EXTRA_KEYS, false);
+      const same = createMiddlewareLimiter(merged as FastifyRateLimitOptions, access, EXTRA_KEYS, false);
       all.push(same);
       return [same];
     }
     for (const k of POLICY_KEYS) delete merged[k];
     merged.name = `${Array.isArray(method) ? method.join(',') : String(method)} ${String(url)}`;
     Object.assign(merged, settings);
-    const route = createHttpLimiter(merged as FastifyRateLimitOptions, access, ROUTE_KEYS);
+    const alone = replaceGlobal === true || !everyRoute;
+    // Followed by the plugin's limiter, which takes the adaptive place: the route's must not take another.
+    if (!alone) delete merged.adaptive;
+    const route = createMiddlewareLimiter(merged as FastifyRateLimitOptions, access, ROUTE_KEYS);
     all.push(route);
     // The route's own limit first; a request either rejects takes nothing from the other (what the
     // route's took is given back when the plugin's rejects). Both are listed in the headers. With
     // global: false there is no plugin limit to add it to.
-    return replaceGlobal === true || !everyRoute ? [route] : [route, global];
+    return alone ? [route] : [route, global];
   }
 
   function chainOf(request: FastifyRequest): Chain {

@@ -177,7 +177,7 @@ export interface RateLimitOptions<Req = unknown> extends ClientIpOptions, Respon
    * Overload control: after the rate limits pass, a request takes a place in an adaptive concurrency
    * limit (`sluice/adaptive`) by its `priority`, or is shed with 503 and `Retry-After`. The place is
    * given back when the response is done; a 5xx or a response that never went out counts as dropped.
-   * May be the only option (no rate limit). Not yet on Fastify.
+   * May be the only option (no rate limit).
    */
   adaptive?: AdaptiveMiddlewareOptions<Req>;
 }

@@ -9,9 +9,11 @@ import type { AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
 import { getRequestListener } from '@hono/node-server';
 import express from 'express';
+import Fastify from 'fastify';
 import { Hono } from 'hono';
 import Koa from 'koa';
 import { rateLimit } from '../../src/adapters/express.js';
+import { rateLimit as fastifyLimit } from '../../src/adapters/fastify.js';
 import { rateLimit as honoLimit } from '../../src/adapters/hono.js';
 import { rateLimit as koaLimit } from '../../src/adapters/koa.js';
 import { rateLimit as nodeLimit } from '../../src/adapters/node.js';
@@ -20,6 +22,7 @@ import {
   type AdapterHarness,
   express4Harness,
   express5Harness,
+  fastifyHarness,
   holdRequests,
   honoHarness,
   koaHarness,
@@ -116,11 +119,8 @@ function scenarios(harness: AdapterHarness) {
   });
 }
 
-for (const harness of [express5Harness, express4Harness, koaHarness, honoHarness, nodeHarness]) scenarios(harness);
-
-describe('adaptive on fastify', () => {
-  it('is not wired yet', { skip: 'adapters/fastify.ts waits for the library split (Library split done:)' }, () => {});
-});
+for (const harness of [express5Harness, express4Harness, fastifyHarness, koaHarness, honoHarness, nodeHarness])
+  scenarios(harness);
 
 describe('adaptive option: bad values get coded errors', () => {
   it('bad options', () => {
@@ -146,6 +146,15 @@ async function failingServer(framework: string, adaptive: object): Promise<{ url
     // Express logs a handler's error to stderr by default: answer it quietly instead.
     app.use((_e: unknown, _q: unknown, res: ServerResponse, _n: unknown) => void res.writeHead(500).end());
     listener = app;
+  } else if (framework === 'fastify') {
+    const app = Fastify();
+    await app.register(fastifyLimit({ adaptive }));
+    app.get('/', async () => boom());
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    return {
+      url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`,
+      close: () => app.close(),
+    };
   } else if (framework === 'koa') {
     const app = new Koa();
     app.silent = true;
@@ -177,7 +186,7 @@ async function failingServer(framework: string, adaptive: object): Promise<{ url
 }
 
 describe('adaptive: a handler that fails counts as dropped and gives its place back', () => {
-  for (const framework of ['express', 'koa', 'hono', 'node:http'])
+  for (const framework of ['express', 'fastify', 'koa', 'hono', 'node:http'])
     it(framework, async () => {
       const limiter = createAdaptiveLimiter({ algorithm: 'aimd', initialLimit: 10, maxLimit: 100 });
       const server = await failingServer(framework, { limiter });
@@ -195,7 +204,7 @@ describe('adaptive: a handler that fails counts as dropped and gives its place b
 });
 
 describe('adaptive with a queue: a client that leaves while its request waits holds nothing', () => {
-  for (const harness of [express5Harness, koaHarness, nodeHarness])
+  for (const harness of [express5Harness, fastifyHarness, koaHarness, nodeHarness])
     it(harness.name, async () => {
       const limiter = createAdaptiveLimiter({
         initialLimit: 1,
@@ -222,4 +231,24 @@ describe('adaptive with a queue: a client that leaves while its request waits ho
         await server.close();
       }
     });
+});
+
+describe('adaptive on fastify: a route with limits of its own takes one place, not two', () => {
+  it('route limit + plugin limit + adaptive', async () => {
+    const limiter = fixed(4);
+    const app = Fastify();
+    await app.register(fastifyLimit({ limit: 100, period: '1m', adaptive: { limiter } }));
+    app.get('/own', { config: { rateLimit: { limit: 5, period: '1m' } } }, async () => 'ok');
+    app.get('/alone', { config: { rateLimit: { limit: 5, period: '1m', replaceGlobal: true } } }, async () => 'ok');
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    try {
+      const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+      for (const path of ['/own', '/alone', '/']) assert.notEqual((await fetch(`${url}${path}`)).status, 503);
+      await until(() => limiter.inFlight === 0, 'inFlight back to 0');
+      // Three requests, three places: /own (route + plugin limiter), /alone (route only), / (a 404).
+      assert.equal(limiter.stats().priorities.batch?.admitted, 3);
+    } finally {
+      await app.close();
+    }
+  });
 });
