@@ -23,6 +23,8 @@ const ALLOWED: Record<string, readonly string[]> = {
   limiter: ['core', 'algorithms', 'stores'],
   rules: ['core', 'algorithms', 'limiter', 'stores'],
   adaptive: ['core'],
+  // sluice/llm: usage readers (pure) now; token limiters build on the limiter and stores.
+  llm: ['core', 'algorithms', 'limiter', 'stores'],
   http: ['core', 'limiter', 'rules', 'stores', 'adaptive'],
   adapters: ['http', 'limiter', 'core', 'stores', 'adaptive'],
   client: ['core', 'algorithms', 'limiter', 'stores'],

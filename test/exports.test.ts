@@ -81,6 +81,12 @@ describe('sluice (the library) entry points', () => {
     assert.equal(typeof mod.createAdaptiveLimiter, 'function');
   });
 
+  it('sluice/llm is an entry point with readUsage, tapUsage and estimateInputTokens', async () => {
+    const mod = (await import('sluice/llm')) as Record<string, unknown>;
+    for (const name of ['readUsage', 'inspectUsage', 'tapUsage', 'createUsageTap', 'estimateInputTokens'])
+      assert.equal(typeof mod[name], 'function', name);
+  });
+
   it('sluice/multi-region is an entry point with createMultiRegionStore', async () => {
     assert.ok(lib.exports['./multi-region'], './multi-region is not exported');
     const mod = (await import('sluice/multi-region')) as { createMultiRegionStore?: unknown };

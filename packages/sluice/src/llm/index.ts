@@ -1,0 +1,10 @@
+/**
+ * `sluice/llm`: token budgets for LLM APIs — read what an OpenAI or Anthropic response cost from its
+ * body (JSON or streamed), while forwarding it if need be, and estimate a request's input tokens.
+ */
+export type { LlmBody } from './body-chunks.js';
+export { estimateInputTokens } from './estimate-input-tokens.js';
+export { inspectUsage, readUsage } from './read-usage.js';
+export { type TappedBody, tapUsage } from './tap-usage.js';
+export { type LlmProvider, MAX_TOKEN_COUNT, type Usage } from './usage.js';
+export { createUsageTap, type UsageReading, type UsageReadOptions, type UsageTap } from './usage-tap.js';
