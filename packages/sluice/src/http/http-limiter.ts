@@ -28,7 +28,6 @@ import {
   previousInfo,
   type RateLimitInfo,
   rebase,
-  type Taken,
   tookEarlier,
 } from './rate-limit-info.js';
 import { createRenderer, type RejectionKind, rejectionHeaders, rejectionInfo } from './rejection.js';
@@ -190,9 +189,8 @@ export function createHttpLimiter<Req>(
     }
     if (shadow) return PASS;
     if (inflight !== undefined) return withPlace(inflight, req, ip, set, key, cost, decision, own);
-    // Recorded on the info, so that a later middleware that rejects the request gives it back.
-    const taken: Taken = { limits: own, limiter: set.limiter, key, options: cost };
-    const info = appendInfo(previousOf(req), own, taken);
+    // What this middleware took, on the info: a later middleware that rejects the request gives it back.
+    const info = appendInfo(previousOf(req), own, set.limiter, key, cost);
     const outcome: HttpOutcome = {
       pass: true,
       headers: headersOf(info),
@@ -203,7 +201,7 @@ export function createHttpLimiter<Req>(
       decision,
       info,
       afterResponse:
-        counting === undefined ? undefined : settled(req, taken, counting(req, set.limiter, key, cost?.cost ?? 1)),
+        counting === undefined ? undefined : settled(req, info, counting(req, set.limiter, key, cost?.cost ?? 1)),
     };
     if (!shape) return outcome;
     const delayMs = largestDelay(decision);
@@ -265,10 +263,9 @@ export function createHttpLimiter<Req>(
       onLimited?.({ req, ip, decision: taken.applied.decision, limitName: taken.applied.name, shadow: false });
       return reject('limited', taken.applied.decision, taken.applied.name, info, req);
     }
-    const took: Taken = { limits: own, limiter: set.limiter, key, options: cost };
-    const info = appendInfo(previousOf(req), [...own, taken.inflight.applied], took);
+    const info = appendInfo(previousOf(req), [...own, taken.inflight.applied], set.limiter, key, cost, own);
     const counting0 = counting?.(req, set.limiter, key, cost?.cost ?? 1);
-    const counted = counting0 === undefined ? undefined : settled(req, took, counting0);
+    const counted = counting0 === undefined ? undefined : settled(req, info, counting0);
     const release = taken.inflight.release;
     return {
       pass: true,
@@ -300,8 +297,8 @@ export function createHttpLimiter<Req>(
    * A response's settling by status (skipFailedRequests, responseCost), unless a later middleware
    * rejected the request and gave back what this one took (settling it again would give it twice).
    */
-  function settled(req: Req, taken: Taken, counted: (status: number) => Promise<void>) {
-    return (status: number) => (givenBack(previousOf(req), taken) ? Promise.resolve() : counted(status));
+  function settled(req: Req, mine: RateLimitInfo, counted: (status: number) => Promise<void>) {
+    return (status: number) => (givenBack(previousOf(req), mine) ? Promise.resolve() : counted(status));
   }
 
   /**

@@ -44,19 +44,6 @@ export interface AppliedLimitInfo extends AppliedLimit {
   readonly key: string | undefined;
 }
 
-/**
- * What one middleware took for a request, kept on the info so that a later middleware that rejects the
- * request can give it back: a rejected request consumes nothing, across stacked middlewares too.
- */
-export interface Taken {
-  /** The limits it applied (the very objects listed in the info). */
-  readonly limits: readonly AppliedLimitInfo[];
-  /** The limiter that took, the key and the cost it took them under (no closure: one object a request). */
-  readonly limiter: Pick<Limiter, 'refund'>;
-  readonly key: LimiterKey;
-  readonly options: CheckOptions | undefined;
-}
-
 /** Marks sluice's own info objects (not another library's `req.rateLimit`), across module copies. */
 const BRAND = Symbol.for('sluice.rateLimitInfo');
 
@@ -64,13 +51,30 @@ class Info implements RateLimitInfo {
   readonly [BRAND] = true;
   readonly limits: readonly AppliedLimitInfo[];
   readonly binding: AppliedLimitInfo;
-  /** What earlier middlewares (and this one) took and have not given back. */
-  readonly taken: readonly Taken[];
+  /** The infos of earlier middlewares that took and have not given back. */
+  readonly earlier: readonly Info[];
+  /** What the middleware that made this info took (undefined: nothing to give back). */
+  readonly takenLimits: readonly AppliedLimitInfo[] | undefined;
+  readonly limiter: Pick<Limiter, 'refund'> | undefined;
+  readonly takenKey: LimiterKey | undefined;
+  readonly takenOptions: CheckOptions | undefined;
 
-  constructor(limits: readonly AppliedLimitInfo[], binding: AppliedLimitInfo, taken: readonly Taken[]) {
+  constructor(
+    limits: readonly AppliedLimitInfo[],
+    binding: AppliedLimitInfo,
+    earlier: readonly Info[],
+    limiter: Pick<Limiter, 'refund'> | undefined,
+    key: LimiterKey | undefined,
+    options: CheckOptions | undefined,
+    takenLimits: readonly AppliedLimitInfo[] | undefined,
+  ) {
     this.limits = limits;
     this.binding = binding;
-    this.taken = taken;
+    this.earlier = earlier;
+    this.takenLimits = takenLimits;
+    this.limiter = limiter;
+    this.takenKey = key;
+    this.takenOptions = options;
   }
   get name(): string {
     return this.binding.name;
@@ -122,21 +126,31 @@ export function previousInfo(value: unknown): RateLimitInfo | undefined {
 export function appendInfo(
   previous: RateLimitInfo | undefined,
   own: readonly AppliedLimitInfo[],
-  taken?: Taken,
+  limiter?: Pick<Limiter, 'refund'>,
+  key?: LimiterKey,
+  options?: CheckOptions,
+  takenLimits: readonly AppliedLimitInfo[] = own,
 ): RateLimitInfo {
   const limits = previous === undefined ? own : [...previous.limits, ...own];
-  const before = previous === undefined ? NONE : (previous as Info).taken;
-  const all = taken === undefined ? before : [...before, taken];
-  if (limits.length === 1) return new Info(limits, limits[0] as AppliedLimitInfo, all);
+  const earlier = previous === undefined ? NONE : takersOf(previous as Info);
+  const taken = limiter === undefined ? undefined : takenLimits;
+  if (limits.length === 1)
+    return new Info(limits, limits[0] as AppliedLimitInfo, earlier, limiter, key, options, taken);
   // X-RateLimit-* describe a rate limit (they have a reset); a concurrency limit only when it rejected.
   const rated = limits.filter((l) => l.header.concurrent !== true || !l.decision.allowed);
   const among = rated.length > 0 ? rated : limits;
   const chosen = combineDecisions(among.map((l) => l.decision));
   const binding = among.find((l) => l.decision === chosen) ?? (among[0] as AppliedLimitInfo);
-  return new Info(limits, binding, all);
+  return new Info(limits, binding, earlier, limiter, key, options, taken);
 }
 
-const NONE: readonly Taken[] = [];
+const NONE: readonly Info[] = [];
+
+/** The infos of the middlewares that took for a request and have not given back, up to `info`'s. */
+function takersOf(info: Info): readonly Info[] {
+  if (info.limiter === undefined) return info.earlier;
+  return info.earlier.length === 0 ? [info] : [...info.earlier, info];
+}
 
 /**
  * Gives back what earlier middlewares took for a request that is now rejected, and returns their info
@@ -144,27 +158,33 @@ const NONE: readonly Taken[] = [];
  */
 export async function giveBackEarlier(previous: RateLimitInfo | undefined): Promise<RateLimitInfo | undefined> {
   if (previous === undefined) return undefined;
-  const taken = (previous as Info).taken;
-  if (taken.length === 0) return previous;
-  await Promise.all(taken.map((t) => t.limiter.refund(t.key, t.options)));
+  const takers = takersOf(previous as Info);
+  if (takers.length === 0) return previous;
+  await Promise.all(takers.map((t) => t.limiter?.refund(t.takenKey as LimiterKey, t.takenOptions)));
   const limits = previous.limits.map((l) => {
-    const t = taken.find((x) => x.limits.includes(l));
+    const t = takers.find((x) => x.takenLimits?.includes(l) === true);
     if (t === undefined) return l;
-    const remaining = Math.min(l.decision.remaining + (t.options?.cost ?? 1), l.header.quota);
+    const remaining = Math.min(l.decision.remaining + (t.takenOptions?.cost ?? 1), l.header.quota);
     return { ...l, decision: { ...l.decision, remaining } };
   });
   // Rebuilt with nothing taken: what was given back is never given back twice.
-  return appendInfo(new Info(limits, limits[0] as AppliedLimitInfo, NONE), []);
+  return appendInfo(
+    new Info(limits, limits[0] as AppliedLimitInfo, NONE, undefined, undefined, undefined, undefined),
+    [],
+  );
 }
 
 /** Whether earlier middlewares took something that `giveBackEarlier` would give back. */
 export function tookEarlier(previous: RateLimitInfo | undefined): boolean {
-  return previous !== undefined && (previous as Info).taken.length > 0;
+  return previous !== undefined && ((previous as Info).limiter !== undefined || (previous as Info).earlier.length > 0);
 }
 
-/** Whether what a middleware took for a request has been given back (its response then settles nothing). */
-export function givenBack(info: RateLimitInfo | undefined, taken: Taken): boolean {
-  return info !== undefined && !(info as Info).taken.includes(taken);
+/**
+ * Whether what a middleware took for a request (`mine`: the info it made) has been given back, as the
+ * request's info `now` says (its response then settles nothing).
+ */
+export function givenBack(now: RateLimitInfo | undefined, mine: RateLimitInfo): boolean {
+  return now !== undefined && !takersOf(now as Info).includes(mine as Info);
 }
 
 /**
