@@ -82,6 +82,12 @@ function writeSql(table: string, hexes: readonly string[], writes: readonly Stat
   return `${text}COMMIT;`;
 }
 
+/** A concurrent CREATE … IF NOT EXISTS that lost the race (unique_violation, duplicate_table, duplicate_object) is no error. */
+function ignoreCreateRace(error: unknown): void {
+  const code = (error as { code?: unknown })?.code;
+  if (code !== '23505' && code !== '42P07' && code !== '42710') throw error;
+}
+
 /** Creates the PostgreSQL backend (createPostgresStore wraps it in the kit). */
 export function createPostgresBackend(options: PostgresBackendOptions): StateBackend {
   const { table, clock, lockTimeoutMs } = options;
@@ -91,7 +97,8 @@ export function createPostgresBackend(options: PostgresBackendOptions): StateBac
     prepared ??= (async () => {
       const session = await options.session();
       try {
-        if (options.createTable) await session.run(postgresTableSql(table));
+        // Processes starting together may race to create the table: the loser's duplicate error means it is there.
+        if (options.createTable) await session.run(postgresTableSql(table)).catch(ignoreCreateRace);
         await session.run(`SELECT 1 FROM ${table} LIMIT 1`);
         session.release(false);
       } catch (error) {
