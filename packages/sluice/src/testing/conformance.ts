@@ -6,7 +6,7 @@
  * Stores are driven with the caller's time (`nowMs`), so a store with a clock of its own must run in
  * client-clock mode here.
  */
-import assert from 'node:assert/strict';
+import { strict as assert } from 'node:assert';
 import { after, before, describe, it } from 'node:test';
 import { NUMERIC_ALGORITHMS, SLOT_WIDTH } from '../algorithms/index.js';
 import { SlidingLogState, slidingLog } from '../algorithms/sliding-log.js';

@@ -2,7 +2,7 @@
  * The differential test of sluice/testing: random traces of checks, peeks, multi-limit checks, refunds, resets and
  * time steps must give the same decisions on the memory store and on the store under test, for every algorithm.
  */
-import assert from 'node:assert/strict';
+import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import type { Decision } from '../core/decision.js';
 import {
