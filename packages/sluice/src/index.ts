@@ -32,6 +32,14 @@ export type { CheckOptions, Limiter, LimiterDecision, LimiterKey, LimitResult } 
 export { createLimiter } from './limiter/create-limiter.js';
 export type { LimiterOptions, LimitOptions, ResolvedLimit } from './limiter/options.js';
 export { resolveCost } from './limiter/options.js';
+export type {
+  Reservation,
+  ReservationOptions,
+  Reservations,
+  SettleRefusal,
+  SettleResult,
+} from './limiter/reservations.js';
+export { createReservations } from './limiter/reservations.js';
 export type { MemoryStore, MemoryStoreOptions, MemoryStoreStats } from './stores/memory/memory-store.js';
 export { createMemoryStore } from './stores/memory/memory-store.js';
 export type { Lease, LeaseDecision, MaybePromise, Store, StoreItem } from './stores/store.js';
