@@ -95,7 +95,7 @@ export function createHttpLimiter<Req>(
   const shadow = options.shadow ?? false;
   const maxDelayMs = options.maxDelayMs ?? 1000;
   const counting = createResponseCounting(options);
-  const render = createRenderer(options);
+  const render = createRenderer(options, (req: Req) => access.header(req, 'accept'));
   if (options.concurrency !== undefined && (shape || rules !== undefined)) {
     throw new SluiceError('ERR_SLUICE_INVALID_OPTION', "concurrency: not with mode: 'shape' or rules", {
       option: 'concurrency',

@@ -65,7 +65,7 @@ export function createMiddlewareLimiter<Req>(
   const gate = createAdaptiveGate(adaptive);
   const limited = rest.limit !== undefined || rest.limits !== undefined || rest.rules !== undefined;
   const inner = limited ? createHttpLimiter(rest, access, extraKeys, claim) : noRateLimit(rest, access, extraKeys);
-  const render = createRenderer(rest);
+  const render = createRenderer(rest, (req: Req) => access.header(req, 'accept'));
 
   const settle = (outcome: HttpOutcome, req: Req, admission: AdaptiveAdmission): HttpOutcome =>
     admission.shed

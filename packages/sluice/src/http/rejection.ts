@@ -4,6 +4,7 @@
  */
 import type { Decision } from '../core/decision.js';
 import { retryAfterSeconds } from './headers.js';
+import { acceptsProblem, PROBLEM_TYPE, problemDetails } from './problem-details.js';
 
 /**
  * Why a request is turned away: over a limit (429), on the deny list (403), the store is down under
@@ -104,9 +105,13 @@ export interface RenderOptions<Req> {
   body?: (info: RejectionInfo, req: Req) => unknown;
 }
 
-/** Renders rejections: a custom `body`, the default body with a custom `message`, or the default. */
+/**
+ * Renders rejections: a custom `body`, else RFC 9457 problem details when the request's `Accept` (read
+ * by `accept`) asks for them, else the default body (with a custom `message` when given).
+ */
 export function createRenderer<Req>(
   options: RenderOptions<Req>,
+  accept?: (req: Req) => string | undefined,
 ): (rejection: RejectionInfo, req: Req) => { body: string; contentType: string } {
   // The default body depends only on the kind and the wait: under attack the same few are sent
   // over and over, so each is formatted once.
@@ -118,6 +123,12 @@ export function createRenderer<Req>(
       return { body: JSON.stringify(custom), contentType: JSON_TYPE };
     }
     const m = options.message;
+    if (accept !== undefined && acceptsProblem(accept(req))) {
+      // Not cached: it names the policies and their state, which differ from one rejection to the next.
+      const detail = typeof m === 'function' ? m(rejection) : (m ?? defaultMessage(rejection));
+      const problem = problemDetails(rejection, REJECTION_CODES[rejection.kind], detail);
+      return { body: JSON.stringify(problem), contentType: PROBLEM_TYPE };
+    }
     if (typeof m === 'function') {
       return { body: JSON.stringify(defaultBody(rejection, m(rejection))), contentType: JSON_TYPE };
     }

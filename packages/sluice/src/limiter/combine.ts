@@ -26,8 +26,8 @@ export function combineDecisions(decisions: readonly Decision[]): Decision {
   );
 }
 
-/** True when `a` says more about the request's fate than `b`. */
-function binds(a: Decision, b: Decision): boolean {
+/** True when `a` says more about the request's fate than `b` (also how `explain` picks the binding limit). */
+export function binds(a: Decision, b: Decision): boolean {
   if (a.allowed !== b.allowed) return !a.allowed;
   if (!a.allowed) return a.retryAfterMs > b.retryAfterMs;
   if (a.remaining !== b.remaining) return a.remaining < b.remaining;

@@ -13,10 +13,12 @@ import {
   takesFallback,
 } from '../stores/store.js';
 import { combineDecisions, decisionWithResults } from './combine.js';
+import { explainItems, type LimiterExplanation } from './explain.js';
 import { createFailurePolicy, type FailurePolicy, isStoreFailure } from './failure-policy.js';
 import type { LimiterDecision } from './limiter-decision.js';
 import type { LimiterOptions, ResolvedLimit } from './options.js';
 
+export type { LimitExplanation, LimiterExplanation } from './explain.js';
 export type { LimiterDecision, LimitResult } from './limiter-decision.js';
 
 import { resolveCost, resolveLimiterOptions } from './options.js';
@@ -47,6 +49,14 @@ export interface Limiter {
   checkSync(key: LimiterKey, options?: CheckOptions): LimiterDecision;
   /** Whether a request of `cost` (default 1) would pass now, taking nothing. */
   peek(key: LimiterKey, options?: CheckOptions): Promise<LimiterDecision>;
+  /**
+   * Why the next check of `cost` (default 1) would pass or not, taking nothing: every limit's counter,
+   * which one binds and when each resets.
+   * @example
+   * const why = await limiter.explain('user:42');
+   * for (const l of why.limits) console.log(l.name, l.used, '/', l.capacity, l.binding ? '← binds' : '');
+   */
+  explain(key: LimiterKey, options?: CheckOptions): Promise<LimiterExplanation>;
   /** Gives back `cost` units (default 1) that an earlier check took. */
   refund(key: LimiterKey, options?: CheckOptions): Promise<void>;
   /** Forgets the key's counters (and block) under every limit of this limiter. */
@@ -174,6 +184,11 @@ export function createLimiter(options: LimiterOptions): Limiter {
       return run(key, options, true) as LimiterDecision;
     },
     peek: (key, options) => settle(() => run(key, options, false)),
+    explain: (key, options) =>
+      settle(() => {
+        const cost = resolveCost(options?.cost);
+        return explainItems(store, failure, itemsFor(limits, key, cost), clock.now(), cost);
+      }),
     refund: (key, options) =>
       settle(() => {
         const cost = resolveCost(options?.cost);

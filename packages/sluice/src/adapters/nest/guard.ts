@@ -70,7 +70,8 @@ async function rejection(target: NestTarget, outcome: HttpOutcome): Promise<Erro
 
 /** The rejection body as sent by the other adapters: JSON as an object (Nest sends objects as is). */
 function parseBody(outcome: HttpOutcome): unknown {
-  if (!outcome.contentType.startsWith('application/json')) return outcome.body;
+  // application/json and application/problem+json (RFC 9457 problem details) alike.
+  if (!/^application\/(problem\+)?json/.test(outcome.contentType)) return outcome.body;
   try {
     return JSON.parse(outcome.body) as unknown;
   } catch {
