@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { isIP } from 'node:net';
 import { SluiceError } from 'sluice';
-import { type Cidr, IpPrefixTable, parseCidr, parseIp } from 'sluice/http';
+import { createIpBlockMap } from 'sluice/http';
 
 /** Which list an entry belongs to: `allow` answers OK without counting, `deny` answers OVER_LIMIT. */
 export type ListName = 'allow' | 'deny';
@@ -116,7 +116,7 @@ class Scopes {
 class IndexedList {
   readonly entries = new Map<string, AccessEntry>();
   private readonly exact = new Map<string, Scopes>();
-  private readonly networks = new IpPrefixTable<Scopes>();
+  private readonly networks = createIpBlockMap<Scopes>();
 
   add(entry: AccessEntry): void {
     this.entries.set(entry.id, entry);
@@ -150,8 +150,7 @@ class IndexedList {
   matches(domain: string, key: string, value: string): boolean {
     if (this.exact.get(value)?.applies(domain, key)) return true;
     if (this.networks.size === 0) return false;
-    const address = isIP(value) === 0 ? undefined : parseIp(value);
-    return address !== undefined && this.networks.some(address, (scopes) => scopes.applies(domain, key));
+    return isIP(value) !== 0 && this.networks.some(value, (scopes) => scopes.applies(domain, key));
   }
 }
 
@@ -192,12 +191,15 @@ export function createAccessLists(): AccessLists {
   };
 }
 
-/** An address or CIDR entry as a block; undefined for any other value. */
-function parseNetwork(text: string): Cidr | undefined {
+/** An address or CIDR entry as its block's text; undefined for any other value (or a prefix too long). */
+function parseNetwork(text: string): string | undefined {
   const slash = text.indexOf('/');
-  // Only a plain address (node's isIP), not the host:port forms parseCidr also reads.
-  if (isIP(slash === -1 ? text : text.slice(0, slash)) === 0) return undefined;
-  return parseCidr(text);
+  // Only a plain address (node's isIP), not the host:port forms the block map also reads.
+  const family = isIP(slash === -1 ? text : text.slice(0, slash));
+  if (family === 0) return undefined;
+  if (slash === -1) return text;
+  const bits = text.slice(slash + 1);
+  return /^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128) ? text : undefined;
 }
 
 function validate(input: AccessEntryInput): AccessEntryInput {

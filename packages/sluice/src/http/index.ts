@@ -17,16 +17,13 @@
  */
 
 export type { FailMode } from '../core/fail-mode.js';
-export type { Cidr, IpBytes } from '../core/ip.js';
-export { cidrContains, formatIp, maskIp, parseCidr, parseIp } from '../core/ip.js';
-export { IpPrefixTable } from '../core/ip-prefix-table.js';
 export type { AccessList } from './access-list.js';
 export { createAccessList, isAccessList } from './access-list.js';
 export type { AdaptiveAdmission, AdaptiveGate } from './adaptive-gate.js';
 export { createAdaptiveGate, shareAdaptive } from './adaptive-gate.js';
 export type { AdaptiveMiddlewareOptions } from './adaptive-options.js';
 export type { ClientIpOptions, ClientIpResolver, ProxyHeader } from './client-ip.js';
-export { createClientIpResolver, PROXY_GROUPS } from './client-ip.js';
+export { createClientIpResolver } from './client-ip.js';
 export type { RateLimitControls } from './controls.js';
 export { parseForwarded, parseXForwardedFor } from './forwarded.js';
 export type { AppliedLimit, HeaderList, HeaderMode, LimitHeaderInfo, PolicyFacts, ResetFormat } from './headers.js';
@@ -41,6 +38,8 @@ export {
 } from './headers.js';
 export type { HttpLimiter, HttpOutcome } from './http-limiter.js';
 export { createHttpLimiter, PASS } from './http-limiter.js';
+export type { IpBlockMap } from './ip-block-map.js';
+export { createIpBlockMap } from './ip-block-map.js';
 export type { MissingKey } from './keys.js';
 export { createMiddlewareLimiter } from './middleware-limiter.js';
 export type {

@@ -2,7 +2,7 @@
  * What the gateway forwards: hop-by-hop headers dropped, X-Forwarded-* and Forwarded set or extended for trusted proxies.
  */
 import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http';
-import { cidrContains, PROXY_GROUPS, parseCidr, parseIp } from 'sluice/http';
+import { createClientIpResolver } from 'sluice/http';
 
 /**
  * Hop-by-hop headers (RFC 9110 §7.6.1) are the proxy's own business and never forwarded; `HTTP2-Settings`
@@ -120,18 +120,10 @@ export type TrustCheck = (peer: string) => boolean;
 /** The trust check of a `trustProxy` list (CIDRs, addresses, `loopback`, `linklocal`, `uniquelocal`). */
 export function createTrustCheck(trustProxy: string | readonly string[] | undefined): TrustCheck {
   if (trustProxy === undefined) return () => false;
-  const entries = typeof trustProxy === 'string' ? trustProxy.split(',') : trustProxy;
-  const cidrs = entries
-    .flatMap((e) => PROXY_GROUPS[e.trim()] ?? [e.trim()])
-    .flatMap((text) => {
-      const cidr = parseCidr(text);
-      return cidr === undefined ? [] : [cidr];
-    });
-  if (cidrs.length === 0) return () => false;
-  return (peer) => {
-    const bytes = parseIp(peer);
-    return bytes !== undefined && cidrs.some((c) => cidrContains(c, bytes));
-  };
+  // The resolver reads the list as the client address does (and throws ERR_SLUICE_INVALID_OPTION
+  // naming a bad entry), so the two never disagree about which peers are proxies.
+  const resolver = createClientIpResolver({ trustProxy });
+  return (peer) => resolver.isTrustedPeer(peer);
 }
 
 function first(value: string | string[] | undefined): string | undefined {
