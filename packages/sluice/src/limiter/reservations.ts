@@ -27,40 +27,54 @@ export type SettleRefusal =
   | 'ERR_SLUICE_INVALID_COST';
 
 /** The outcome of a settle or cancel. */
-export type SettleResult =
-  | { ok: true; reserved: number; charged: number; refunded: number; extra: LimiterDecision | undefined }
+export type SettleResult<C = number> =
+  | { ok: true; reserved: C; charged: C; refunded: C; extra: LimiterDecision | undefined }
   | { ok: false; code: SettleRefusal; message: string };
 
 /** A cost taken ahead of knowing it. */
-export interface Reservation {
+export interface Reservation<C = number> {
   readonly allowed: boolean;
   readonly decision: LimiterDecision;
   /** Settle by this id from anywhere holding the same `Reservations` (empty when not allowed). */
   readonly id: string;
   readonly expiresAt: number;
-  settle(actualCost: number): Promise<SettleResult>;
-  cancel(): Promise<SettleResult>;
+  settle(actualCost: C): Promise<SettleResult<C>>;
+  cancel(): Promise<SettleResult<C>>;
 }
 
 /** Reservations on one limiter. */
-export interface Reservations {
-  reserve(key: LimiterKey, options: { cost: number }): Promise<Reservation>;
-  settle(id: string, actualCost: number): Promise<SettleResult>;
-  cancel(id: string): Promise<SettleResult>;
+export interface Reservations<C = number> {
+  reserve(key: LimiterKey, options: { cost: C }): Promise<Reservation<C>>;
+  settle(id: string, actualCost: C): Promise<SettleResult<C>>;
+  cancel(id: string): Promise<SettleResult<C>>;
   /** Applies `onExpire` to every reservation past its time; resolves to how many there were. */
   sweep(): Promise<number>;
   /** Reservations neither settled nor expired. */
   readonly outstanding: number;
 }
 
-interface Held {
+interface Held<C> {
   key: LimiterKey;
-  cost: number;
+  cost: C;
   expiresAt: number;
 }
 
+/**
+ * Where a reservation's cost is taken from (internal): a limiter with one cost, or `sluice/llm`'s token
+ * limiter with a cost per dimension.
+ */
+export interface ReservationAccount<C> {
+  take(key: LimiterKey, cost: C): Promise<LimiterDecision>;
+  giveBack(key: LimiterKey, cost: C): Promise<void>;
+  /** Moves a reservation to its actual cost: gives back what is over, takes what is under. */
+  settle(key: LimiterKey, reserved: C, actual: C): Promise<Omit<SettleResult<C> & { ok: true }, 'ok' | 'reserved'>>;
+  /** Why `actual` cannot be a cost, or undefined when it can. */
+  invalid(actual: unknown): string | undefined;
+  readonly zero: C;
+}
+
 const MAX_COST = Number.MAX_SAFE_INTEGER;
-const refusal = (code: SettleRefusal, message: string): SettleResult => ({ ok: false, code, message });
+const refusal = <C>(code: SettleRefusal, message: string): SettleResult<C> => ({ ok: false, code, message });
 
 function resolveOptions(options: ReservationOptions) {
   const ttlMs = parseDuration(options.reservationTtl ?? '10m', 'reservationTtl');
@@ -94,9 +108,37 @@ export function createReservations(
   options: ReservationOptions = {},
   clock: Clock = limiter.clock,
 ): Reservations {
+  const account: ReservationAccount<number> = {
+    take: (key, cost) => limiter.check(key, { cost }),
+    giveBack: (key, cost) => (cost > 0 ? limiter.refund(key, { cost }) : Promise.resolve()),
+    async settle(key, reserved, actual) {
+      if (actual <= reserved) {
+        await account.giveBack(key, reserved - actual);
+        return { charged: actual, refunded: reserved - actual, extra: undefined };
+      }
+      // More than reserved: the extra is taken if the limits allow it now; when they do not, it is not
+      // (the request already ran) — the overshoot of one request over its reservation.
+      const extra = await limiter.check(key, { cost: actual - reserved });
+      return { charged: extra.allowed ? actual : reserved, refunded: 0, extra };
+    },
+    invalid: (actual) =>
+      typeof actual === 'number' && Number.isInteger(actual) && actual >= 0 && actual <= MAX_COST
+        ? undefined
+        : `the actual cost must be a whole number ≥ 0 (got ${String(actual)})`,
+    zero: 0,
+  };
+  return createReservationBook(account, options, clock);
+}
+
+/** Reservations over any account (internal: `createReservations` and `sluice/llm` build on it). */
+export function createReservationBook<C>(
+  account: ReservationAccount<C>,
+  options: ReservationOptions,
+  clock: Clock,
+): Reservations<C> {
   const { ttlMs, onExpire, max } = resolveOptions(options);
   // One TTL for all, so insertion order is expiry order: the sweep reads from the front.
-  const held = new Map<string, Held>();
+  const held = new Map<string, Held<C>>();
   const finished = new Map<string, SettleRefusal>();
   let sequence = 0;
 
@@ -105,10 +147,10 @@ export function createReservations(
     // A bounded memory of finished ids, for the double-settle and expired answers.
     if (finished.size > max) finished.delete(finished.keys().next().value as string);
   };
-  const lapse = async (id: string, entry: Held) => {
+  const lapse = async (id: string, entry: Held<C>) => {
     held.delete(id);
     remember(id, 'ERR_SLUICE_RESERVATION_EXPIRED');
-    if (onExpire === 'refund' && entry.cost > 0) await limiter.refund(entry.key, { cost: entry.cost });
+    if (onExpire === 'refund') await account.giveBack(entry.key, entry.cost);
   };
   const sweep = async () => {
     const now = clock.now();
@@ -121,48 +163,29 @@ export function createReservations(
     return n;
   };
 
-  const finish = async (id: string, actual: number | undefined): Promise<SettleResult> => {
-    if (actual !== undefined && (!Number.isInteger(actual) || actual < 0 || actual > MAX_COST))
-      return refusal(
-        'ERR_SLUICE_INVALID_COST',
-        `the actual cost must be a whole number ≥ 0 (got ${String(actual)}); the reservation stays open`,
-      );
+  const finish = async (id: string, actual: C | undefined): Promise<SettleResult<C>> => {
+    const bad = actual === undefined ? undefined : account.invalid(actual);
+    if (bad !== undefined) return refusal('ERR_SLUICE_INVALID_COST', `${bad}; the reservation stays open`);
     await sweep();
     const entry = held.get(id);
-    if (entry === undefined) {
-      const code = finished.get(id) ?? 'ERR_SLUICE_RESERVATION_UNKNOWN';
-      const why = {
-        ERR_SLUICE_RESERVATION_UNKNOWN: 'no such reservation (a wrong id, or one forgotten long ago)',
-        ERR_SLUICE_RESERVATION_SETTLED: 'this reservation was settled or cancelled already; nothing changed',
-        ERR_SLUICE_RESERVATION_EXPIRED: `this reservation expired unsettled and was ${onExpire === 'charge' ? 'charged in full' : 'refunded'}; settle sooner or raise reservationTtl`,
-        ERR_SLUICE_INVALID_COST: '',
-      }[code];
-      return refusal(code, why);
-    }
+    if (entry === undefined)
+      return refusal(finished.get(id) ?? 'ERR_SLUICE_RESERVATION_UNKNOWN', whyNot(finished.get(id), onExpire));
     held.delete(id);
     remember(id, 'ERR_SLUICE_RESERVATION_SETTLED');
-    const charged = actual ?? 0;
-    if (charged < entry.cost) {
-      await limiter.refund(entry.key, { cost: entry.cost - charged });
-      return { ok: true, reserved: entry.cost, charged, refunded: entry.cost - charged, extra: undefined };
-    }
-    // More than reserved: take the extra if the limits allow it now; when they do not, it is not taken
-    // (the request already ran) — the overshoot of one request over its reservation.
-    const extra = charged > entry.cost ? await limiter.check(entry.key, { cost: charged - entry.cost }) : undefined;
-    const took = extra === undefined || extra.allowed ? charged : entry.cost;
-    return { ok: true, reserved: entry.cost, charged: took, refunded: 0, extra };
+    const outcome = await account.settle(entry.key, entry.cost, actual ?? account.zero);
+    return { ok: true, reserved: entry.cost, ...outcome };
   };
 
-  const reservations: Reservations = {
+  return {
     async reserve(key, { cost }) {
       await sweep();
       if (held.size >= max) {
-        const [id, entry] = held.entries().next().value as [string, Held];
+        const [id, entry] = held.entries().next().value as [string, Held<C>];
         await lapse(id, entry);
       }
-      const decision = await limiter.check(key, { cost });
+      const decision = await account.take(key, cost);
       const expiresAt = clock.now() + ttlMs;
-      if (!decision.allowed) return rejected(decision, expiresAt);
+      if (!decision.allowed) return rejected<C>(decision, expiresAt);
       const id = `${(++sequence).toString(36)}.${Math.random().toString(36).slice(2, 10)}`;
       held.set(id, { key, cost, expiresAt });
       return {
@@ -181,11 +204,18 @@ export function createReservations(
       return held.size;
     },
   };
-  return reservations;
 }
 
-function rejected(decision: LimiterDecision, expiresAt: number): Reservation {
-  const answer = async () =>
+function whyNot(code: SettleRefusal | undefined, onExpire: 'charge' | 'refund'): string {
+  if (code === 'ERR_SLUICE_RESERVATION_SETTLED')
+    return 'this reservation was settled or cancelled already; nothing changed';
+  if (code === 'ERR_SLUICE_RESERVATION_EXPIRED')
+    return `this reservation expired unsettled and was ${onExpire === 'charge' ? 'charged in full' : 'refunded'}; settle sooner or raise reservationTtl`;
+  return 'no such reservation (a wrong id, or one forgotten long ago)';
+}
+
+function rejected<C>(decision: LimiterDecision, expiresAt: number): Reservation<C> {
+  const answer = async (): Promise<SettleResult<C>> =>
     refusal('ERR_SLUICE_RESERVATION_UNKNOWN', 'the reservation was refused, so there is nothing to settle');
   return { allowed: false, decision, id: '', expiresAt, settle: answer, cancel: answer };
 }

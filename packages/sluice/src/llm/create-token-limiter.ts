@@ -1,0 +1,169 @@
+/**
+ * `createTokenLimiter`: requests and tokens per key for an LLM API — reserve a request's input and its
+ * largest possible output up front (every dimension at once, all or nothing), settle the usage the
+ * provider reported at the end.
+ */
+import type { Clock } from '../core/clock.js';
+import { systemClock } from '../core/clock.js';
+import type { Decision } from '../core/decision.js';
+import { SluiceError } from '../core/errors.js';
+import { type PolicyOptions, type ResolvedPolicy, resolvePolicy } from '../core/policy.js';
+import { combineDecisions, decisionWithResults } from '../limiter/combine.js';
+import type { LimiterDecision } from '../limiter/limiter-decision.js';
+import {
+  createReservationBook,
+  type Reservation,
+  type ReservationAccount,
+  type ReservationOptions,
+  type SettleResult,
+} from '../limiter/reservations.js';
+import { createMemoryStore } from '../stores/memory/memory-store.js';
+import type { Store, StoreItem } from '../stores/store.js';
+import { TOKEN_DIMENSIONS, type TokenDimension } from './token-dimension.js';
+import { tokenHeaders } from './token-headers.js';
+import { MAX_TOKEN_COUNT, type Usage } from './usage.js';
+
+/** Options of {@link createTokenLimiter}: any subset of the four limits. */
+export interface TokenLimiterOptions extends ReservationOptions {
+  requests?: PolicyOptions;
+  inputTokens?: PolicyOptions;
+  outputTokens?: PolicyOptions;
+  totalTokens?: PolicyOptions;
+  /** @default a new memory store */
+  store?: Store;
+  clock?: Clock;
+}
+
+/** A request's cost per dimension. */
+export type TokenCost = Readonly<Record<TokenDimension, number>>;
+
+/** What a token reservation is settled with. */
+export type TokenSettleResult = SettleResult<TokenCost>;
+
+/** A token limiter. */
+export interface TokenLimiter {
+  /** Takes one request, `inputTokens` and `maxOutputTokens` (the request's `max_tokens`) from every limit, or nothing. */
+  reserve(key: string, request: { inputTokens: number; maxOutputTokens: number }): Promise<TokenReservation>;
+  /** Settles by id with the reported usage (a process that reserved may differ from the one that settles). */
+  settle(id: string, usage: Usage): Promise<TokenSettleResult>;
+  cancel(id: string): Promise<TokenSettleResult>;
+  sweep(): Promise<number>;
+  readonly outstanding: number;
+  /** The dimensions configured, in order. */
+  readonly dimensions: readonly TokenDimension[];
+  /** `x-ratelimit-*-{requests,tokens}` and the IETF `RateLimit`/`RateLimit-Policy` for a decision of this limiter. */
+  headers(decision: LimiterDecision): Record<string, string>;
+}
+
+/** A reservation of tokens: its decision carries one result per dimension (named as the dimension). */
+export interface TokenReservation extends Omit<Reservation<TokenCost>, 'settle'> {
+  settle(usage: Usage): Promise<TokenSettleResult>;
+}
+
+const costOf = (inputTokens: number, outputTokens: number): TokenCost => ({
+  requests: 1,
+  inputTokens,
+  outputTokens,
+  totalTokens: inputTokens + outputTokens,
+});
+
+const NOTHING: TokenCost = { requests: 0, inputTokens: 0, outputTokens: 0, totalTokens: 0 };
+
+const validCount = (n: unknown) => typeof n === 'number' && Number.isInteger(n) && n >= 0 && n <= MAX_TOKEN_COUNT;
+
+/**
+ * Creates a token limiter.
+ *
+ * @example
+ * const budget = createTokenLimiter({ requests: { limit: 60, period: '1m' }, totalTokens: { limit: 25_000, period: '1m' } });
+ * const r = await budget.reserve(apiKey, { inputTokens: estimateInputTokens(body), maxOutputTokens: body.max_tokens });
+ * if (r.allowed) await r.settle(await readUsage(upstreamResponse, { provider: 'openai' }));
+ */
+export function createTokenLimiter(options: TokenLimiterOptions): TokenLimiter {
+  const limits = TOKEN_DIMENSIONS.flatMap((name) => {
+    const policy = options[name];
+    if (policy === undefined) return [];
+    const p = resolvePolicy(policy, `${name}.`);
+    return [{ name, policy: { ...p, id: `tokens:${name}~${p.id}` } as ResolvedPolicy }];
+  });
+  if (limits.length === 0)
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      'createTokenLimiter needs at least one of requests, inputTokens, outputTokens, totalTokens (each { limit, period })',
+    );
+  const store = options.store ?? createMemoryStore();
+  const clock = options.clock ?? systemClock;
+  const items = (key: string, cost: TokenCost): StoreItem[] =>
+    limits.map(({ name, policy }) => ({ key, policy, cost: cost[name] }));
+  const decide = (key: string, decisions: readonly Decision[]): LimiterDecision =>
+    decisionWithResults(
+      combineDecisions(decisions),
+      decisions.map((decision, i) => ({ name: (limits[i] as (typeof limits)[number]).name, key, decision })),
+    );
+  const giveBack = async (key: string, cost: TokenCost) => {
+    const now = clock.now();
+    for (const item of items(key, cost)) if (item.cost > 0) await store.refund(key, item.policy, item.cost, now);
+  };
+
+  const account: ReservationAccount<TokenCost> = {
+    take: async (key, cost) => decide(String(key), await store.checkMany(items(String(key), cost), clock.now(), true)),
+    giveBack: (key, cost) => giveBack(String(key), cost),
+    async settle(k, reserved, actual) {
+      const key = String(k);
+      const now = clock.now();
+      const charged = { ...actual } as Record<TokenDimension, number>;
+      const refunded = { ...NOTHING };
+      const extras: Decision[] = [];
+      for (const { name, policy } of limits) {
+        const diff = actual[name] - reserved[name];
+        if (diff < 0) {
+          await store.refund(key, policy, -diff, now);
+          refunded[name] = -diff;
+        } else if (diff > 0) {
+          // Taken only while the limit allows it: the request already ran, its overshoot is bounded by it.
+          const extra = await store.check(key, policy, diff, now, true);
+          extras.push(extra);
+          if (!extra.allowed) charged[name] = reserved[name];
+        }
+      }
+      return { charged, refunded, extra: extras.length === 0 ? undefined : combineDecisions(extras) };
+    },
+    invalid: (actual) => {
+      const a = actual as Partial<TokenCost> | null;
+      return a !== null && typeof a === 'object' && TOKEN_DIMENSIONS.every((d) => validCount(a[d]))
+        ? undefined
+        : `usage must have whole token counts from 0 to ${MAX_TOKEN_COUNT}`;
+    },
+    // cancel: the request did not happen, so even its request unit comes back.
+    zero: NOTHING,
+  };
+  const book = createReservationBook(account, options, clock);
+  const periods = Object.fromEntries(limits.map((l) => [l.name, l.policy.periodMs]));
+  const actualOf = (usage: Usage): TokenCost =>
+    usage !== null && typeof usage === 'object' ? costOf(usage.inputTokens, usage.outputTokens) : ({} as TokenCost);
+
+  return {
+    async reserve(key, { inputTokens, maxOutputTokens }) {
+      for (const [name, n] of [
+        ['inputTokens', inputTokens],
+        ['maxOutputTokens', maxOutputTokens],
+      ] as const)
+        if (!validCount(n))
+          throw new SluiceError(
+            'ERR_SLUICE_INVALID_COST',
+            `${name} must be a whole number from 0 to ${MAX_TOKEN_COUNT} (got ${String(n)})`,
+            { option: name },
+          );
+      const r = await book.reserve(key, { cost: costOf(inputTokens, maxOutputTokens) });
+      return { ...r, settle: (usage: Usage) => r.settle(actualOf(usage)) };
+    },
+    settle: (id, usage) => book.settle(id, actualOf(usage)),
+    cancel: (id) => book.cancel(id),
+    sweep: () => book.sweep(),
+    get outstanding() {
+      return book.outstanding;
+    },
+    dimensions: limits.map((l) => l.name),
+    headers: (decision) => tokenHeaders(decision, periods),
+  };
+}
