@@ -81,9 +81,16 @@ describe('sluice (the library) entry points', () => {
     assert.equal(typeof mod.createAdaptiveLimiter, 'function');
   });
 
-  it('sluice/llm is an entry point with readUsage, tapUsage and estimateInputTokens', async () => {
+  it('sluice/llm is an entry point with readUsage, tapUsage, estimateInputTokens and createTokenLimiter', async () => {
     const mod = (await import('sluice/llm')) as Record<string, unknown>;
-    for (const name of ['readUsage', 'inspectUsage', 'tapUsage', 'createUsageTap', 'estimateInputTokens'])
+    for (const name of [
+      'readUsage',
+      'inspectUsage',
+      'tapUsage',
+      'createUsageTap',
+      'estimateInputTokens',
+      'createTokenLimiter',
+    ])
       assert.equal(typeof mod[name], 'function', name);
   });
 
