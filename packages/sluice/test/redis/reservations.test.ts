@@ -79,6 +79,18 @@ for (const [name, makeStore] of Object.entries(stores)) {
       assert.equal(refund.res.outstanding, 0);
     });
 
+    it('past maxOutstanding the oldest reservation lapses early (memory stays bounded)', async () => {
+      const { lim, res } = setup(makeStore, perHour, { maxOutstanding: 2, onExpire: 'refund' });
+      const first = await res.reserve('k', { cost: 10 });
+      await res.reserve('k', { cost: 10 });
+      await res.reserve('k', { cost: 10 });
+      assert.equal(res.outstanding, 2);
+      assert.equal(((await first.settle(1)) as { code: string }).code, 'ERR_SLUICE_RESERVATION_EXPIRED');
+      assert.equal((await lim.peek('k')).remaining, 980);
+      for (let i = 0; i < 1000; i++) await res.settle(`flood-${i}`, 1);
+      assert.equal(res.outstanding, 2);
+    });
+
     it('a reservation over any limit of a multi-limit limiter takes from none', async () => {
       const { lim, res } = setup(makeStore, {
         limits: [
