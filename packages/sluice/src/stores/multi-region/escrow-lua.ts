@@ -50,8 +50,10 @@
  * A region gives units away only out of its own share, before telling anyone, so the receiver's
  * growth always comes after the giver's shrink.
  */
+
 import { createHash } from 'node:crypto';
 import { CHECK_SNIPPETS, fmt } from '../redis/lua-checks.js';
+import { LUA_SOURCES } from '../redis/lua-sources.js';
 import type { Script } from '../redis/scripts.js';
 
 function script(name: string, source: string): Script {
@@ -742,24 +744,9 @@ end
 return out
 `;
 
-// KEYS: a lease record, the block key. Returns inc, e, s, pe, ps, pu ('' when there is no record):
-// the epochs a refund or a reset applies to.
-const EPOCHS_SCRIPT = `
-local h = redis.call('HMGET', KEYS[1], 'inc', 'e', 's', 'pe', 'ps', 'pu')
-for i = 1, 6 do h[i] = h[i] or '' end
-return h
-`;
+const EPOCHS_SCRIPT = LUA_SOURCES['multi-region/escrow-epochs'];
 
-// KEYS: a lease record, the block key. Forgets the algorithm state of every epoch and the block; the
-// share (what was given and received) stays, since other regions count on it.
-const RESET_SCRIPT = `
-local h = redis.call('HMGET', KEYS[1], 'inc', 'e', 'pe')
-redis.call('DEL', KEYS[2])
-if not h[1] then return 0 end
-redis.call('DEL', KEYS[1] .. '^' .. h[1] .. '.' .. h[2])
-if h[3] then redis.call('DEL', KEYS[1] .. '^' .. h[1] .. '.' .. h[3]) end
-return 1
-`;
+const RESET_SCRIPT = LUA_SOURCES['multi-region/escrow-reset'];
 
 /** Decides items of any algorithms. */
 export const ESCROW_CHECK = script('mr:escrow:check', checkScript(ALL_CODES));
