@@ -48,3 +48,7 @@ export function storeConformance(options: StoreConformanceOptions): void {
     }
   });
 }
+
+// The store kit itself: a Store made of any database that can read-decide-write a few rows atomically.
+export { createKitStore, type KitStore, type KitStoreOptions } from '../stores/kit/kit-store.js';
+export type { StateBackend, StateStep, StateWrite, StoredState } from '../stores/kit/state-backend.js';

@@ -18,7 +18,7 @@ storeConformance({
     await store.ready();
     return store;
   },
-  differential: { runs: 15 },
+  differential: { runs: 15, ...(process.env.SLUICE_SEED ? { seed: Number(process.env.SLUICE_SEED) } : {}) },
 });
 
 after(async () => {

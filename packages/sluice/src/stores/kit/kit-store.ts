@@ -171,6 +171,11 @@ export function createKitStore(backend: StateBackend, options: KitStoreOptions =
       return { writes: writesOut, result };
     });
     if (commit) wrote(nowMs);
+    // A committed rejection re-blocks every rejected limit with a blockMs: the cache must learn the new end.
+    for (const [i, item] of items.entries()) {
+      const decision = decisions[i] as Decision;
+      cache?.learn(stateId(item.policy, item.key), item.policy, item.cost, nowMs, commit, decision, true);
+    }
     return decisions;
   }
 

@@ -25,6 +25,8 @@ export interface PostgresBackendOptions {
   lockTimeoutMs: number;
   /** Creates the table when missing. */
   createTable: boolean;
+  /** Waits for each decision's commit to reach disk (false: `synchronous_commit = off` for these transactions). */
+  durable: boolean;
 }
 
 /** The table the PostgreSQL store keeps its rows in (also the documented migration). */
@@ -56,11 +58,12 @@ export function postgresError(error: unknown, table: string): unknown {
 }
 
 /** The first statement: begin, lock the ids in a fixed order (no deadlocks), read the rows and the clock. */
-function readSql(table: string, hexes: readonly string[], lockTimeoutMs: number): string {
+function readSql(table: string, hexes: readonly string[], lockTimeoutMs: number, durable: boolean): string {
   const classId = lockHash(table);
   const locks = [...new Set(hexes.map(lockHash))].sort((a, b) => a - b);
   const list = hexes.map((h) => `'\\x${h}'::bytea`).join(',');
-  return `BEGIN; SET LOCAL lock_timeout = ${sqlNumber(lockTimeoutMs)};
+  const commit = durable ? '' : ' SET LOCAL synchronous_commit = off;';
+  return `BEGIN; SET LOCAL lock_timeout = ${sqlNumber(lockTimeoutMs)};${commit}
 SELECT ${locks.map((l) => `pg_advisory_xact_lock(${classId}, ${l})`).join(', ')};
 SELECT encode(id, 'hex') AS id, state, expires_at, ${DB_NOW} AS now FROM ${table} WHERE id IN (${list});
 SELECT ${DB_NOW} AS now;`;
@@ -117,7 +120,7 @@ export function createPostgresBackend(options: PostgresBackendOptions): StateBac
     let open = false;
     try {
       open = true;
-      const results = await session.run(readSql(table, hexes, lockTimeoutMs));
+      const results = await session.run(readSql(table, hexes, lockTimeoutMs, options.durable));
       const rows = results[results.length - 2] ?? [];
       const now = clock === 'database' ? Number(results[results.length - 1]?.[0]?.now) : nowMs;
       const byId = new Map<string, StoredState>();

@@ -36,6 +36,13 @@ export interface PostgresStoreOptions extends KitStoreOptions {
   clock?: 'database' | 'client';
   /** Most ms a decision waits for another's lock on the same key. @default timeoutMs */
   lockTimeoutMs?: number;
+  /**
+   * Wait for every decision's commit to reach the disk. Off by default: counters are committed with
+   * `synchronous_commit = off` (these transactions only), so a crash of PostgreSQL can forget the last fraction of a
+   * second of counts — as Redis's default persistence does — while a decision costs no disk flush. Decisions stay
+   * exact between processes either way. @default false
+   */
+  durable?: boolean;
 }
 
 const rowsOf = (result: PgResult | PgResult[]) => (Array.isArray(result) ? result : [result]).map((r) => r.rows ?? []);
@@ -95,6 +102,7 @@ export function createPostgresStore(options: PostgresStoreOptions): KitStore {
     clock,
     lockTimeoutMs: options.lockTimeoutMs ?? options.timeoutMs ?? 500,
     createTable: options.createTable ?? true,
+    durable: options.durable ?? false,
   });
   return createKitStore(backend, options);
 }
