@@ -26,8 +26,12 @@ export async function startSluice(args: readonly string[], env: Record<string, s
     { env: runEnv, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let out = '';
-  child.stdout?.on('data', (b) => (out += b));
-  child.stderr?.on('data', (b) => (out += b));
+  child.stdout?.on('data', (b) => {
+    out += b;
+  });
+  child.stderr?.on('data', (b) => {
+    out += b;
+  });
   const deadline = Date.now() + 30_000;
   while (!existsSync(portsFile) || readFileSync(portsFile, 'utf8').trim() === '') {
     if (child.exitCode !== null || Date.now() > deadline) {
