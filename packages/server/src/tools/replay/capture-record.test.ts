@@ -1,0 +1,55 @@
+/** Reading a capture: good lines read, truncated / corrupt / wrong-shape / overlong lines reported and skipped. */
+import assert from 'node:assert/strict';
+import { createReadStream, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { describe, it } from 'node:test';
+import { type CaptureProblem, type CaptureRecord, MAX_CAPTURE_LINE, readCapture } from './capture-record.js';
+
+const good = (t: number, outcome = 'OK') =>
+  JSON.stringify({ t, domain: 'api', descriptors: [{ entries: [{ key: 'user', value: `u${t}` }] }], outcome });
+
+describe('readCapture', () => {
+  it('reads a file cut short by a crash and with corrupt lines, reporting each bad line and going on', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sluice-capture-'));
+    try {
+      const lines = [
+        good(1),
+        '{"t":2,"domain":"api","descri', // a crash mid-write, then the process came back and went on
+        good(3, 'OVER_LIMIT'),
+        '\u0000\u0000\u0000garbage',
+        JSON.stringify({ t: 4, domain: 'api', descriptors: [], outcome: 'OK' }),
+        JSON.stringify({ t: 5, domain: 'api', descriptors: [{ entries: [{ key: 'k', value: 'v' }] }], outcome: 'x' }),
+        `"${'x'.repeat(MAX_CAPTURE_LINE)}"`,
+        '',
+        good(6),
+        '{"t":7,"dom', // the last line, cut short, with no newline
+      ];
+      const file = join(dir, 'capture-0001.ndjson');
+      writeFileSync(file, lines.join('\n'));
+      const problems: CaptureProblem[] = [];
+      const records: CaptureRecord[] = [];
+      const rl = createInterface({ input: createReadStream(file), crlfDelay: Number.POSITIVE_INFINITY });
+      for await (const r of readCapture(rl, file, (p) => problems.push(p))) records.push(r);
+      assert.deepEqual(
+        records.map((r) => [r.t, r.outcome, r.cost]),
+        [
+          [1, 'OK', 1],
+          [3, 'OVER_LIMIT', 1],
+          [6, 'OK', 1],
+        ],
+      );
+      assert.deepEqual(
+        problems.map((p) => p.line),
+        [2, 4, 5, 6, 7, 10],
+      );
+      assert.match(problems[0]?.message ?? '', /not JSON/);
+      assert.match(problems[2]?.message ?? '', /descriptors/);
+      assert.match(problems[3]?.message ?? '', /outcome/);
+      assert.match(problems[4]?.message ?? '', /longer than/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

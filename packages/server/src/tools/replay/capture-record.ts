@@ -1,0 +1,86 @@
+/**
+ * One captured decision as an NDJSON line, and the reader `sluice replay` uses: bad lines (truncated, corrupt, of the
+ * wrong shape, too long) are reported with their line number and skipped; the rest is read on.
+ */
+
+/** One descriptor entry, as envoy ratelimit's `/json` body spells it. */
+export interface CaptureEntry {
+  readonly key: string;
+  readonly value: string;
+}
+
+/** One captured decision. */
+export interface CaptureRecord {
+  /** The server's clock when it decided, in ms since the epoch. */
+  readonly t: number;
+  readonly domain: string;
+  /** The request's descriptors, each a list of entries (envoy's `/json` shape). */
+  readonly descriptors: readonly { readonly entries: readonly CaptureEntry[] }[];
+  /** Units the request cost (hits_addend). @default 1 */
+  readonly cost: number;
+  /** What was decided live: `'OK'` or `'OVER_LIMIT'` (envoy's codes). */
+  readonly outcome: 'OK' | 'OVER_LIMIT';
+}
+
+/** One line that could not be read. */
+export interface CaptureProblem {
+  readonly source: string;
+  /** 1-based. */
+  readonly line: number;
+  readonly message: string;
+}
+
+/** The longest line read: a longer one is a corrupt file (or not a capture), reported and skipped. */
+export const MAX_CAPTURE_LINE = 64 * 1024;
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function entriesOf(d: unknown): CaptureEntry[] | undefined {
+  if (!isObject(d) || !Array.isArray(d.entries) || d.entries.length === 0) return undefined;
+  const entries: CaptureEntry[] = [];
+  for (const e of d.entries) {
+    if (!isObject(e) || typeof e.key !== 'string' || typeof e.value !== 'string') return undefined;
+    entries.push({ key: e.key, value: e.value });
+  }
+  return entries;
+}
+
+/** Reads one line: the record, or a message saying what is wrong with it. */
+export function parseCaptureLine(line: string): CaptureRecord | string {
+  if (line.length > MAX_CAPTURE_LINE) return `line longer than ${MAX_CAPTURE_LINE} characters`;
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch {
+    return 'not JSON (a line cut short by a crash, or a corrupt file)';
+  }
+  if (!isObject(value)) return 'expected a JSON object';
+  const { t, domain, descriptors, cost = 1, outcome } = value;
+  if (typeof t !== 'number' || !Number.isFinite(t)) return '"t": expected a time in ms';
+  if (typeof domain !== 'string' || domain === '') return '"domain": expected a non-empty string';
+  if (!Array.isArray(descriptors) || descriptors.length === 0) return '"descriptors": expected a non-empty list';
+  const read = descriptors.map(entriesOf);
+  if (read.some((e) => e === undefined)) return '"descriptors": each needs "entries" of {"key","value"} strings';
+  if (typeof cost !== 'number' || !Number.isInteger(cost) || cost < 0) return '"cost": expected an integer >= 0';
+  if (outcome !== 'OK' && outcome !== 'OVER_LIMIT') return '"outcome": expected "OK" or "OVER_LIMIT"';
+  return { t, domain, descriptors: (read as CaptureEntry[][]).map((entries) => ({ entries })), cost, outcome };
+}
+
+/**
+ * Reads the records of `lines` (one capture file, `source` naming it in problems), handing every bad line
+ * to `onProblem` and going on. Blank lines are skipped silently (a file may end with one).
+ */
+export async function* readCapture(
+  lines: AsyncIterable<string> | Iterable<string>,
+  source: string,
+  onProblem: (problem: CaptureProblem) => void,
+): AsyncGenerator<CaptureRecord> {
+  let n = 0;
+  for await (const line of lines) {
+    n++;
+    if (line.trim() === '') continue;
+    const record = parseCaptureLine(line);
+    if (typeof record === 'string') onProblem({ source, line: n, message: record });
+    else yield record;
+  }
+}
