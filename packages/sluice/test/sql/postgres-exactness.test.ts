@@ -20,8 +20,24 @@ describe('postgres: 8 processes × 250 checks on one key', { timeout: 240_000 },
     for (const child of children) assert.equal(await child.next(), 'ready');
   });
   after(async () => {
-    for (const child of children) child.send('exit');
-    await Promise.all(children.map((c) => new Promise((resolve) => c.process.once('exit', resolve))));
+    for (const child of children) {
+      child.send('exit');
+      child.process.stdin?.end();
+    }
+    // A child that does not leave within 10 s is stopped (by its own PID): the test never hangs a run.
+    await Promise.all(
+      children.map(
+        (c) =>
+          new Promise((resolve) => {
+            if (c.process.exitCode !== null) return resolve(undefined);
+            const timer = setTimeout(() => c.process.kill('SIGKILL'), 10_000);
+            c.process.once('exit', () => {
+              clearTimeout(timer);
+              resolve(undefined);
+            });
+          }),
+      ),
+    );
     await admin.query(`DROP TABLE IF EXISTS ${table}`);
     await admin.end();
   });

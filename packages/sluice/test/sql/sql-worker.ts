@@ -24,3 +24,5 @@ for await (const line of lines) {
 }
 await store.close();
 await pool.end();
+// stdin stays open while the parent lives: leave without waiting for it.
+process.exit(0);
