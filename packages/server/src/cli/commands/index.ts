@@ -2,6 +2,7 @@
 import type { Command } from '../command.js';
 import { benchCommand } from './bench.js';
 import { checkCommand } from './check.js';
+import { replayCommand } from './replay.js';
 import { serveCommand } from './serve.js';
 import { simulateCommand } from './simulate.js';
 import { validateCommand } from './validate.js';
@@ -13,4 +14,5 @@ export const commands: readonly Command[] = [
   checkCommand,
   simulateCommand,
   benchCommand,
+  replayCommand,
 ];
