@@ -117,9 +117,19 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
   'sluice/remote': ['createRemoteStore'],
   'sluice/multi-region': ['COUNTER_ALGORITHMS', 'createMultiRegionStore', 'eventualBound', 'limitReplyBytes'],
   'sluice/adaptive': ['createAdaptiveLimiter', 'simulateService'],
-  'sluice/llm': ['MAX_TOKEN_COUNT', 'createUsageTap', 'estimateInputTokens', 'inspectUsage', 'readUsage', 'tapUsage'],
+  'sluice/llm': [
+    'MAX_TOKEN_COUNT',
+    'TOKEN_DIMENSIONS',
+    'createTokenLimiter',
+    'createUsageTap',
+    'estimateInputTokens',
+    'inspectUsage',
+    'readUsage',
+    'tapUsage',
+    'tokenHeaders',
+  ],
   'sluice/postgres': ['createPostgresStore', 'postgresTableSql'],
-  'sluice/testing': ['T0', 'runDifferential', 'runStoreConformance', 'storeConformance'],
+  'sluice/testing': ['T0', 'createKitStore', 'runDifferential', 'runStoreConformance', 'storeConformance'],
 };
 
 describe('library export names', () => {
