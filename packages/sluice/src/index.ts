@@ -28,7 +28,15 @@ export { checkAll } from './limiter/check-all.js';
 export { combineDecisions } from './limiter/combine.js';
 export type { ConcurrencyLimiter, ConcurrencyLimiterOptions } from './limiter/concurrency-limiter.js';
 export { createConcurrencyLimiter } from './limiter/concurrency-limiter.js';
-export type { CheckOptions, Limiter, LimiterDecision, LimiterKey, LimitResult } from './limiter/create-limiter.js';
+export type {
+  CheckOptions,
+  LimitExplanation,
+  Limiter,
+  LimiterDecision,
+  LimiterExplanation,
+  LimiterKey,
+  LimitResult,
+} from './limiter/create-limiter.js';
 export { createLimiter } from './limiter/create-limiter.js';
 export type { LimiterOptions, LimitOptions, ResolvedLimit } from './limiter/options.js';
 export { resolveCost } from './limiter/options.js';
