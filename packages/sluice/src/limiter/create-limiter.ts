@@ -16,18 +16,16 @@ import { combineDecisions, decisionWithResults } from './combine.js';
 import { explainItems, type LimiterExplanation } from './explain.js';
 import { createFailurePolicy, type FailurePolicy, isStoreFailure } from './failure-policy.js';
 import type { LimiterDecision } from './limiter-decision.js';
+import type { LimiterKey } from './limiter-key.js';
 import type { LimiterOptions, ResolvedLimit } from './options.js';
+import { createReservations, type Reservation, type Reservations } from './reservations.js';
 
 export type { LimitExplanation, LimiterExplanation } from './explain.js';
 export type { LimiterDecision, LimitResult } from './limiter-decision.js';
 
 import { resolveCost, resolveLimiterOptions } from './options.js';
 
-/**
- * The key of a check: one string for every limit, or one per limit name. A limit whose key is
- * `null` or `undefined` does not apply to the request.
- */
-export type LimiterKey = string | Readonly<Record<string, string | null | undefined>>;
+export type { LimiterKey } from './limiter-key.js';
 
 /** Per-check options. */
 export interface CheckOptions {
@@ -59,6 +57,15 @@ export interface Limiter {
   explain(key: LimiterKey, options?: CheckOptions): Promise<LimiterExplanation>;
   /** Gives back `cost` units (default 1) that an earlier check took. */
   refund(key: LimiterKey, options?: CheckOptions): Promise<void>;
+  /**
+   * Takes an estimated `cost` now (all or nothing across every limit, as `check` does) and settles the
+   * real cost later: `settle(actual)` gives back the difference or takes the extra, `cancel()` gives all
+   * back; an unsettled reservation lapses after the limiter's `reservationTtl` (`onExpire`).
+   * @example
+   * const r = await limiter.reserve('key-1', { cost: 1200 });
+   * if (r.allowed) await r.settle(await run());
+   */
+  reserve(key: LimiterKey, options: { cost: number }): Promise<Reservation>;
   /** Forgets the key's counters (and block) under every limit of this limiter. */
   reset(key: LimiterKey): Promise<void>;
 }
@@ -209,7 +216,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
           return store.reset(k, limit.policy);
         }),
       ),
+    reserve: (key, reservation) => reservations.reserve(key, reservation),
   };
+  // Validated now (a bad reservationTtl or onExpire throws here); the book holds no timer.
+  const reservations: Reservations = createReservations(limiter, {
+    ...(options.reservationTtl === undefined ? {} : { reservationTtl: options.reservationTtl }),
+    ...(options.onExpire === undefined ? {} : { onExpire: options.onExpire }),
+  });
   failures.set(limiter, failure);
   return limiter;
 }

@@ -10,6 +10,7 @@ import { resolvePolicy } from '../core/policy.js';
 import { createMemoryStore } from '../stores/memory/memory-store.js';
 import type { Store } from '../stores/store.js';
 import { createFailurePolicy, type FailureOptions, type FailurePolicy } from './failure-policy.js';
+import type { ReservationOptions } from './reservations.js';
 
 /** One of several limits of a limiter. */
 export interface LimitOptions extends PolicyOptions {
@@ -30,6 +31,10 @@ export interface LimiterOptions extends Partial<PolicyOptions>, FailureOptions {
    * counts. @default none: identical policies on one store share counters
    */
   name?: string;
+  /** How long a reservation (`limiter.reserve`) may stay unsettled. @default '10m' */
+  reservationTtl?: ReservationOptions['reservationTtl'];
+  /** What an unsettled reservation costs once its time is up: all it reserved, or nothing. @default 'charge' */
+  onExpire?: ReservationOptions['onExpire'];
 }
 
 /** A limit after validation. */
@@ -47,7 +52,16 @@ export interface ResolvedLimiterOptions {
   readonly failure: FailurePolicy;
 }
 
-const LIMITER_KEYS = new Set(['limits', 'store', 'clock', 'name', 'fail', 'insuranceShare']);
+const LIMITER_KEYS = new Set([
+  'limits',
+  'store',
+  'clock',
+  'name',
+  'fail',
+  'insuranceShare',
+  'reservationTtl',
+  'onExpire',
+]);
 const LIMIT_KEYS = new Set(['name']);
 
 /** Validates limiter options once, at construction; every error names the option at fault. */

@@ -7,7 +7,15 @@
 import type { Clock } from '../core/clock.js';
 import { type Duration, parseDuration } from '../core/duration.js';
 import { SluiceError } from '../core/errors.js';
-import type { Limiter, LimiterDecision, LimiterKey } from './create-limiter.js';
+import type { LimiterDecision } from './limiter-decision.js';
+import type { LimiterKey } from './limiter-key.js';
+
+/** What reservations need of a limiter: its check and refund, and its clock. */
+export interface ReservableLimiter {
+  readonly clock: Clock;
+  check(key: LimiterKey, options: { cost: number }): Promise<LimiterDecision>;
+  refund(key: LimiterKey, options: { cost: number }): Promise<void>;
+}
 
 /** Options of {@link createReservations}. */
 export interface ReservationOptions {
@@ -104,7 +112,7 @@ function resolveOptions(options: ReservationOptions) {
  * if (r.allowed) { const used = await run(); await r.settle(used); }
  */
 export function createReservations(
-  limiter: Limiter,
+  limiter: ReservableLimiter,
   options: ReservationOptions = {},
   clock: Clock = limiter.clock,
 ): Reservations {
