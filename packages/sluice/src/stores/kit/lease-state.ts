@@ -2,6 +2,7 @@
  * Concurrency leases for the store kit: one key's live leases as stored text, and the pure acquire and release steps
  * (the memory store's lease table's answers, on a state a database keeps).
  */
+import { leaseRefusal } from '../lease-refusal.js';
 import type { Lease, LeaseDecision } from '../store.js';
 
 /** A key's live leases as (id, expiresAt) pairs. */
@@ -36,14 +37,7 @@ export function acquireOnLeases(
   const latest = leases.length === 0 ? 0 : Math.max(...leases.map((l) => l[1])) - nowMs;
   if (leases.length >= limit) {
     const soonest = leases.length === 0 ? 0 : Math.min(...leases.map((l) => l[1])) - nowMs;
-    return {
-      allowed: false,
-      limit,
-      remaining: 0,
-      resetMs: latest,
-      retryAfterMs: limit === 0 ? Number.POSITIVE_INFINITY : soonest,
-      ...(limit === 0 ? { reason: 'cost-exceeds-capacity' as const } : {}),
-    };
+    return leaseRefusal(limit, latest, soonest);
   }
   const lease: Lease = { key, id: newId, expiresAt: nowMs + leaseMs };
   leases.push([lease.id, lease.expiresAt]);

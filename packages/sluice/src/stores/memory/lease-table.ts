@@ -1,6 +1,7 @@
 /** The memory store's concurrency leases: who holds a place under each key, bounded and O(log n) per call. */
 
 import { randomLeaseId } from '../lease-id.js';
+import { leaseRefusal } from '../lease-refusal.js';
 import type { Lease, LeaseDecision } from '../store.js';
 import { ExpiryHeap, type LeaseEntry } from './expiry-heap.js';
 
@@ -60,15 +61,7 @@ export class LeaseTable {
     const soonest = held === undefined ? 0 : (held.heap.peek() as LeaseEntry).expiresAt - nowMs;
     const latest = held === undefined ? 0 : held.latest - nowMs;
     if (inFlight >= limit) {
-      return {
-        allowed: false,
-        limit,
-        remaining: 0,
-        resetMs: latest,
-        // A place frees up when the soonest lease lapses, if it is not released before.
-        retryAfterMs: limit === 0 ? Number.POSITIVE_INFINITY : soonest,
-        ...(limit === 0 ? { reason: 'cost-exceeds-capacity' as const } : {}),
-      };
+      return leaseRefusal(limit, latest, soonest);
     }
     if (!this.fits(key, held === undefined)) {
       this.prune(nowMs, Number.POSITIVE_INFINITY);
