@@ -19,6 +19,7 @@ import {
 } from './key-state.js';
 import { acquireOnLeases, liveLeases, releaseOnLeases, storedLeases } from './lease-state.js';
 import type { StateBackend, StateWrite, StoredState } from './state-backend.js';
+import { readyWithin, timedUpdate } from './timed-backend.js';
 
 /** Options of a store built with the kit. */
 export interface KitStoreOptions {
@@ -86,41 +87,7 @@ export function createKitStore(backend: StateBackend, options: KitStoreOptions =
   let closed = false;
   let readyDone = backend.ready === undefined;
 
-  /** The backend's update within timeoutMs; a failure of the database becomes ERR_SLUICE_STORE_UNAVAILABLE. */
-  function update<T>(ids: string[], nowMs: number, step: Parameters<StateBackend['update']>[2]): Promise<T> {
-    if (closed)
-      return Promise.reject(new SluiceError('ERR_SLUICE_STORE_CLOSED', `the ${backend.name} store was closed`));
-    stats.decisions++;
-    return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        stats.timeouts++;
-        reject(
-          new SluiceError(
-            'ERR_SLUICE_STORE_TIMEOUT',
-            `${backend.name} did not answer within ${timeoutMs} ms; raise timeoutMs or look at the database's load`,
-          ),
-        );
-      }, timeoutMs);
-      backend.update(ids, nowMs, step as never).then(
-        (result) => {
-          clearTimeout(timer);
-          resolve(result as T);
-        },
-        (error: unknown) => {
-          clearTimeout(timer);
-          reject(
-            error instanceof SluiceError
-              ? error
-              : new SluiceError(
-                  'ERR_SLUICE_STORE_UNAVAILABLE',
-                  `${backend.name}: ${(error as Error)?.message ?? String(error)}`,
-                  { cause: error },
-                ),
-          );
-        },
-      );
-    });
-  }
+  const update = timedUpdate(backend, timeoutMs, stats, () => closed);
 
   /** Counts a write and sweeps now and then, in the background (a failed sweep waits for the next). */
   function wrote(nowMs: number): void {
@@ -200,24 +167,7 @@ export function createKitStore(backend: StateBackend, options: KitStoreOptions =
     }));
   }
 
-  function acquire(key: string, limit: number, leaseMs: number, nowMs: number): Promise<LeaseDecision> {
-    const newId = randomLeaseId();
-    return update<LeaseDecision>([leaseId(key)], nowMs, (rows, now) => {
-      const leases = liveLeases(rows[0]?.state, now);
-      const before = leases.length;
-      const result = acquireOnLeases(leases, key, limit, leaseMs, now, newId);
-      const changed = leases.length !== before || (rows[0] !== undefined && before === 0);
-      return { writes: [changed ? storedLeases(leases) : undefined], result };
-    });
-  }
-
-  function release(lease: Lease, nowMs: number): Promise<boolean> {
-    return update<boolean>([leaseId(lease.key)], nowMs, (rows, now) => {
-      const leases = liveLeases(rows[0]?.state, now);
-      const result = releaseOnLeases(leases, lease.id);
-      return { writes: [result || rows[0] !== undefined ? storedLeases(leases) : undefined], result };
-    });
-  }
+  const { acquire, release } = leaseOperations(update);
 
   return {
     name: backend.name,
@@ -232,33 +182,16 @@ export function createKitStore(backend: StateBackend, options: KitStoreOptions =
       return readyDone;
     },
     async ready(waitMs = timeoutMs * 10) {
-      if (readyDone || backend.ready === undefined) return;
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(
-          () =>
-            reject(
-              new SluiceError(
-                'ERR_SLUICE_STORE_TIMEOUT',
-                `${backend.name} was not ready within ${waitMs} ms; check the connection settings`,
-              ),
-            ),
-          waitMs,
-        );
-      });
-      try {
-        await Promise.race([backend.ready(), timeout]);
-        readyDone = true;
-      } finally {
-        clearTimeout(timer);
-      }
+      if (readyDone) return;
+      await readyWithin(backend, waitMs);
+      readyDone = true;
     },
     async sweep(max = 10_000) {
       const n = await backend.sweep(Date.now(), max);
       stats.swept += n;
       return n;
     },
-    stats: () => ({ ...stats, localCacheHits: stats.localCacheHits }),
+    stats: () => ({ ...stats }),
     async close() {
       closed = true;
       await backend.close();
@@ -296,4 +229,27 @@ function decideMany(
     }
   }
   return taken;
+}
+
+/** Concurrency leases over the kit's timed update: one row per key holding its live leases. */
+function leaseOperations(update: ReturnType<typeof timedUpdate>) {
+  function acquire(key: string, limit: number, leaseMs: number, nowMs: number): Promise<LeaseDecision> {
+    const newId = randomLeaseId();
+    return update<LeaseDecision>([leaseId(key)], nowMs, (rows, now) => {
+      const leases = liveLeases(rows[0]?.state, now);
+      const before = leases.length;
+      const result = acquireOnLeases(leases, key, limit, leaseMs, now, newId);
+      const changed = leases.length !== before || (rows[0] !== undefined && before === 0);
+      return { writes: [changed ? storedLeases(leases) : undefined], result };
+    });
+  }
+
+  function release(lease: Lease, nowMs: number): Promise<boolean> {
+    return update<boolean>([leaseId(lease.key)], nowMs, (rows, now) => {
+      const leases = liveLeases(rows[0]?.state, now);
+      const result = releaseOnLeases(leases, lease.id);
+      return { writes: [result || rows[0] !== undefined ? storedLeases(leases) : undefined], result };
+    });
+  }
+  return { acquire, release };
 }
