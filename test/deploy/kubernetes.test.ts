@@ -110,9 +110,21 @@ test(
         if (probe.grpc) assert.equal(await grpcHealth(local(probe.grpc.port)), 1, 'grpc.health.v1 SERVING');
       }
       const user = `k-${process.pid}-${Date.now()}`;
-      const ask = async () =>
+      const once = async () =>
         (await client.shouldRateLimit({ domain: 'api', descriptors: [{ entries: [{ key: 'user', value: user }] }] }))
           .overallCode;
+      // The rendered container keeps the 50 ms Redis timeout; on a loaded machine (a reload's worker starting
+      // beside the whole suite) one call may miss it and answer UNAVAILABLE. That is not what this test is
+      // about: such a call is asked again, at most three times.
+      const ask = async (): Promise<string | undefined> => {
+        for (let attempt = 1; ; attempt++) {
+          try {
+            return await once();
+          } catch (error) {
+            if ((error as { code?: number }).code !== grpc.status.UNAVAILABLE || attempt === 3) throw error;
+          }
+        }
+      };
       assert.equal(await ask(), 'OK');
       // kubectl apply of an edited rule: 1 a minute. Served by the same process once kubelet swaps it in.
       const edited = (configMap.data?.['rules.yaml'] ?? '').replace('requests_per_unit: 100', 'requests_per_unit: 1');
