@@ -4,22 +4,18 @@
 import type { Decision } from '../../core/decision.js';
 import { SluiceError } from '../../core/errors.js';
 import { type PolicyOptions, type ResolvedPolicy, resolvePolicy } from '../../core/policy.js';
-import { createTransport, type RedisClientLike, type RedisTransport } from '../redis/client.js';
 import { slotOf } from '../redis/keys.js';
 import { createRedisStore } from '../redis/redis-store.js';
-import { Runner } from '../redis/runner.js';
 import type { Lease, LeaseDecision, Store, StoreItem } from '../store.js';
 import { CheckBatcher } from './batch.js';
 import { escrowBound, eventualBound, type OverAdmissionBound } from './bound.js';
-import { DemandLedger } from './demand.js';
-import { createEscrowRegion } from './escrow.js';
-import { createRecordReplicator, type RecordPart } from './escrow-sync.js';
-import { assertEventualItem, COUNTER_ALGORITHMS, createEventualRegion } from './eventual.js';
-import { type CounterPart, createCounterReplicator } from './eventual-sync.js';
+import { checkAllOrNothing } from './check-all.js';
+import { assertEventualItem, COUNTER_ALGORITHMS } from './eventual.js';
 import { tagOf } from './keys.js';
-import { type Duplicable, type Duplicate, type MultiRegionStoreOptions, resolveMultiRegionOptions } from './options.js';
-import { limitReplyBytes, type ReplyWatcher } from './reply-bound.js';
-import { type PeerStatus, SyncLoop, syncCauseOf } from './sync-loop.js';
+import { type MultiRegionStoreOptions, resolveMultiRegionOptions } from './options.js';
+import { openRegionConnections } from './region-connections.js';
+import { createRegionMode } from './region-mode.js';
+import type { PeerStatus } from './sync-loop.js';
 
 /** The multi-region store. */
 export interface MultiRegionStore extends Store {
@@ -76,109 +72,8 @@ const asResolved = (p: ResolvedPolicy | PolicyOptions): ResolvedPolicy =>
 export function createMultiRegionStore(options: MultiRegionStoreOptions): MultiRegionStore {
   const o = resolveMultiRegionOptions(options);
   const onError = o.onError;
-  // No scripts to preload (they load on first use); commands wait up to 5 s for a first connection.
-  const local = new Runner(o.local, o.timeoutMs, onError, [], 5000);
-  // The sync loop's reads and credits in this region go on a connection of their own (when there is
-  // one): a sync batch is thousands of keys, and on the decisions' connection every decision sent
-  // after it would wait for it (head-of-line). Its timeout is a peer's: nothing waits on it.
-  const own =
-    o.localSync === 'duplicate'
-      ? lazyDuplicate(options.regions[o.region] as RedisClientLike & Duplicable, o.local.cluster)
-      : undefined;
-  const syncTransport = own?.transport ?? (o.localSync === 'duplicate' ? undefined : o.localSync);
-  const syncLocal = syncTransport === undefined ? local : new Runner(syncTransport, o.peerTimeoutMs, onError, [], 5000);
-  // Every reply a peer sends is bounded as it arrives (reply-bound.ts), unless the peer's client is
-  // also this region's (one client counting decisions' replies too would trip the bound).
-  const watchers: ReplyWatcher[] = [];
-  const peers = o.peers.map((p) => {
-    const client = options.regions[p.region] as RedisClientLike;
-    const watcher =
-      client === options.regions[o.region]
-        ? undefined
-        : limitReplyBytes(client, { maxBytes: o.maxPeerReplyBytes, region: p.region });
-    if (watcher !== undefined) watchers.push(watcher);
-    const transport = watcher === undefined ? p.transport : watcher.wrap(p.transport);
-    return {
-      region: p.region,
-      runner: new Runner(transport, o.peerTimeoutMs, undefined, [], 5000),
-      cluster: p.transport.cluster,
-    };
-  });
-  const reportSync =
-    onError === undefined
-      ? undefined
-      : (error: unknown, region: string) => {
-          const cause = error instanceof Error ? error.message : String(error);
-          // A failure of the sync's own (a reply too large, or not a MERGE answer) keeps its code,
-          // wherever the Redis runner wrapped it; a peer's Redis refusing is ERR_SLUICE_MULTI_REGION_SYNC.
-          const own = syncCauseOf(error);
-          onError(
-            own ??
-              new SluiceError('ERR_SLUICE_MULTI_REGION_SYNC', `sync to region ${region} failed: ${cause}`, {
-                cause: error,
-              }),
-          );
-        };
-  const loopOptions = {
-    peers,
-    intervalMs: o.syncIntervalMs,
-    clock: o.clock,
-    maxPendingKeys: o.maxPendingKeys,
-    onError: reportSync,
-  };
-
-  let loop: SyncLoop<CounterPart> | SyncLoop<RecordPart>;
-  let region: ReturnType<typeof createEventualRegion>;
-  if (o.mode === 'eventual') {
-    const counters = new SyncLoop<CounterPart>({
-      ...loopOptions,
-      replicator: createCounterReplicator(syncLocal, o.local.cluster, o.region),
-    });
-    loop = counters;
-    region = createEventualRegion(local, o.prefix, o.region, o.graceMs, (k) => counters.touch(k), o.onDecided);
-  } else {
-    /** The policy of every record in use, for the sync loop (bounded like the pending sets). */
-    const policies = new Map<string, ResolvedPolicy>();
-    let records: SyncLoop<RecordPart> | undefined;
-    const demand = new DemandLedger(o.maxPendingKeys);
-    const touch = (rkey: string, policy: ResolvedPolicy, cost: number, atMs: number, tauMs: number) => {
-      demand.add(rkey, cost, atMs, tauMs);
-      if (policies.get(rkey) !== policy) {
-        policies.delete(rkey);
-        policies.set(rkey, policy);
-        if (policies.size > o.maxPendingKeys) policies.delete(policies.keys().next().value as string);
-      }
-      records?.touch(rkey);
-    };
-    records = new SyncLoop<RecordPart>({
-      ...loopOptions,
-      replicator: createRecordReplicator({
-        local: syncLocal,
-        localCluster: o.local.cluster,
-        region: o.region,
-        regions: o.regionNames,
-        graceMs: o.graceMs,
-        clock: o.clock,
-        policyOf: (k) => policies.get(k),
-        takeDemand: (k) => demand.take(k),
-        syncIntervalMs: o.syncIntervalMs,
-        maxClockSkewMs: o.maxClockSkewMs,
-        maxKeys: o.maxPendingKeys,
-      }),
-    });
-    loop = records;
-    region = createEscrowRegion(
-      local,
-      o.prefix,
-      o.region,
-      o.regionNames,
-      o.graceMs,
-      o.maxClockSkewMs,
-      o.syncIntervalMs,
-      touch,
-      o.onDecided,
-    );
-  }
+  const connections = openRegionConnections(o, options.regions);
+  const { region, loop } = createRegionMode(o, connections);
   // Concurrency leases stay in the region: a lease is held for a request's lifetime, far shorter than a sync.
   const leases = createRedisStore({
     client: options.regions[o.region] as NonNullable<(typeof options.regions)[string]>,
@@ -203,50 +98,10 @@ export function createMultiRegionStore(options: MultiRegionStoreOptions): MultiR
     return new SluiceError('ERR_SLUICE_STORE_CLOSED', 'the multi-region store was closed');
   }
 
-  /** Items of one (key, policy) merged, so all-or-nothing scripts see each counter once. */
-  function merged(items: readonly StoreItem[]): { unique: StoreItem[]; index: number[] } {
-    const at = new Map<string, number>();
-    const unique: StoreItem[] = [];
-    const index = items.map((item) => {
-      const id = `${item.policy.id}\n${item.key}`;
-      const i = at.get(id);
-      if (i !== undefined) {
-        const u = unique[i] as StoreItem;
-        unique[i] = { ...u, cost: u.cost + item.cost };
-        return i;
-      }
-      at.set(id, unique.length);
-      unique.push(item);
-      return unique.length - 1;
-    });
-    return { unique, index };
-  }
-
-  /**
-   * All or nothing. On one Redis (or one Cluster slot) that is one script. Across Cluster slots the
-   * slots are checked at once and the ones that took are refunded when another rejected — the Redis
-   * store's way.
-   */
+  const slotOfItem = o.local.cluster ? (item: StoreItem) => slotOf(tagOf(o.prefix, item.key)) : undefined;
   async function checkMany(items: readonly StoreItem[], nowMs: number, commit: boolean): Promise<Decision[]> {
     if (closed) throw closedError();
-    if (items.length === 0) return [];
-    const { unique, index } = merged(items);
-    let decisions: Decision[];
-    const slots = o.local.cluster ? new Set(unique.map((i) => slotOf(tagOf(o.prefix, i.key)))) : new Set([0]);
-    if (slots.size <= 1) {
-      decisions = await region.check(unique, nowMs, commit, true);
-    } else {
-      const results = await Promise.all(unique.map((item) => region.check([item], nowMs, commit, true)));
-      decisions = results.map((r) => r[0] as Decision);
-      if (commit && decisions.some((d) => !d.allowed)) {
-        await Promise.all(
-          unique.map((item, i) =>
-            decisions[i]?.allowed ? region.refund(item.key, item.policy, item.cost, nowMs) : undefined,
-          ),
-        );
-      }
-    }
-    return index.map((i) => decisions[i] as Decision);
+    return checkAllOrNothing(region, items, nowMs, commit, slotOfItem);
   }
 
   return {
@@ -307,78 +162,7 @@ export function createMultiRegionStore(options: MultiRegionStoreOptions): MultiR
       await loop.flush().catch(() => undefined);
       await loop.stop();
       await leases.close();
-      const runners = [local, ...peers.map((p) => p.runner)];
-      if (syncLocal !== local) runners.push(syncLocal);
-      await Promise.all(runners.map((r) => r.close()));
-      for (const w of watchers) w.close();
-      own?.close();
+      await connections.close();
     },
-  };
-}
-
-/**
- * A second connection like `client`'s, opened when the sync loop first sends (a store that never
- * syncs opens none), closed by `close()` — or when the caller ends `client` itself (ioredis' 'end'),
- * so a store the caller never closed does not keep a process alive with it.
- */
-function lazyDuplicate(
-  client: RedisClientLike & Duplicable,
-  cluster: boolean,
-): { transport: RedisTransport; close(): void } {
-  let copy: Duplicate | undefined;
-  let inner: RedisTransport | undefined;
-  /**
-   * Until the copy's first connection is up. A client made without an offline queue (as the service
-   * makes them) fails a command sent before that at once: the first sync would fail and report the
-   * region's Redis unreachable, while it only had to wait for the connection it just opened.
-   */
-  let connecting: Promise<void> | undefined;
-  let closed = false;
-  const close = () => {
-    closed = true;
-    client.off?.('end', close);
-    copy?.disconnect();
-  };
-  const open = (): RedisTransport => {
-    if (inner === undefined) {
-      const opened = client.duplicate();
-      copy = opened;
-      inner = createTransport(opened);
-      // A copy of a client made with lazyConnect (as the service makes them) waits for a command to
-      // connect, and one without an offline queue fails that command: connect it now.
-      if (opened.status === 'wait') opened.connect?.().catch(() => {});
-      if (!inner.connected() && opened.once !== undefined) {
-        connecting = new Promise((resolve) => {
-          const done = () => {
-            connecting = undefined;
-            resolve();
-          };
-          opened.once?.('ready', done);
-          // The first attempt failed, or the copy was closed: from then on commands go to the
-          // transport, which fails them at once while it is down (nothing piles up here).
-          opened.once?.('error', done);
-          opened.once?.('end', done);
-        });
-      }
-      if (closed) opened.disconnect();
-      else client.once?.('end', close);
-    }
-    return inner;
-  };
-  /** Sends through the copy, once its first connection is up. */
-  const whenOpen = <T>(send: (t: RedisTransport) => Promise<T>): Promise<T> => {
-    const t = open();
-    return connecting === undefined ? send(t) : connecting.then(() => send(t));
-  };
-  return {
-    transport: {
-      send: (args, firstKey) => whenOpen((t) => t.send(args, firstKey)),
-      sendToAll: (args) => whenOpen((t) => t.sendToAll(args)),
-      // Before it is opened, as ready as the decisions' connection: the first command opens it.
-      ready: () => (inner === undefined ? !closed : inner.ready()),
-      connected: () => (inner === undefined ? !closed : inner.connected()),
-      cluster,
-    },
-    close,
   };
 }
