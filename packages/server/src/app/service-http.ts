@@ -53,6 +53,8 @@ export function createServiceHttp(options: ServiceOptions, parts: HttpParts): Se
     now,
     ...(options.fail === undefined ? {} : { fail: options.fail }),
     ...(http.clientClock === true ? { clientClock: true } : {}),
+    ...(http.reservationTtlMs === undefined ? {} : { reservationTtlMs: http.reservationTtlMs }),
+    ...(http.maxReservations === undefined ? {} : { maxReservations: http.maxReservations }),
     ...(nearLimitRatio === undefined ? {} : { nearLimitRatio }),
   });
   const dashboardDir = http.dashboardDir === undefined ? DASHBOARD_DIR : http.dashboardDir;

@@ -50,6 +50,10 @@ export interface HttpServiceOptions {
    * (`clock: 'client'`). Never in production: a caller could move its counters in time. @default false
    */
   clientClock?: boolean;
+  /** How long a `/v1/check` reservation may stay unsettled before it lapses, charged in full. @default 10 minutes */
+  reservationTtlMs?: number;
+  /** Most `/v1/check` reservations held at once; a `reserve` past it is refused. @default 100_000 */
+  maxReservations?: number;
 }
 
 /** The Envoy RLS v3 gRPC server. */

@@ -33,6 +33,8 @@ const SERVE_FLAGS = {
   shadow: { type: 'boolean' },
   'max-descriptor-series': { type: 'string' },
   'client-clock': { type: 'boolean' },
+  'reservation-ttl': { type: 'string' },
+  'max-reservations': { type: 'string' },
   'trust-proxy': { type: 'string' },
   'no-watch': { type: 'boolean' },
   'max-body': { type: 'string' },
@@ -202,6 +204,15 @@ function applyDecisionFlags(values: Values, options: ServiceOptions): void {
 function applyServiceFlags(values: Values, env: NodeJS.ProcessEnv, options: ServiceOptions): void {
   if (values['client-clock']) options.http = { ...options.http, clientClock: true };
   if (values['no-watch']) options.watch = false;
+  if (values['reservation-ttl'] !== undefined) {
+    const ttl = parseDuration(values['reservation-ttl'], '--reservation-ttl');
+    if (ttl < 1000) throw new UsageError('--reservation-ttl: expected at least 1s', 'ERR_SLUICE_INVALID_OPTION');
+    options.http = { ...options.http, reservationTtlMs: ttl };
+  }
+  if (values['max-reservations'] !== undefined) {
+    const max = wholeNumber(values['max-reservations'], '--max-reservations', 1, 10_000_000);
+    options.http = { ...options.http, maxReservations: max };
+  }
   if (values['max-body'] !== undefined) {
     const n = Number(values['max-body']);
     if (!Number.isInteger(n) || n < 1) throw new UsageError('--max-body: expected a whole number of bytes');

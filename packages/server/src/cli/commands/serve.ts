@@ -42,6 +42,8 @@ ${MULTI_REGION_HELP}
   --shadow               every rule in shadow mode: count and report, never reject
   --max-descriptor-series N  most per-value series of detailed_metric/value_to_metric rules in /metrics;
                          later values count under descriptor="_overflow_" (default 10000; 1 to 1000000)
+  --reservation-ttl D    /v1/check: how long a reserve may stay unsettled; it then stays charged (default 10m)
+  --max-reservations N   /v1/check: most reservations held at once; past it a reserve is refused (default 100000)
   --client-clock         /v1/check takes the caller's nowMs (tests driving time via sluice/remote; never in production)
   --trust-proxy LIST     gateway: proxies whose X-Forwarded-For is believed (CIDRs, loopback, ...)
   --adaptive ALG         gateway: shed with 503 past an adaptive concurrency limit that follows the

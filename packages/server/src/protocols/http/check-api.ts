@@ -14,6 +14,7 @@ import { CHECK_KEY_PREFIX, type CheckFallback, createCheckFallback } from './che
 import { groupsOf, inGroup, sequential } from './check-groups.js';
 import { decideGroup, type GroupMember, releaseArgs } from './check-ops.js';
 import { createCheckParser, type ParsedCheck } from './check-parse.js';
+import { type CheckReservations, createCheckReservations } from './check-reservations.js';
 import { type CheckResult, deniedDecision, errorResult, resultOf } from './check-results.js';
 import { HttpError, isObject } from './respond.js';
 
@@ -48,6 +49,10 @@ export interface CheckApiOptions {
   clientClock?: boolean;
   /** Share of a limit used past which an allowed check counts as `near_limit`. @default NEAR_LIMIT_RATIO */
   nearLimitRatio?: number;
+  /** How long a `reserve` may stay unsettled before it lapses, charged in full. @default 10 minutes */
+  reservationTtlMs?: number;
+  /** Most reservations held at once; a `reserve` past it is refused (ERR_SLUICE_TOO_MANY_RESERVATIONS). @default 100_000 */
+  maxReservations?: number;
 }
 
 /** What every item of every request is decided with. */
@@ -58,6 +63,7 @@ interface CheckContext {
   readonly metrics: ServiceMetrics;
   readonly nearLimitRatio: number | undefined;
   readonly fallback: CheckFallback;
+  readonly reservations: CheckReservations;
   parse(item: unknown, i: number, atMs: number): ParsedCheck;
 }
 
@@ -70,6 +76,11 @@ export function createCheckApi(options: CheckApiOptions): CheckApi {
     metrics: options.metrics,
     nearLimitRatio: options.nearLimitRatio,
     fallback: createCheckFallback(options.fail),
+    reservations: createCheckReservations({
+      store: options.store,
+      ...(options.reservationTtlMs === undefined ? {} : { ttlMs: options.reservationTtlMs }),
+      ...(options.maxReservations === undefined ? {} : { max: options.maxReservations }),
+    }),
     parse: createCheckParser({ maxPolicies: options.maxPolicies ?? 10_000, clientClock: options.clientClock === true }),
   };
   return { check: (body) => checkAll(context, checksOf(body), options.now()) };
@@ -124,6 +135,7 @@ async function decideOne(context: CheckContext, item: unknown, i: number, atMs: 
   } catch (error) {
     return errorResult(error);
   }
+  if (p.op === 'reserve') return reserveOne(context, p);
   if (p.op !== 'check' && p.op !== 'peek') return storeOp(context, p);
   const { key, cost } = p;
   const policy = p.policy as ResolvedPolicy;
@@ -168,6 +180,17 @@ async function storeOp(context: CheckContext, p: ParsedCheck): Promise<CheckResu
         if (d.lease !== undefined) result.lease = { id: d.lease.id, expiresAt: d.lease.expiresAt };
         return result;
       }
+      case 'settle':
+      case 'cancel': {
+        const actual = p.op === 'settle' ? p.cost : undefined;
+        return await context.reservations.settle(
+          p.item.reservation,
+          stored,
+          p.policy as ResolvedPolicy,
+          actual,
+          p.atMs,
+        );
+      }
       default:
         return { released: await store.release(releaseArgs(p.item, p.path, stored), p.atMs) };
     }
@@ -175,6 +198,24 @@ async function storeOp(context: CheckContext, p: ParsedCheck): Promise<CheckResu
     if (isStoreError(error)) context.metrics.observeStore(0, true);
     return errorResult(error);
   }
+}
+
+/** `reserve`: a check whose cost is held under an id until it is settled, cancelled or lapses. */
+async function reserveOne(context: CheckContext, p: ParsedCheck): Promise<CheckResult> {
+  const policy = p.policy as ResolvedPolicy;
+  const list = context.lists.match('', 'key', p.key);
+  if (list === 'deny') return resultOf(deniedDecision(policy.limit));
+  let reserved: Awaited<ReturnType<CheckReservations['reserve']>>;
+  try {
+    reserved = await context.reservations.reserve(CHECK_KEY_PREFIX + p.key, policy, p.cost, p.atMs, list === 'allow');
+  } catch (error) {
+    if (isStoreError(error)) context.metrics.observeStore(0, true);
+    return errorResult(error);
+  }
+  emitDecision(context, p, policy, reserved.decision, list);
+  const result = resultOf(reserved.decision);
+  if (reserved.reservation !== undefined) result.reservation = reserved.reservation;
+  return result;
 }
 
 /** The items of one group, decided together, all or nothing; results by item index. */

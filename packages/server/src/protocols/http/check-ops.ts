@@ -1,6 +1,7 @@
 /**
  * What `/v1/check` does besides a plain check, for `sluice/remote` (a library store that lives in this
- * service) and any other caller: per item an `op` — `peek`, `refund`, `reset`, `acquire`, `release` —
+ * service) and any other caller: per item an `op` — `peek`, `refund`, `reset`, `acquire`, `release`,
+ * `reserve`, `settle`, `cancel` —
  * a `name` that keeps a caller's counters apart, a `group` of items decided all or nothing, and, when the
  * service runs with `--client-clock`, the caller's `nowMs`. All of it optional: a plain check is as before.
  */
@@ -8,11 +9,11 @@ import type { Decision, Lease, ResolvedPolicy, Store, StoreItem } from 'sluice';
 import { SluiceError } from 'sluice';
 
 /** The operations of an item; `check` when absent. */
-export const OPS = ['check', 'peek', 'refund', 'reset', 'acquire', 'release'] as const;
+export const OPS = ['check', 'peek', 'refund', 'reset', 'acquire', 'release', 'reserve', 'settle', 'cancel'] as const;
 export type CheckOp = (typeof OPS)[number];
 
 /** Item fields beyond the policy, `key` and `cost`. */
-export const EXTENSION_KEYS = ['op', 'group', 'name', 'nowMs', 'leaseMs', 'lease'] as const;
+export const EXTENSION_KEYS = ['op', 'group', 'name', 'nowMs', 'leaseMs', 'lease', 'reservation'] as const;
 
 /** Longest `name`; longest `group` when it is a string; longest lease id. */
 export const MAX_NAME_LENGTH = 128;

@@ -79,9 +79,20 @@ export function createCheckParser(
     }
     if (op === 'release') return { op, key, atMs: at, group, item, path, policy: undefined, cost: 0 };
     const policy = policyFor(item, path);
-    const cost = op === 'reset' ? 0 : withPath(() => resolveCost(item.cost), path);
+    const cost = op === 'reset' || op === 'cancel' ? 0 : withPath(() => costOf(item, op), path);
     return { op, key, atMs: at, group, item, path, policy, cost };
   };
+}
+
+/** An item's cost; a settle must say its actual cost, and only settles and cancels name a reservation. */
+function costOf(item: Record<string, unknown>, op: CheckOp): number {
+  if (item.reservation !== undefined && op !== 'settle') {
+    throw new SluiceError('ERR_SLUICE_INVALID_REQUEST', 'reservation: only a settle or a cancel names a reservation');
+  }
+  if (op === 'settle' && item.cost === undefined) {
+    throw new SluiceError('ERR_SLUICE_INVALID_COST', 'cost: a settle needs the actual cost (a whole number ≥ 0)');
+  }
+  return resolveCost(item.cost);
 }
 
 /** Resolves an item's policy fields, through a bounded cache keyed by those fields. */

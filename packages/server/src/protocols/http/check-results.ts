@@ -1,4 +1,4 @@
-/** The results `POST /v1/check` answers per item: a decision as JSON, a done, a release, or a coded error. */
+/** The results `POST /v1/check` answers per item: a decision as JSON, a done, a release, a settle, or a coded error. */
 import type { Decision } from 'sluice';
 import { isSluiceError } from 'sluice';
 
@@ -16,7 +16,11 @@ export type CheckResult =
       degraded?: boolean;
       /** `acquire`: the lease to give back with `release`. */
       lease?: { id: string; expiresAt: number };
+      /** `reserve`, allowed: the reservation to settle or cancel. */
+      reservation?: { id: string; expiresAt: number };
     }
+  /** `settle`, `cancel`: what the reservation was charged in the end. */
+  | { settled: true; reserved: number; charged: number; refunded: number }
   /** `refund`, `reset`: done. */
   | { ok: true }
   /** `release`: whether the lease was still held. */
