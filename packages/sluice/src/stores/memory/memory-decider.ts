@@ -1,0 +1,272 @@
+/**
+ * The memory store's decisions: every algorithm's step on flat typed arrays, new keys stored only once they take
+ * units, sliding logs, blocks, and forgetting keys least-first to stay within maxKeys and maxBytes.
+ */
+import { NUMERIC_ALGORITHMS, SLOT_WIDTH } from '../../algorithms/index.js';
+import { SlidingLogState, slidingLog } from '../../algorithms/sliding-log.js';
+import type { Decision } from '../../core/decision.js';
+import { SluiceError } from '../../core/errors.js';
+import type { ResolvedPolicy } from '../../core/policy.js';
+import { BlockList } from './block-list.js';
+import { LeaseTable } from './lease-table.js';
+import { keyBytes, LruSlab } from './lru-slab.js';
+import { type PolicyContext, PolicyContexts } from './policy-contexts.js';
+
+/** How a policy is decided: the numeric algorithms' hot path, a sliding log, or under a block duration. */
+const NUMERIC = 0;
+const LOG = 1;
+const BLOCKED = 2;
+
+type NumericName = keyof typeof NUMERIC_ALGORITHMS;
+
+/** A sliding log's entries: 8 bytes per number, two numbers per admitted request, plus the array. */
+const logBytes = (log: SlidingLogState) => 32 + 8 * log.entries.length;
+
+const closedError = () => new SluiceError('ERR_SLUICE_STORE_CLOSED', 'the memory store was closed');
+
+/**
+ * The state of one memory store and its decisions. The hot path is {@link decide} on a stored key under a
+ * numeric algorithm without a block: it and what it calls (decideAt, the algorithm's step, touch) are kept
+ * small enough — their bytecode within V8's inlining budget, with the limiter's — for V8 to inline all of it
+ * into the limiter's check. Every other case leaves it at its first test.
+ */
+export class MemoryDecider {
+  readonly contexts = new PolicyContexts();
+  readonly slab: LruSlab;
+  readonly blocks: BlockList;
+  readonly leases: LeaseTable;
+  /**
+   * The latest time the store has seen, in a Float64Array: moving it on (every new millisecond) then
+   * allocates no number and takes no write barrier, as a field holding a double would.
+   */
+  readonly latest = new Float64Array(1);
+  closed = false;
+  /** State of a key not stored yet: checked here first, copied into a slot only if it consumed. */
+  private readonly scratch = new Float64Array(SLOT_WIDTH);
+  // The policy last looked up and its context (undefined: none yet). A limiter passes the same policy
+  // object on every check, so this spares the hot path the lookup by id.
+  private lastPolicy: ResolvedPolicy | undefined;
+  private lastContext: PolicyContext | undefined;
+  // How lastPolicy is decided (NUMERIC, LOG or BLOCKED), known once per policy so that a check
+  // compares no algorithm names.
+  private lastPath = NUMERIC;
+  /** How much of its quota a stored key has used now, 0 (as good as fresh) to 1: the eviction order. */
+  private readonly usedShare = (slot: number): number => this.shareUsed(slot);
+
+  constructor(
+    private readonly maxBytes: number,
+    maxKeys: number,
+  ) {
+    this.slab = new LruSlab(maxKeys, (table) => {
+      const context = this.contexts.drop(table);
+      if (context !== undefined && this.lastContext === context) this.lastPolicy = undefined;
+    });
+    this.blocks = new BlockList(maxKeys);
+    // Leases may take half of maxBytes; past it a new lease is refused (forgetting one would over-admit).
+    this.leases = new LeaseTable(maxKeys, Math.floor(maxBytes / 2));
+  }
+
+  /** Estimated bytes of everything the store holds. */
+  get bytes(): number {
+    return this.slab.bytes + this.contexts.bytes + this.blocks.bytes + this.leases.bytes;
+  }
+
+  /** A check (see the class for its hot path). */
+  decide(key: string, p: ResolvedPolicy, cost: number, nowMs: number, commit: boolean): Decision {
+    if (this.closed) throw closedError();
+    if (nowMs > (this.latest[0] as number)) this.latest[0] = nowMs;
+    const context = p === this.lastPolicy ? this.lastContext : this.existingContext(p);
+    const slot = this.lastPath === NUMERIC ? context?.table.get(key) : undefined;
+    if (slot === undefined) return this.decideOther(context, key, p, cost, nowMs, commit);
+    return this.decideAt(context as PolicyContext, slot, p, cost, nowMs, commit);
+  }
+
+  /** Gives `cost` units back to a stored key. */
+  refund(key: string, p: ResolvedPolicy, cost: number, nowMs: number): void {
+    const slot = this.find(p, key, nowMs);
+    if (slot === -1) return;
+    if (p.algorithm !== 'sliding-log')
+      NUMERIC_ALGORITHMS[p.algorithm as NumericName].refund(this.slab.state, slot * SLOT_WIDTH, nowMs, p, cost);
+    else {
+      const log = this.slab.logs[slot];
+      if (log) slidingLog.refund(log, 0, nowMs, p, cost);
+    }
+    this.slab.touch(slot, false);
+  }
+
+  /** Forgets a key's state and block under `p`. */
+  reset(key: string, p: ResolvedPolicy): void {
+    const slot = this.existingContext(p)?.table.get(key);
+    if (slot !== undefined) this.slab.free(slot);
+    this.blocks.unblock(p.id, key);
+  }
+
+  /** Forgets keys, least first, until the state fits in maxBytes again; never `keep` (-1: none to keep). */
+  fitBytes(keep: number): void {
+    while (this.bytes > this.maxBytes && this.slab.size > 1) this.slab.evictOne(this.usedShare, keep);
+  }
+
+  /** The policy's context, if it has one (and the path its checks take). */
+  private existingContext(policy: ResolvedPolicy): PolicyContext | undefined {
+    if (policy === this.lastPolicy) return this.lastContext;
+    this.lastPolicy = policy;
+    this.lastPath = policy.blockMs > 0 ? BLOCKED : policy.algorithm === 'sliding-log' ? LOG : NUMERIC;
+    this.lastContext = this.contexts.get(policy.id);
+    return this.lastContext;
+  }
+
+  private contextOf(policy: ResolvedPolicy): PolicyContext {
+    let context = this.existingContext(policy);
+    if (context === undefined) {
+      context = this.contexts.add(policy);
+      this.lastContext = context;
+    }
+    return context;
+  }
+
+  /** The live slot of `key` under `policy`, or -1. An expired slot is zeroed on the way (lazy expiry). */
+  private find(policy: ResolvedPolicy, key: string, nowMs: number): number {
+    const slot = this.existingContext(policy)?.table.get(key);
+    if (slot === undefined) return -1;
+    if ((this.slab.expiresAt[slot] as number) <= nowMs) this.slab.clear(slot);
+    return slot;
+  }
+
+  private shareUsed(slot: number): number {
+    const now = this.latest[0] as number;
+    if ((this.slab.expiresAt[slot] as number) <= now) return 0;
+    const context = this.contexts.ofTable(this.slab.tableOf(slot) as Map<string, number>);
+    if (context === undefined) return 0;
+    const p = context.policy;
+    if (p.capacity === 0) return 1;
+    const d =
+      p.algorithm === 'sliding-log'
+        ? slidingLog.check(this.slab.logs[slot] ?? new SlidingLogState(), 0, now, p, 0, false)
+        : context.algorithm.check(this.slab.state, slot * SLOT_WIDTH, now, p, 0, false);
+    return 1 - d.remaining / p.capacity;
+  }
+
+  /** A new slot for `key`, within maxKeys and maxBytes (forgetting others in the eviction order). */
+  private store(key: string, p: ResolvedPolicy): number {
+    const slot = this.slab.allocate(key, this.contextOf(p).table, this.usedShare);
+    this.fitBytes(slot);
+    return slot;
+  }
+
+  /** A numeric algorithm's step on a stored key, with the key's expiry and place in the LRU. */
+  private decideAt(
+    context: PolicyContext,
+    slot: number,
+    p: ResolvedPolicy,
+    cost: number,
+    nowMs: number,
+    commit: boolean,
+  ): Decision {
+    const { algorithm } = context;
+    const slab = this.slab;
+    const offset = slot * SLOT_WIDTH;
+    if ((slab.expiresAt[slot] as number) <= nowMs) slab.clear(slot);
+    const decision = algorithm.check(slab.state, offset, nowMs, p, cost, commit);
+    if (decision.allowed && commit && cost > 0) slab.expiresAt[slot] = algorithm.expiresAt(slab.state, offset, p);
+    slab.touch(slot, decision.remaining === 0);
+    return decision;
+  }
+
+  /** A new key, a sliding log, or a check under a block duration (decide has set lastPath for `p`). */
+  private decideOther(
+    context: PolicyContext | undefined,
+    key: string,
+    p: ResolvedPolicy,
+    cost: number,
+    nowMs: number,
+    commit: boolean,
+  ): Decision {
+    if (this.lastPath === NUMERIC) return this.decideNew(key, p, cost, nowMs, commit);
+    if (this.lastPath === LOG) return this.decideLog(context, key, p, cost, nowMs, commit);
+    // Blocked: a blocked key is rejected, and a rejection blocks it.
+    const blocked = this.blocks.check(p.id, key, nowMs, p.limit);
+    if (blocked) return blocked;
+    const slot = context?.table.get(key);
+    const decision =
+      p.algorithm === 'sliding-log'
+        ? this.decideLog(context, key, p, cost, nowMs, commit)
+        : slot === undefined
+          ? this.decideNew(key, p, cost, nowMs, commit)
+          : this.decideAt(context as PolicyContext, slot, p, cost, nowMs, commit);
+    if (!decision.allowed && commit) this.blocks.block(p.id, key, nowMs + p.blockMs);
+    return decision;
+  }
+
+  /**
+   * A key with no state: decide on zeros and store only what an admitted request wrote, so rejected
+   * requests and peeks never grow the store.
+   */
+  private decideNew(key: string, p: ResolvedPolicy, cost: number, nowMs: number, commit: boolean): Decision {
+    const algorithm = NUMERIC_ALGORITHMS[p.algorithm as NumericName];
+    const scratch = this.scratch;
+    scratch.fill(0);
+    const decision = algorithm.check(scratch, 0, nowMs, p, cost, commit);
+    if (decision.allowed && commit && cost > 0) {
+      const fresh = this.store(key, p);
+      this.slab.state.set(scratch, fresh * SLOT_WIDTH);
+      this.slab.expiresAt[fresh] = algorithm.expiresAt(scratch, 0, p);
+      this.slab.touch(fresh, decision.remaining === 0);
+    }
+    return decision;
+  }
+
+  /** A sliding log's check: a stored log is the hot path (find() written out, as in decide). */
+  private decideLog(
+    context: PolicyContext | undefined,
+    key: string,
+    p: ResolvedPolicy,
+    cost: number,
+    nowMs: number,
+    commit: boolean,
+  ): Decision {
+    const slot = context?.table.get(key);
+    if (slot === undefined) return this.decideNewLog(key, p, cost, nowMs, commit, -1);
+    const slab = this.slab;
+    if ((slab.expiresAt[slot] as number) <= nowMs) slab.clear(slot);
+    const log = slab.logs[slot];
+    if (log === undefined) return this.decideNewLog(key, p, cost, nowMs, commit, slot);
+    const decision = slidingLog.check(log, 0, nowMs, p, cost, commit);
+    if (decision.allowed && commit && cost > 0) this.logTook(slot, key, log, nowMs + p.periodMs);
+    slab.touch(slot, decision.remaining === 0);
+    return decision;
+  }
+
+  /**
+   * A stored log took units: it now expires one period after its newest entry, which is at `nowMs`
+   * (slidingLog.expiresAt, computed by the caller without a boxed return), and may have grown.
+   */
+  private logTook(slot: number, key: string, log: SlidingLogState, expiresAt: number): void {
+    this.slab.expiresAt[slot] = expiresAt;
+    this.slab.setBytes(slot, keyBytes(key) + logBytes(log));
+    this.fitBytes(slot);
+  }
+
+  /** A key with no log (new, or expired: `slot` is then still its own): one is kept only if it took units. */
+  private decideNewLog(
+    key: string,
+    p: ResolvedPolicy,
+    cost: number,
+    nowMs: number,
+    commit: boolean,
+    slot: number,
+  ): Decision {
+    const log = new SlidingLogState();
+    const decision = slidingLog.check(log, 0, nowMs, p, cost, commit);
+    if (decision.allowed && commit && cost > 0) {
+      const target = slot === -1 ? this.store(key, p) : slot;
+      this.slab.logs[target] = log;
+      this.slab.expiresAt[target] = slidingLog.expiresAt(log, 0, p);
+      this.slab.setBytes(target, keyBytes(key) + logBytes(log));
+      this.fitBytes(target);
+      this.slab.touch(target, decision.remaining === 0);
+    } else if (slot !== -1) {
+      this.slab.touch(slot, decision.remaining === 0);
+    }
+    return decision;
+  }
+}
