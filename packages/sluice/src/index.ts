@@ -38,6 +38,7 @@ export type {
   LimitResult,
 } from './limiter/create-limiter.js';
 export { createLimiter } from './limiter/create-limiter.js';
+export type { DecisionMessage } from './limiter/decision-channel.js';
 export type { LimiterOptions, LimitOptions, ResolvedLimit } from './limiter/options.js';
 export { resolveCost } from './limiter/options.js';
 export type {

@@ -13,10 +13,12 @@ import {
   takesFallback,
 } from '../stores/store.js';
 import { combineDecisions, decisionWithResults } from './combine.js';
+import { observeChecks } from './decision-channel.js';
 import { explainItems, type LimiterExplanation } from './explain.js';
 import { createFailurePolicy, type FailurePolicy, isStoreFailure } from './failure-policy.js';
 import type { LimiterDecision } from './limiter-decision.js';
 import type { LimiterKey } from './limiter-key.js';
+import { connectOpenTelemetry } from './opentelemetry.js';
 import type { LimiterOptions, ResolvedLimit } from './options.js';
 import { createReservations, type Reservation, type Reservations } from './reservations.js';
 
@@ -218,6 +220,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
       ),
     reserve: (key, reservation) => reservations.reserve(key, reservation),
   };
+  // Checks published on `sluice:decision` while it has subscribers (OpenTelemetry's, once an SDK is there).
+  observeChecks(
+    limiter,
+    options.name,
+    limits.map((l) => l.name),
+  );
+  void connectOpenTelemetry();
   // Validated now (a bad reservationTtl or onExpire throws here); the book holds no timer.
   const reservations: Reservations = createReservations(limiter, {
     ...(options.reservationTtl === undefined ? {} : { reservationTtl: options.reservationTtl }),
