@@ -25,7 +25,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   adaptive: ['core'],
   // sluice/llm: usage readers (pure) now; token limiters build on the limiter and stores.
   llm: ['core', 'algorithms', 'limiter', 'stores'],
-  http: ['core', 'limiter', 'rules', 'stores', 'adaptive'],
+  http: ['core', 'limiter', 'rules', 'stores', 'adaptive', 'llm'],
   adapters: ['http', 'limiter', 'core', 'stores', 'adaptive'],
   client: ['core', 'algorithms', 'limiter', 'stores'],
   index: ['core', 'algorithms', 'limiter', 'stores'],

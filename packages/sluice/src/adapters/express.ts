@@ -14,6 +14,7 @@ import {
   type RejectionInfo,
   type RequestAccess,
 } from '../http/index.js';
+import { meterNodeResponse } from '../http/meter-response.js';
 
 declare global {
   // Express's own way to type what middleware adds to the request.
@@ -45,6 +46,8 @@ const access: RequestAccess<Request> = {
   url: (req) => req.originalUrl ?? req.url,
   headers: (req) => req.headers,
   rateLimitOf: (req) => req.rateLimit,
+  // express.json() (or another body parser) before this middleware, for the tokenBudget option.
+  body: (req) => req.body as unknown,
   // Express's own `trust proxy`, unless sluice's `trustProxy` is given: `req.ip` is the client as
   // Express resolved it (proxy-addr, walking X-Forwarded-For from the right through trusted hops).
   framework: {
@@ -73,10 +76,12 @@ const EXTRA_KEYS: ReadonlySet<string> = new Set(['handler']);
 export function rateLimit(options: ExpressRateLimitOptions): RequestHandler & RateLimitControls {
   const limiter = createMiddlewareLimiter(options, access, EXTRA_KEYS);
   const handler = options.handler;
+  const metered = limiter.tokenBudget !== undefined;
 
   function apply(outcome: HttpOutcome, req: Request, res: Response, next: NextFunction): void {
     if (outcome.info !== undefined) req.rateLimit = outcome.info;
     if (outcome.afterResponse !== undefined) afterNodeResponse(res, outcome.afterResponse);
+    if (metered && outcome.pass && outcome.meter !== undefined) meterNodeResponse(res, outcome.meter);
     const headers = outcome.headers;
     for (let i = 0; i < headers.length; i += 2) {
       res.setHeader(headers[i] as string, headers[i + 1] as string);

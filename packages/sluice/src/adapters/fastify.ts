@@ -16,6 +16,7 @@ import {
   type HttpLimiter,
   type HttpOutcome,
   nodeHeader,
+  PASS,
   type RateLimitControls,
   type RateLimitInfo,
   type RateLimitOptions,
@@ -23,6 +24,7 @@ import {
   type RequestAccess,
   shareAdaptive,
 } from '../http/index.js';
+import { meterNodeResponse } from '../http/meter-response.js';
 import { warnOnce } from '../http/warn.js';
 
 /** Options of the Fastify plugin: the common options plus a native rejection handler. */
@@ -77,6 +79,8 @@ const access: RequestAccess<FastifyRequest> = {
   url: (request) => request.raw.url ?? '/',
   headers: (request) => request.raw.headers,
   rateLimitOf: (request) => request.rateLimit,
+  // Parsed by the time of the preHandler hook, where the tokenBudget option reserves.
+  body: (request) => request.body,
   // Fastify's own `trustProxy`, unless sluice's is given: `request.ip` is the client as Fastify
   // resolved it (proxy-addr, from the right through trusted hops).
   framework: {
@@ -152,9 +156,18 @@ export function rateLimit(options: FastifyRateLimitOptions): FastifyPluginCallba
   }
   const everyRoute = options.global !== false;
   // One adaptive limit for the plugin, whichever of its limiters a request goes through.
+  // The token budget is the plugin's alone (routes' limiters leave it out), reserved once the body is parsed.
+  const { tokenBudget, ...withoutBudget } = options;
   const pluginOptions =
-    options.adaptive === undefined ? options : { ...options, adaptive: shareAdaptive(options.adaptive) };
-  const global = createMiddlewareLimiter(pluginOptions, access, EXTRA_KEYS);
+    options.adaptive === undefined ? withoutBudget : { ...withoutBudget, adaptive: shareAdaptive(options.adaptive) };
+  const global = createMiddlewareLimiter(
+    tokenBudget === undefined ? pluginOptions : { ...pluginOptions, tokenBudget },
+    access,
+    EXTRA_KEYS,
+    true,
+    false,
+  );
+  const budget = global.tokenBudget;
   /** Every limiter of the plugin (the global one and the routes'), for resetKey, penalty and block. */
   const all: HttpLimiter<FastifyRequest>[] = [global];
   /** What a route without settings of its own goes through: the plugin's limit, or nothing (global: false). */
@@ -169,7 +182,7 @@ export function rateLimit(options: FastifyRateLimitOptions): FastifyPluginCallba
     if (own === null || typeof own !== 'object') {
       throw new TypeError(`sluice: config.rateLimit of ${String(method)} ${String(url)} must be an object or false`);
     }
-    const { replaceGlobal, ...settings } = own;
+    const { replaceGlobal, tokenBudget: _plugins, ...settings } = own;
     const merged: Record<string, unknown> = { ...pluginOptions, store: global.store };
     if (!POLICY_KEYS.some((k) => settings[k] !== undefined)) {
       // The plugin's limit with other options (a cost, a key): the same counters, on purpose.
@@ -248,6 +261,31 @@ export function rateLimit(options: FastifyRateLimitOptions): FastifyPluginCallba
     reply.code(outcome.status).header('content-type', outcome.contentType).send(Buffer.from(outcome.body));
   }
 
+  /** The tokenBudget's hook: reserves from the parsed body, meters the reply, or answers 429. */
+  function budgetHook(stage: NonNullable<typeof budget>) {
+    return async function sluiceTokenBudget(request: FastifyRequest, reply: FastifyReply) {
+      if ((request.routeOptions.config as { rateLimit?: unknown } | undefined)?.rateLimit === false) return;
+      // The IETF fields the rate limits set are listed with the budget's.
+      const present: string[] = [];
+      for (const name of ['ratelimit-policy', 'ratelimit']) {
+        const value = reply.getHeader(name);
+        if (typeof value === 'string') present.push(name, value);
+      }
+      const outcome = await stage.admit(request, { ...PASS, headers: present, info: request.rateLimit ?? undefined });
+      const h = outcome.headers;
+      for (let i = 0; i < h.length; i += 2) reply.header(h[i] as string, h[i + 1] as string);
+      if (outcome.pass) {
+        if (outcome.meter !== undefined) meterNodeResponse(reply.raw, outcome.meter);
+        return;
+      }
+      if (options.handler !== undefined && outcome.rejection !== undefined) {
+        options.handler(request, reply, outcome.rejection);
+        return reply;
+      }
+      return reply.code(outcome.status).header('content-type', outcome.contentType).send(Buffer.from(outcome.body));
+    };
+  }
+
   const plugin: FastifyPluginCallback = (fastify, _opts, pluginDone) => {
     if (!fastify.hasRequestDecorator('rateLimit')) fastify.decorateRequest('rateLimit', null);
     if (options.trustProxy === undefined && trustSettingOf(fastify) === true) {
@@ -268,6 +306,7 @@ export function rateLimit(options: FastifyRateLimitOptions): FastifyPluginCallba
       route.config = { ...route.config, [ROUTE_LIMITERS]: chain } as NonNullable<typeof route.config>;
       routeSettings = true;
     });
+    if (budget !== undefined) fastify.addHook('preHandler', budgetHook(budget));
     fastify.addHook('onRequest', function sluiceRateLimit(request, reply, done) {
       // global: false and no route has settings: nothing to limit (not even 404s).
       if (!everyRoute && !routeSettings) return done();

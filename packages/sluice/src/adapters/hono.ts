@@ -14,6 +14,7 @@ import {
   type RejectionInfo,
   type RequestAccess,
 } from '../http/index.js';
+import { meterWebBody } from '../http/meter-response.js';
 import { createPeerReader, peerOf } from './hono/peer.js';
 
 declare module 'hono' {
@@ -42,6 +43,8 @@ const access: RequestAccess<Context> = {
   },
   headers: (c) => c.req.header(),
   rateLimitOf: (c) => c.get('rateLimit'),
+  // Hono keeps the parsed body, so the handler can read it again.
+  body: (c) => (c.req.header('content-type')?.includes('json') ? c.req.json().catch(() => undefined) : undefined),
 };
 
 const EXTRA_KEYS: ReadonlySet<string> = new Set(['handler']);
@@ -76,6 +79,7 @@ export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler & Ra
   // The peer as this runtime reports it (hono/peer.ts); throws now where no address can be had.
   const limiter = createMiddlewareLimiter(options, { ...access, peer: createPeerReader(options) }, EXTRA_KEYS);
   const handler = options.handler;
+  const metered = limiter.tokenBudget !== undefined;
 
   async function sluiceRateLimit(c: Context, next: Next) {
     const outcome = await limiter.decide(c);
@@ -88,6 +92,9 @@ export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler & Ra
       setHeaders(c, inner === outcome.info ? outcome.headers : []);
       // Errors in the handler have become c.res (Hono's onError) by now: its status is the response's.
       if (outcome.afterResponse !== undefined) void outcome.afterResponse(c.res.status);
+      // The body is forwarded as it comes and read for its usage on the way (tokenBudget).
+      if (metered && outcome.meter !== undefined)
+        c.res = new Response(meterWebBody(c.res.body, c.res.status, outcome.meter), c.res);
       return;
     }
     if (handler !== undefined && outcome.rejection !== undefined) {

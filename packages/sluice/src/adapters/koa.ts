@@ -14,6 +14,7 @@ import {
   type RejectionInfo,
   type RequestAccess,
 } from '../http/index.js';
+import { meterNodeResponse } from '../http/meter-response.js';
 
 /** Options of the Koa middleware: the common options plus a native rejection handler. */
 export interface KoaRateLimitOptions extends RateLimitOptions<Context> {
@@ -29,6 +30,8 @@ const access: RequestAccess<Context> = {
   url: (ctx) => ctx.originalUrl,
   headers: (ctx) => ctx.req.headers,
   rateLimitOf: (ctx) => (ctx.state as { rateLimit?: unknown }).rateLimit,
+  // A body parser (@koa/bodyparser) before this middleware, for the tokenBudget option.
+  body: (ctx) => (ctx.request as { body?: unknown }).body,
   // Koa's own `app.proxy`, unless sluice's `trustProxy` is given. Koa then believes the proxy header
   // of every peer and takes its left-most entry (the client's own claim), unless `app.maxIpsCount`
   // keeps only the entries our proxies wrote: without it, the setting is permissive (warned about).
@@ -54,10 +57,12 @@ const EXTRA_KEYS: ReadonlySet<string> = new Set(['handler']);
 export function rateLimit(options: KoaRateLimitOptions): Middleware & RateLimitControls {
   const limiter = createMiddlewareLimiter(options, access, EXTRA_KEYS);
   const handler = options.handler;
+  const metered = limiter.tokenBudget !== undefined;
 
   function apply(outcome: HttpOutcome, ctx: Context, next: Next): unknown {
     if (outcome.info !== undefined) (ctx.state as { rateLimit?: RateLimitInfo }).rateLimit = outcome.info;
     if (outcome.afterResponse !== undefined) afterNodeResponse(ctx.res, outcome.afterResponse);
+    if (metered && outcome.pass && outcome.meter !== undefined) meterNodeResponse(ctx.res, outcome.meter);
     const headers = outcome.headers;
     for (let i = 0; i < headers.length; i += 2) {
       ctx.set(headers[i] as string, headers[i + 1] as string);

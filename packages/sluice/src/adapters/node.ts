@@ -14,6 +14,7 @@ import {
   type RejectionInfo,
   type RequestAccess,
 } from '../http/index.js';
+import { meterNodeResponse } from '../http/meter-response.js';
 
 /** A request after the wrapper: what sluice decided is on it, as in Express. */
 export type LimitedRequest = IncomingMessage & { rateLimit?: RateLimitInfo };
@@ -60,10 +61,12 @@ function internalError(_error: unknown, _req: IncomingMessage, res: ServerRespon
 export function rateLimit(options: NodeRateLimitOptions): ((listener: Listener) => Listener) & RateLimitControls {
   const limiter = createMiddlewareLimiter(options, access, EXTRA_KEYS);
   const { handler, onError = internalError } = options;
+  const metered = limiter.tokenBudget !== undefined;
 
   function apply(outcome: HttpOutcome, req: IncomingMessage, res: ServerResponse, listener: Listener): void {
     if (outcome.info !== undefined) (req as LimitedRequest).rateLimit = outcome.info;
     if (outcome.afterResponse !== undefined) afterNodeResponse(res, outcome.afterResponse);
+    if (metered && outcome.pass && outcome.meter !== undefined) meterNodeResponse(res, outcome.meter);
     const headers = outcome.headers;
     for (let i = 0; i < headers.length; i += 2) {
       res.setHeader(headers[i] as string, headers[i + 1] as string);

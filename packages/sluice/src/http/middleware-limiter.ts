@@ -11,7 +11,8 @@ import { createHttpLimiter, type HttpLimiter } from './http-limiter.js';
 import type { RateLimitOptions } from './options.js';
 import { type HttpOutcome, PASS } from './outcome.js';
 import { createRenderer, rejectionInfo } from './rejection.js';
-import type { RequestAccess } from './request.js';
+import type { Awaitable, RequestAccess } from './request.js';
+import { createTokenBudget, type TokenBudget } from './token-budget.js';
 
 /** A limiter for middleware that only sheds (no rate limit given): every request passes the rate-limit step. */
 function noRateLimit<Req>(
@@ -23,7 +24,7 @@ function noRateLimit<Req>(
   const none = async () => {
     throw new SluiceError(
       'ERR_SLUICE_NO_RATE_LIMIT',
-      'this middleware has only the adaptive option: there is no rate limit to reset, penalise or block; add limit and period',
+      'this middleware has only the adaptive or tokenBudget option: there is no rate limit to reset, penalise or block; add limit and period',
     );
   };
   return { decide: () => PASS, store: createMemoryStore(), resetKey: none, penalty: none, block: none };
@@ -50,16 +51,32 @@ function shedOutcome<Req>(
   };
 }
 
+const then = <T, U>(v: Awaitable<T>, f: (t: T) => Awaitable<U>): Awaitable<U> =>
+  v instanceof Promise ? v.then(f) : f(v);
+
 /**
  * Creates the limiter behind an adapter's `rateLimit()`: `createHttpLimiter`, plus the `adaptive`
- * option when given (then a rate limit is optional).
+ * and `tokenBudget` options when given (then a rate limit is optional). `budgetInDecide: false` leaves
+ * the budget out of `decide` for an adapter that reserves later, once the body is parsed (Fastify).
  */
 export function createMiddlewareLimiter<Req>(
   options: RateLimitOptions<Req>,
   access: RequestAccess<Req>,
   extraKeys: ReadonlySet<string> = new Set(),
   claim = true,
-): HttpLimiter<Req> & { readonly adaptive?: AdaptiveGate<Req> } {
+  budgetInDecide = true,
+): HttpLimiter<Req> & { readonly adaptive?: AdaptiveGate<Req>; readonly tokenBudget?: TokenBudget<Req> } {
+  if (options?.tokenBudget !== undefined) {
+    const { tokenBudget, ...rest } = options;
+    const budget = createTokenBudget(tokenBudget, rest, access);
+    const limited =
+      rest.limit !== undefined || rest.limits !== undefined || rest.rules !== undefined || rest.adaptive !== undefined;
+    const inner = limited
+      ? createMiddlewareLimiter(rest, access, extraKeys, claim)
+      : noRateLimit(rest, access, extraKeys);
+    if (!budgetInDecide) return { ...inner, tokenBudget: budget };
+    return { ...inner, tokenBudget: budget, decide: (req) => then(inner.decide(req), (o) => budget.admit(req, o)) };
+  }
   if (options?.adaptive === undefined) return createHttpLimiter(options, access, extraKeys, claim);
   const { adaptive, ...rest } = options;
   const gate = createAdaptiveGate(adaptive);

@@ -18,6 +18,7 @@ import type { HeaderMode, ResetFormat } from './headers.js';
 import type { MissingKey } from './keys.js';
 import type { RejectionInfo } from './rejection.js';
 import type { HttpRequestInfo, RequestFn } from './request.js';
+import type { TokenBudgetOptions } from './token-budget-options.js';
 
 /**
  * A concurrency limit in the middleware (Stripe's second limiter): at most `limit` requests of one key
@@ -180,6 +181,14 @@ export interface RateLimitOptions<Req = unknown> extends ClientIpOptions, Respon
    * May be the only option (no rate limit).
    */
   adaptive?: AdaptiveMiddlewareOptions<Req>;
+  /**
+   * A token budget for an LLM API (`sluice/llm`'s `createTokenLimiter`): after the rate limits pass, a
+   * request reserves its estimated input and its `max_tokens` (or is refused with 429), and the
+   * response — JSON or a server-sent event stream, read as it passes — settles what it really used; a
+   * client that leaves mid-stream is charged what was produced. Adds OpenAI's `x-ratelimit-*-requests`
+   * and `-tokens` headers. May be the only option (no rate limit).
+   */
+  tokenBudget?: TokenBudgetOptions<Req>;
 }
 
 /** Option names every adapter accepts; adapters add their own (e.g. `handler`). */

@@ -7,6 +7,7 @@ import type { AfterResponse } from './count-by-response.js';
 import type { HeaderList } from './headers.js';
 import type { RateLimitInfo } from './rate-limit-info.js';
 import type { RejectionInfo } from './rejection.js';
+import type { TokenMeter } from './token-meter.js';
 
 /** What to do with a request: pass it on (setting `headers`), or answer it with `status`, `headers`, `body`. */
 export interface HttpOutcome {
@@ -32,6 +33,11 @@ export interface HttpOutcome {
    * when there is nothing to do, so every outcome has one shape (the adapters read them per request).
    */
   readonly afterResponse: AfterResponse | undefined;
+  /**
+   * With the `tokenBudget` option, on a pass: the adapter feeds it the response body as it is sent and
+   * tells it when the response ended (only budget outcomes carry it; adapters read it only then).
+   */
+  readonly meter?: TokenMeter;
 }
 
 /** The outcome of a request no limit applies to (skipped, allow-listed, keyless) or in shadow mode. */

@@ -42,6 +42,8 @@ export interface RequestAccess<Req> {
   readonly name?: string;
   /** What an earlier sluice middleware put on the request (`req.rateLimit`), so stacked ones list every policy. */
   rateLimitOf?(req: Req): unknown;
+  /** The request body as the framework parsed it, for the `tokenBudget` option (none: not read). */
+  body?(req: Req): Awaitable<unknown>;
 }
 
 /**

@@ -32,7 +32,8 @@ export type SettleRefusal =
   | 'ERR_SLUICE_RESERVATION_UNKNOWN'
   | 'ERR_SLUICE_RESERVATION_SETTLED'
   | 'ERR_SLUICE_RESERVATION_EXPIRED'
-  | 'ERR_SLUICE_INVALID_COST';
+  | 'ERR_SLUICE_INVALID_COST'
+  | 'ERR_SLUICE_STORE_UNAVAILABLE';
 
 /** The outcome of a settle or cancel. */
 export type SettleResult<C = number> =

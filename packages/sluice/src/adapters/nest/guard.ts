@@ -7,7 +7,7 @@ import type { CanActivate, ExecutionContext } from '@nestjs/common';
 import { HttpException, Inject, Injectable } from '@nestjs/common';
 import type { HttpOutcome } from '../../http/index.js';
 import type { RateLimitCore } from './core.js';
-import { afterTargetResponse, type NestTarget, setHeaders, targetOf } from './target.js';
+import { afterTargetResponse, meterTargetResponse, type NestTarget, setHeaders, targetOf } from './target.js';
 
 /** The injection token of the guard's state (made by `RateLimitModule`). */
 export const RATE_LIMIT_CORE = Symbol.for('sluice.nest.core');
@@ -29,7 +29,10 @@ export class RateLimitGuard implements CanActivate {
     if (target.response !== undefined) setHeaders(target.response, outcome.headers as readonly string[]);
     // Gives back what the call holds (an adaptive or concurrency place) and counts it by its response.
     if (outcome.afterResponse !== undefined) afterTargetResponse(target, outcome.afterResponse);
-    if (outcome.pass) return true;
+    if (outcome.pass) {
+      if (outcome.meter !== undefined) meterTargetResponse(target, outcome.meter);
+      return true;
+    }
     throw await rejection(target, outcome);
   }
 }

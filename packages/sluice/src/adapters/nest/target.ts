@@ -5,6 +5,8 @@
 import type { ExecutionContext } from '@nestjs/common';
 import { type AfterResponse, afterNodeResponse, type NodeResponseLike } from '../../http/count-by-response.js';
 import type { RequestAccess } from '../../http/index.js';
+import { type MeteredNodeResponse, meterNodeResponse } from '../../http/meter-response.js';
+import type { TokenMeter } from '../../http/token-meter.js';
 
 /** The kinds of Nest context the guard limits. */
 export type NestTargetType = 'http' | 'graphql' | 'ws';
@@ -85,6 +87,8 @@ export const nestAccess: RequestAccess<NestTarget> = {
   headers: headersOf,
   // An app-wide sluice middleware before the guard (sluice/express, sluice/fastify) leaves its info here.
   rateLimitOf: (t) => (t.type === 'ws' ? undefined : (t.request as { rateLimit?: unknown } | undefined)?.rateLimit),
+  // Nest parses the body before guards run (both platforms), for the tokenBudget option.
+  body: (t) => (t.type === 'http' ? (t.request as { body?: unknown } | undefined)?.body : undefined),
   // The platform's own proxy trust, unless sluice's `trustProxy` is given — as the Express and Fastify
   // adapters do: `req.ip` is the client as the platform resolved it. WebSocket messages have none.
   framework: {
@@ -138,6 +142,14 @@ export function setHeaders(response: unknown, headers: readonly string[]): void 
   } else if (typeof res?.setHeader === 'function') {
     for (let i = 0; i < headers.length; i += 2) res.setHeader(headers[i] as string, headers[i + 1] as string);
   }
+}
+
+/** Feeds the tokenBudget's meter with the Node response under an Express response or a Fastify reply. */
+export function meterTargetResponse(target: NestTarget, meter: TokenMeter): void {
+  const res = target.response as (MeteredNodeResponse & { raw?: MeteredNodeResponse }) | undefined;
+  const node = res?.raw ?? res;
+  if (typeof node?.once === 'function') meterNodeResponse(node, meter);
+  else void meter.end(200, false);
 }
 
 /**
