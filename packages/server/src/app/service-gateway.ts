@@ -1,5 +1,6 @@
 /** The gateway (with `gateway.upstream`): the reverse proxy, with client addresses resolved as the options say. */
 import type { IncomingMessage, Server } from 'node:http';
+import type { Clock, Store } from 'sluice';
 import { SluiceError } from 'sluice';
 import { createAdaptiveLimiter } from 'sluice/adaptive';
 import { createClientIpResolver } from 'sluice/http';
@@ -19,6 +20,9 @@ export interface GatewayParts {
   readonly lists: AccessLists;
   readonly metrics: ServiceMetrics;
   readonly logger: Logger;
+  /** Where the rules' `llm:` token budgets count. */
+  readonly store: Store;
+  readonly clock: Clock;
 }
 
 /** The gateway's server (not listening yet), or undefined without `options`. */
@@ -31,8 +35,10 @@ export function createServiceGateway(options: GatewayServiceOptions | undefined,
   });
   const trustsPeer = createTrustCheck(options.trustProxy);
   const adaptive = options.adaptive === undefined ? undefined : createAdaptiveLimiter(options.adaptive);
+  const { store, clock, ...shared } = parts;
   const server: Server = createGateway({
-    ...parts,
+    ...shared,
+    llm: { store, clock },
     upstream,
     // A module-level header reader: no closure made per gateway request.
     clientIp: (req) => resolver.clientIp(req.socket.remoteAddress, req, requestHeader),

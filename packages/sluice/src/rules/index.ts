@@ -51,6 +51,7 @@ export type {
   DescriptorPathEntry,
   DomainRules,
   FailMode,
+  LlmRules,
   LoadResult,
   ParseOptions,
   RuleIssue,

@@ -9,10 +9,11 @@ import { mergeDomain } from './merge-domains.js';
 import { parseDescriptors } from './parse/parse-descriptors.js';
 import { parseFail } from './parse/parse-fail.js';
 import { parseHttp } from './parse/parse-http.js';
+import { parseLlm } from './parse/parse-llm.js';
 import { Reader } from './parse/reader.js';
 import type { DomainRules, LoadResult, ParseOptions, RuleSource } from './types.js';
 
-const TOP_LEVEL_FIELDS = ['domain', 'descriptors', 'http', 'fail'] as const;
+const TOP_LEVEL_FIELDS = ['domain', 'descriptors', 'http', 'fail', 'llm'] as const;
 
 /**
  * Parses rule files from their text, without touching the file system (for tests, `sluice validate` and
@@ -125,6 +126,7 @@ function parseSource(source: RuleSource, issues: IssueList, lines: LineCounter):
   // Descriptors are validated even without a domain, so their problems are reported too.
   const root = parseDescriptors(r, f.get('descriptors'), 'descriptors', { domain: domain ?? '', parentPath: [], fail });
   const { rateLimits: http, pathMatching } = parseHttp(r, f.get('http'));
+  const llm = parseLlm(r, f.get('llm'));
   issues.merge(r.issues);
   if (!domain) return undefined;
   const { line, col } = r.position(domainField?.at);
@@ -136,6 +138,7 @@ function parseSource(source: RuleSource, issues: IssueList, lines: LineCounter):
       root,
       http,
       ...(pathMatching === undefined ? {} : { pathMatching }),
+      ...(llm === undefined ? {} : { llm }),
     },
     at: { line, column: col },
   };

@@ -123,6 +123,20 @@ export interface DomainRules {
   readonly http: readonly HttpRateLimit[];
   /** How request paths are folded before the `http:` actions see them (`http.path_matching`). @default DEFAULT_PATH_FOLDING */
   readonly pathMatching?: PathFolding;
+  /** The gateway's token budget (`llm:`), if any. */
+  readonly llm?: LlmRules;
+}
+
+/** A rule file's `llm:` section: the gateway's token budget per key. */
+export interface LlmRules {
+  /** Whose request and response bodies the gateway reads. */
+  readonly provider: 'openai' | 'anthropic';
+  /** The request header a key is taken from (lower case); it is hashed before it is counted or logged. */
+  readonly keyHeader: string;
+  /** Any subset of the four limits, each `{ limit, periodMs }`. */
+  readonly limits: Readonly<
+    Partial<Record<'requests' | 'inputTokens' | 'outputTokens' | 'totalTokens', { limit: number; periodMs: number }>>
+  >;
 }
 
 /** A validated, immutable set of rules: what an engine decides with. Swap it with `setRuleSet`. */

@@ -20,7 +20,7 @@ import type { Admitted } from './gateway-admission.js';
 import { errorAnswer, type GatewayAnswer } from './gateway-answer.js';
 
 /** Where proxied requests go, read once from the upstream URL (URL getters are not free; this runs per request). */
-interface UpstreamTarget {
+export interface UpstreamTarget {
   readonly send: typeof httpsRequest;
   readonly hostname: string;
   readonly port: string | number;
@@ -47,17 +47,7 @@ export interface ProxyOptions {
 /** A proxy for admitted requests, and `close` to stop its deadline timer. */
 export function createProxy(options: ProxyOptions) {
   const { upstream, trustsPeer } = options;
-  const secure = upstream.protocol === 'https:';
-  const hostname = upstream.hostname.replace(/^\[|\]$/g, '');
-  const target: UpstreamTarget = {
-    send: secure ? httpsRequest : (httpRequest as typeof httpsRequest),
-    hostname,
-    port: upstream.port || (secure ? 443 : 80),
-    host: upstream.host,
-    basePath: upstream.pathname.replace(/\/$/, ''),
-    servername: isIP(hostname) === 0 ? hostname : '',
-    agent: options.agent,
-  };
+  const target = upstreamTarget(upstream, options.agent);
   const context: ExchangeContext = {
     slots: options.slots,
     // One coarse timer for every request's upstream deadline (a deadline fires at most ~3 % late).
@@ -98,6 +88,21 @@ export function createProxy(options: ProxyOptions) {
       req.on('error', onRequestError);
     },
     close: () => context.deadlines.close(),
+  };
+}
+
+/** Where requests to `upstream` go, worked out once. */
+export function upstreamTarget(upstream: URL, agent: Agent): UpstreamTarget {
+  const secure = upstream.protocol === 'https:';
+  const hostname = upstream.hostname.replace(/^\[|\]$/g, '');
+  return {
+    send: secure ? httpsRequest : (httpRequest as typeof httpsRequest),
+    hostname,
+    port: upstream.port || (secure ? 443 : 80),
+    host: upstream.host,
+    basePath: upstream.pathname.replace(/\/$/, ''),
+    servername: isIP(hostname) === 0 ? hostname : '',
+    agent,
   };
 }
 

@@ -4,6 +4,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
+import type { Clock, Store } from 'sluice';
 import type { AdaptiveLimiter } from 'sluice/adaptive';
 import type { RulesEngine } from 'sluice/rules';
 import type { AccessLists } from '../../core/access-lists.js';
@@ -18,6 +19,8 @@ import { type Admission, createAdmission } from './gateway-admission.js';
 import { errorAnswer, failureAnswer, type GatewayAnswer } from './gateway-answer.js';
 import { createRequestDecision } from './gateway-decision.js';
 import { DEFAULT_GATEWAY_LIMITS, type GatewayLimits } from './gateway-limits.js';
+import { createLlmProxy } from './gateway-llm.js';
+import { createLlmBudgets } from './gateway-llm-budget.js';
 import { takeUpstreamPlace } from './gateway-overload.js';
 import { proxyUpgrade, rejectUpgrade } from './upgrade.js';
 import { createUpstreamAgent } from './upstream-pool.js';
@@ -43,6 +46,8 @@ export interface GatewayOptions {
   limits?: Partial<GatewayLimits>;
   /** The upstream's adaptive concurrency limit (`--adaptive`): past it, requests are answered 503. */
   adaptive?: AdaptiveLimiter;
+  /** Where the rules' `llm:` token budgets count, and their clock; without it an `llm:` section is not applied. */
+  llm?: { store: Store; clock: Clock };
 }
 
 /**
@@ -71,6 +76,9 @@ export function createGateway(options: GatewayOptions): Server {
     sendJsonText(res, a.status, a.body, a.headers);
     metrics.gateway(a.status);
   };
+  const llmBudget = options.llm && createLlmBudgets(options.llm.store, options.llm.clock);
+  const llmProxy =
+    llmBudget && createLlmProxy({ ...options, agent, slots, upstreamTimeoutMs: limits.upstreamTimeoutMs, answer });
   const { proxy, close } = createProxy({
     ...options,
     agent,
@@ -95,7 +103,9 @@ export function createGateway(options: GatewayOptions): Server {
     }
     const shed = options.adaptive && takeUpstreamPlace(options.adaptive, res);
     if (shed === undefined) {
-      proxy(req, res, admission);
+      const budget = llmBudget?.(options.engine.ruleSet);
+      if (budget !== undefined && llmProxy !== undefined) llmProxy(req, res, admission, budget);
+      else proxy(req, res, admission);
       return;
     }
     slots.release(admission.key);
