@@ -2,17 +2,13 @@
  * The remote store: decisions asked of a running `sluice serve` over HTTP (`/v1/check`), batched, with bounded answers.
  */
 import type { Decision } from '../../core/decision.js';
-import { SluiceError } from '../../core/errors.js';
+import type { SluiceError } from '../../core/errors.js';
 import type { ResolvedPolicy } from '../../core/policy.js';
 import { LocalCache } from '../redis/local-cache.js';
 import type { Lease, LeaseDecision, Store, StoreItem } from '../store.js';
 import { type Batcher, createBatcher, type FetchLike } from './batcher.js';
+import { resolveRemoteStoreOptions } from './remote-options.js';
 import { policyPart, releaseItem, toDecision, toLeaseDecision, type WireItem, type WireResult } from './wire.js';
-
-/** Default, smallest and largest answer size per operation: see `maxResponseBytesPerCheck`. */
-const DEFAULT_RESPONSE_BYTES_PER_CHECK = 4096;
-const MIN_RESPONSE_BYTES_PER_CHECK = 1024;
-const MAX_RESPONSE_BYTES_PER_CHECK = 2 ** 24;
 
 /** Options of {@link createRemoteStore}. */
 export interface RemoteStoreOptions {
@@ -102,72 +98,21 @@ export interface RemoteStore extends Store {
  * const d = await limiter.check('user:42');
  */
 export function createRemoteStore(options: RemoteStoreOptions): RemoteStore {
-  if (options === null || typeof options !== 'object') {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'createRemoteStore: expected an options object');
-  }
-  const url = checkUrl(options.url);
-  const timeoutMs = options.timeoutMs ?? 1000;
-  if (typeof timeoutMs !== 'number' || !(timeoutMs >= 1) || timeoutMs > 2 ** 31 - 1) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'timeoutMs: expected a number of ms ≥ 1', {
-      option: 'timeoutMs',
-    });
-  }
-  const clock = options.clock ?? 'server';
-  if (clock !== 'server' && clock !== 'client') {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `clock: expected 'server' or 'client', got ${String(clock)}`, {
-      option: 'clock',
-    });
-  }
-  const maxBatch = options.maxBatch ?? 100;
-  if (!Number.isInteger(maxBatch) || maxBatch < 1 || maxBatch > 1000) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'maxBatch: expected a whole number from 1 to 1000', {
-      option: 'maxBatch',
-    });
-  }
-  const maxResponseBytesPerCheck = options.maxResponseBytesPerCheck ?? DEFAULT_RESPONSE_BYTES_PER_CHECK;
-  if (
-    !Number.isInteger(maxResponseBytesPerCheck) ||
-    maxResponseBytesPerCheck < MIN_RESPONSE_BYTES_PER_CHECK ||
-    maxResponseBytesPerCheck > MAX_RESPONSE_BYTES_PER_CHECK
-  ) {
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_OPTION',
-      `maxResponseBytesPerCheck: expected a whole number of bytes from ${MIN_RESPONSE_BYTES_PER_CHECK} to ${MAX_RESPONSE_BYTES_PER_CHECK}`,
-      { option: 'maxResponseBytesPerCheck' },
-    );
-  }
-  const fetchFn = options.fetch ?? (globalThis.fetch as FetchLike | undefined);
-  if (typeof fetchFn !== 'function') {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'fetch: this runtime has no global fetch; pass options.fetch', {
-      option: 'fetch',
-    });
-  }
-  for (const name of ['onError'] as const) {
-    if (options[name] !== undefined && typeof options[name] !== 'function') {
-      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${name}: expected a function`, { option: name });
-    }
-  }
+  const o = resolveRemoteStoreOptions(options);
   const batcher: Batcher = createBatcher({
-    url,
-    timeoutMs,
-    fetch: fetchFn,
+    url: o.url,
+    timeoutMs: o.timeoutMs,
+    fetch: o.fetch,
     headers: options.headers ?? {},
     batch: options.batch ?? true,
-    maxBatch,
-    maxResponseBytesPerCheck,
+    maxBatch: o.maxBatch,
+    maxResponseBytesPerCheck: o.maxResponseBytesPerCheck,
     onError: options.onError,
   });
-  const cacheOption = options.localCache ?? true;
-  const cacheKeys = typeof cacheOption === 'object' ? (cacheOption.maxKeys ?? 10_000) : 10_000;
-  if (!Number.isInteger(cacheKeys) || cacheKeys < 1) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'localCache.maxKeys: expected a whole number ≥ 1', {
-      option: 'localCache.maxKeys',
-    });
-  }
-  const cache = cacheOption === false ? undefined : new LocalCache(cacheKeys);
+  const cache = o.cacheKeys === undefined ? undefined : new LocalCache(o.cacheKeys);
   /** A counter's identity: its policy and key. */
   const idOf = (key: string, policy: ResolvedPolicy) => `${policy.id}\u0000${key}`;
-  const clientClock = clock === 'client';
+  const clientClock = o.clientClock;
   /** The item of one operation, with the caller's clock when the store runs on it. */
   const at = (item: WireItem, nowMs: number): WireItem => {
     if (clientClock) item.nowMs = nowMs;
@@ -244,24 +189,4 @@ export function createRemoteStore(options: RemoteStoreOptions): RemoteStore {
 /** A result that only says the operation was done. */
 function toOk(r: WireResult): void {
   if (r.error !== undefined || r.ok !== true) toDecision(r); // throws the result's error
-}
-
-function checkUrl(value: unknown): string {
-  let url: URL;
-  try {
-    url = new URL(value as string);
-  } catch {
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_OPTION',
-      `url: expected the URL of sluice serve's HTTP port, e.g. 'http://127.0.0.1:8080', got ${String(value)}`,
-      { option: 'url' },
-    );
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `url: expected http: or https:, got ${url.protocol}`, {
-      option: 'url',
-    });
-  }
-  if (!url.pathname.endsWith('/v1/check')) url.pathname = `${url.pathname.replace(/\/+$/, '')}/v1/check`;
-  return url.href;
 }
