@@ -33,7 +33,7 @@ describe('createTokenLimiter', () => {
     assert.deepEqual(remaining(r.decision), { requests: 9, inputTokens: 700, outputTokens: 100, totalTokens: 500 });
     const s = await r.settle({ inputTokens: 280, outputTokens: 50 });
     assert.ok(s.ok);
-    assert.deepEqual(s.refunded, { requests: 0, inputTokens: 20, outputTokens: 350, totalTokens: 370 });
+    assert.deepEqual(s.refunded, { requests: 0, inputTokens: 20, outputTokens: 350, totalTokens: 370, cost: 0 });
     const next = await limiter.reserve('key', { inputTokens: 0, maxOutputTokens: 0 });
     assert.deepEqual(remaining(next.decision), { requests: 8, inputTokens: 720, outputTokens: 450, totalTokens: 870 });
   });

@@ -21,6 +21,7 @@ import { createMemoryStore } from '../stores/memory/memory-store.js';
 import type { Store, StoreItem } from '../stores/store.js';
 import { TOKEN_DIMENSIONS, type TokenDimension } from './token-dimension.js';
 import { tokenHeaders } from './token-headers.js';
+import { type CostLimitOptions, createPricing, MAX_COST } from './token-price.js';
 import { MAX_TOKEN_COUNT, type Usage } from './usage.js';
 
 /** Options of {@link createTokenLimiter}: any subset of the four limits. */
@@ -29,6 +30,11 @@ export interface TokenLimiterOptions extends ReservationOptions {
   inputTokens?: PolicyOptions;
   outputTokens?: PolicyOptions;
   totalTokens?: PolicyOptions;
+  /**
+   * A budget in money (or any unit): `{ limit, period, price }`, `price` per token or a function of the
+   * usage; a request reserves the price of its input and max output, and settles the price of its usage.
+   */
+  cost?: CostLimitOptions;
   /** @default a new memory store */
   store?: Store;
   clock?: Clock;
@@ -60,16 +66,11 @@ export interface TokenReservation extends Omit<Reservation<TokenCost>, 'settle'>
   settle(usage: Usage): Promise<TokenSettleResult>;
 }
 
-const costOf = (inputTokens: number, outputTokens: number): TokenCost => ({
-  requests: 1,
-  inputTokens,
-  outputTokens,
-  totalTokens: inputTokens + outputTokens,
-});
-
-const NOTHING: TokenCost = { requests: 0, inputTokens: 0, outputTokens: 0, totalTokens: 0 };
+const NOTHING: TokenCost = { requests: 0, inputTokens: 0, outputTokens: 0, totalTokens: 0, cost: 0 };
 
 const validCount = (n: unknown) => typeof n === 'number' && Number.isInteger(n) && n >= 0 && n <= MAX_TOKEN_COUNT;
+const validCost = (n: unknown) => typeof n === 'number' && Number.isInteger(n) && n >= 0 && n <= MAX_COST;
+const TOKEN_COUNTS = TOKEN_DIMENSIONS.filter((d) => d !== 'cost');
 
 /**
  * Creates a token limiter.
@@ -81,16 +82,23 @@ const validCount = (n: unknown) => typeof n === 'number' && Number.isInteger(n) 
  */
 export function createTokenLimiter(options: TokenLimiterOptions): TokenLimiter {
   const limits = TOKEN_DIMENSIONS.flatMap((name) => {
-    const policy = options[name];
-    if (policy === undefined) return [];
+    const given = options[name];
+    if (given === undefined) return [];
+    const { price: _price, ...policy } = given as CostLimitOptions;
     const p = resolvePolicy(policy, `${name}.`);
     return [{ name, policy: { ...p, id: `tokens:${name}~${p.id}` } as ResolvedPolicy }];
   });
   if (limits.length === 0)
     throw new SluiceError(
       'ERR_SLUICE_INVALID_OPTION',
-      'createTokenLimiter needs at least one of requests, inputTokens, outputTokens, totalTokens (each { limit, period })',
+      'createTokenLimiter needs at least one of requests, inputTokens, outputTokens, totalTokens, cost (each { limit, period })',
     );
+  const priced = options.cost === undefined ? undefined : createPricing(options.cost.price);
+  /** A request's cost per dimension; a pricing function's bad answer becomes a cost no limit accepts. */
+  const costOf = (inputTokens: number, outputTokens: number): TokenCost => {
+    const cost = priced === undefined ? 0 : priced({ inputTokens, outputTokens });
+    return { requests: 1, inputTokens, outputTokens, totalTokens: inputTokens + outputTokens, cost: cost as number };
+  };
   const store = options.store ?? createMemoryStore();
   const clock = options.clock ?? systemClock;
   const items = (key: string, cost: TokenCost): StoreItem[] =>
@@ -130,9 +138,9 @@ export function createTokenLimiter(options: TokenLimiterOptions): TokenLimiter {
     },
     invalid: (actual) => {
       const a = actual as Partial<TokenCost> | null;
-      return a !== null && typeof a === 'object' && TOKEN_DIMENSIONS.every((d) => validCount(a[d]))
-        ? undefined
-        : `usage must have whole token counts from 0 to ${MAX_TOKEN_COUNT}`;
+      if (a === null || typeof a !== 'object' || !TOKEN_COUNTS.every((d) => validCount(a[d])))
+        return `usage must have whole token counts from 0 to ${MAX_TOKEN_COUNT}`;
+      return validCost(a.cost) ? undefined : `the usage's cost is not a whole number ≥ 0 (${String(a.cost)})`;
     },
     // cancel: the request did not happen, so even its request unit comes back.
     zero: NOTHING,
@@ -154,7 +162,10 @@ export function createTokenLimiter(options: TokenLimiterOptions): TokenLimiter {
             `${name} must be a whole number from 0 to ${MAX_TOKEN_COUNT} (got ${String(n)})`,
             { option: name },
           );
-      const r = await book.reserve(key, { cost: costOf(inputTokens, maxOutputTokens) });
+      const cost = costOf(inputTokens, maxOutputTokens);
+      if (!validCost(cost.cost))
+        throw new SluiceError('ERR_SLUICE_INVALID_COST', String(cost.cost), { option: 'cost.price' });
+      const r = await book.reserve(key, { cost });
       return { ...r, settle: (usage: Usage) => r.settle(actualOf(usage)) };
     },
     settle: (id, usage) => book.settle(id, actualOf(usage)),

@@ -16,5 +16,6 @@ export { inspectUsage, readUsage } from './read-usage.js';
 export { type TappedBody, tapUsage } from './tap-usage.js';
 export { TOKEN_DIMENSIONS, type TokenDimension } from './token-dimension.js';
 export { tokenHeaders } from './token-headers.js';
+export type { CostLimitOptions, TokenPrices } from './token-price.js';
 export { type LlmProvider, MAX_TOKEN_COUNT, type Usage } from './usage.js';
 export { createUsageTap, type UsageReading, type UsageReadOptions, type UsageTap } from './usage-tap.js';

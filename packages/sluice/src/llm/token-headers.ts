@@ -10,6 +10,7 @@ const IETF_NAME: Record<TokenDimension, string> = {
   inputTokens: 'input_tokens',
   outputTokens: 'output_tokens',
   totalTokens: 'total_tokens',
+  cost: 'cost',
 };
 
 /** OpenAI writes resets as a duration (`1s`, `6m0s`); so does this. */
