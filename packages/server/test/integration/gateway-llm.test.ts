@@ -153,6 +153,14 @@ describe('gateway llm: openai upstream', { timeout: 60_000 }, () => {
     assert.equal((await gw.call('/openai/json', key)).status, 200);
     assert.ok(!gw.sluice.stdout.some((line) => line.includes('Bearer ')));
   });
+
+  it('every reservation of the cases above was settled: none outstanding, each counted by how', async () => {
+    const metrics = await fetch(`http://127.0.0.1:${gw.sluice.http}/metrics`).then((r) => r.text());
+    assert.match(metrics, /^sluice_llm_reservations_outstanding 0$/m);
+    assert.match(metrics, /^sluice_llm_requests_total\{settled="usage"\} [1-9]/m);
+    assert.match(metrics, /^sluice_llm_requests_total\{settled="estimate"\} [1-9]/m);
+    assert.match(metrics, /^sluice_llm_requests_total\{settled="refused"\} 1$/m);
+  });
 });
 
 describe('gateway llm: anthropic upstream', { timeout: 60_000 }, () => {

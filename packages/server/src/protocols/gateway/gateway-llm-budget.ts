@@ -26,10 +26,19 @@ export function llmKeyOf(req: IncomingMessage, header: string): string | undefin
   return `llm:${createHash('sha256').update(text).digest('base64url').slice(0, 32)}`;
 }
 
+/** The budget of a rule set, and the reservations all budgets hold. */
+export interface LlmBudgets {
+  (ruleSet: RuleSet): LlmBudget | undefined;
+  outstanding(): number;
+}
+
 /** The budget of the current rule set (the first domain with an `llm:` section), or undefined. */
-export function createLlmBudgets(store: Store, clock: Clock): (ruleSet: RuleSet) => LlmBudget | undefined {
+export function createLlmBudgets(store: Store, clock: Clock): LlmBudgets {
   const budgets = new WeakMap<RuleSet, LlmBudget | null>();
-  return (ruleSet) => {
+  // Every budget that may still hold reservations: the current one, and older ones until they are empty.
+  const live = new Set<LlmBudget>();
+  let current: LlmBudget | undefined;
+  const budgetOf = (ruleSet: RuleSet): LlmBudget | undefined => {
     const known = budgets.get(ruleSet);
     if (known !== undefined) return known ?? undefined;
     let budget: LlmBudget | null = null;
@@ -44,6 +53,17 @@ export function createLlmBudgets(store: Store, clock: Clock): (ruleSet: RuleSet)
       break;
     }
     budgets.set(ruleSet, budget);
-    return budget ?? undefined;
+    current = budget ?? undefined;
+    if (current !== undefined) live.add(current);
+    return current;
   };
+  const outstanding = () => {
+    let n = 0;
+    for (const b of live) {
+      n += b.limiter.outstanding;
+      if (b !== current && b.limiter.outstanding === 0) live.delete(b);
+    }
+    return n;
+  };
+  return Object.assign(budgetOf, { outstanding });
 }

@@ -7,6 +7,7 @@
 import type { Agent, ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
 import { isSluiceError } from 'sluice';
 import { createUsageTap, type TokenReservation, type Usage, type UsageReading, type UsageTap } from 'sluice/llm';
+import type { LlmMetrics } from '../../observability/llm-metrics.js';
 import type { Logger } from '../../observability/logger.js';
 import type { ServiceMetrics } from '../../observability/metrics.js';
 import type { ClientSlots } from './client-slots.js';
@@ -25,6 +26,7 @@ export interface LlmProxyOptions {
   readonly metrics: ServiceMetrics;
   readonly logger: Logger;
   readonly upstreamTimeoutMs: number;
+  readonly llmMetrics: LlmMetrics;
   answer(res: ServerResponse, a: GatewayAnswer): void;
   trustsPeer(req: IncomingMessage): boolean;
 }
@@ -73,6 +75,7 @@ async function reserveAndForward(options: LlmProxyOptions, target: UpstreamTarge
   const reservation = await budget.limiter.reserve(key, request);
   const headers = { ...call.admitted.headers, ...budget.limiter.headers(reservation.decision) };
   if (!reservation.allowed) {
+    options.llmMetrics.settled('refused');
     const retry = Math.max(1, Math.ceil(reservation.decision.retryAfterMs / 1000));
     const wait = Number.isFinite(retry) ? String(retry) : '3600';
     const message = "this key's token or request budget is spent for now; retry after the reset";
@@ -80,6 +83,7 @@ async function reserveAndForward(options: LlmProxyOptions, target: UpstreamTarge
     return;
   }
   if (res.destroyed) {
+    options.llmMetrics.settled('cancelled');
     await reservation.cancel();
     return;
   }
@@ -153,6 +157,9 @@ function createEnding(options: LlmProxyOptions, reserved: Reserved, res: ServerR
     if (done) return;
     done = true;
     const reading = tap?.end();
+    options.llmMetrics.settled(
+      reading === undefined ? 'cancelled' : reading.usage === undefined ? 'estimate' : 'usage',
+    );
     try {
       if (reading === undefined) await reserved.reservation.cancel();
       else await reserved.reservation.settle(usageOf(reading, reserved.request, status));

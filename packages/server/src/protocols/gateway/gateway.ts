@@ -9,6 +9,7 @@ import type { AdaptiveLimiter } from 'sluice/adaptive';
 import type { RulesEngine } from 'sluice/rules';
 import type { AccessLists } from '../../core/access-lists.js';
 import type { Decider } from '../../core/decide.js';
+import { registerLlmMetrics } from '../../observability/llm-metrics.js';
 import type { Logger } from '../../observability/logger.js';
 import type { ServiceMetrics } from '../../observability/metrics.js';
 import { sendJsonText } from '../http/respond.js';
@@ -77,8 +78,10 @@ export function createGateway(options: GatewayOptions): Server {
     metrics.gateway(a.status);
   };
   const llmBudget = options.llm && createLlmBudgets(options.llm.store, options.llm.clock);
+  const llmMetrics = llmBudget && registerLlmMetrics(metrics.registry, () => llmBudget.outstanding());
   const llmProxy =
-    llmBudget && createLlmProxy({ ...options, agent, slots, upstreamTimeoutMs: limits.upstreamTimeoutMs, answer });
+    llmMetrics &&
+    createLlmProxy({ ...options, agent, slots, upstreamTimeoutMs: limits.upstreamTimeoutMs, answer, llmMetrics });
   const { proxy, close } = createProxy({
     ...options,
     agent,
