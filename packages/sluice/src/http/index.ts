@@ -59,4 +59,7 @@ export type { RejectionBody, RejectionInfo, RejectionKind } from './rejection.js
 export { defaultBody, defaultMessage, REJECTION_CODES, REJECTION_STATUS } from './rejection.js';
 export type { Awaitable, FrameworkTrust, HttpRequestInfo, RequestAccess, RequestFn } from './request.js';
 export { nodeHeader } from './request.js';
+export type { TokenBudget } from './token-budget.js';
+export type { TokenBudgetOptions, TokenBudgetSettlement } from './token-budget-options.js';
+export type { TokenMeter } from './token-meter.js';
 export type { SluiceWarningCode } from './warn.js';
