@@ -18,7 +18,6 @@ export interface EnvoySetting {
 const h = (name: string, note: string): EnvoySetting => ({ name, status: 'honoured', note });
 const na = (name: string, note: string): EnvoySetting => ({ name, status: 'not applicable', note });
 
-const STATSD = 'sluice exports Prometheus metrics on GET /metrics; it sends no statsd';
 const MEMCACHE = 'sluice has no Memcached backend (BACKEND_TYPE=memcache is refused at start)';
 const PER_SECOND = 'with REDIS_PERSECOND=true: as the REDIS_ setting, for the Redis of the per-second limits';
 const XDS = 'with CONFIG_TYPE=GRPC_XDS_SOTW';
@@ -75,19 +74,31 @@ export const ENVOY_SETTINGS: readonly EnvoySetting[] = [
     `${XDS}; pick each wait at random between the initial one and the computed one (default true)`,
   ),
   xds('XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES', `${XDS}; largest DiscoveryResponse accepted (default 4 MiB)`),
-  na('USE_DOG_STATSD', STATSD),
-  na('USE_DOG_STATSD_MOGRIFIERS', STATSD),
-  na('USE_STATSD', STATSD),
-  na('STATSD_HOST', STATSD),
-  na('STATSD_PORT', STATSD),
-  h('EXTRA_TAGS', '"k1:v1,k2:v2": constant labels on every Prometheus series (k1="v1"); a name sluice uses is refused'),
-  na('STATS_FLUSH_INTERVAL', 'Prometheus is scraped; nothing is flushed'),
+  na('USE_DOG_STATSD', 'sluice sends plain statsd (USE_STATSD), not DogStatsD tags; set, it is warned about'),
+  na('USE_DOG_STATSD_MOGRIFIERS', 'as USE_DOG_STATSD'),
+  h(
+    'USE_STATSD',
+    "send envoy ratelimit's stat names over UDP statsd (default true, as envoy; false beside USE_PROMETHEUS unless set)",
+  ),
+  h('STATSD_HOST', 'host of that statsd (default localhost), resolved at each flush'),
+  h('STATSD_PORT', 'UDP port of that statsd (default 8125)'),
+  h(
+    'EXTRA_TAGS',
+    '"k1:v1,k2:v2": constant labels on every Prometheus series (k1="v1") and the `.__k1=v1` suffix on every statsd name; a name sluice or envoy uses is refused',
+  ),
+  h('STATS_FLUSH_INTERVAL', 'how often statsd lines are sent (default 10s; 100ms to 1h)'),
   h('DISABLE_STATS', 'nothing is counted; /metrics (and PROMETHEUS_ADDR) answer an empty exposition'),
-  h('USE_PROMETHEUS', 'also serve the metrics on PROMETHEUS_ADDR (they are always on GET /metrics of the HTTP port)'),
+  h(
+    'USE_PROMETHEUS',
+    "serve envoy ratelimit's Prometheus names (ratelimit_service_*) after sluice's on PROMETHEUS_ADDR; GET /metrics keeps sluice's",
+  ),
   h('PROMETHEUS_ADDR', 'address of that metrics listener (default :9090)'),
   h('PROMETHEUS_PATH', 'path of that metrics listener (default /metrics)'),
-  na('PROMETHEUS_MAPPER_YAML', "sluice's metrics are Prometheus-native (sluice_*); there is no statsd name to map"),
-  na('PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS', 'as PROMETHEUS_MAPPER_YAML'),
+  na(
+    'PROMETHEUS_MAPPER_YAML',
+    "not read: envoy ratelimit's default mapping names the series (set, it is warned about)",
+  ),
+  h('PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS', 'ratelimit_service_response_time_seconds observed in milliseconds'),
   h('RUNTIME_ROOT', 'rules are read from RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/RUNTIME_APPDIRECTORY'),
   h('RUNTIME_SUBDIRECTORY', 'see RUNTIME_ROOT'),
   h('RUNTIME_APPDIRECTORY', 'see RUNTIME_ROOT (default config)'),

@@ -6,87 +6,36 @@
  * durations as time.ParseDuration); a bad value stops the start with the variable's name.
  */
 import { join } from 'node:path';
-import { SluiceError } from 'sluice';
 import type { RedisOptions } from '../backends/redis-backend.js';
 import type { LogLevel } from '../observability/logger.js';
 import { otlpFromEnv } from '../observability/tracing/otlp-exporter.js';
+import {
+  bad,
+  type Env,
+  goBool,
+  goDuration,
+  goFloat,
+  goInt,
+  goMap,
+  listenAddress,
+  port,
+} from './envoy-settings-parse.js';
+import { envoyStatsFromEnv } from './envoy-settings-stats.js';
 import { ENVOY_SETTINGS } from './envoy-settings-table.js';
 import type { GrpcServiceOptions, ObservabilityOptions, ServiceOptions, StoreOptions } from './service-options.js';
-
-type Env = Readonly<Record<string, string | undefined>>;
 
 /** True when the environment says sluice was started as envoy ratelimit is. */
 export function isEnvoyStart(env: Env): boolean {
   return env.RUNTIME_ROOT !== undefined || env.CONFIG_TYPE !== undefined;
 }
 
+export { goBool, goDuration, goMap } from './envoy-settings-parse.js';
+
 /** Service options from envoy ratelimit's settings, and what the operator should know about them. */
 export interface EnvoyStart {
   options: ServiceOptions;
   /** One line per setting that is set but not (yet) acted on, saying what sluice does instead. */
   warnings: string[];
-}
-
-function bad(name: string, why: string): SluiceError {
-  return new SluiceError('ERR_SLUICE_INVALID_OPTION', `${name}: ${why}`, { option: name });
-}
-
-/** Go's strconv.ParseBool. */
-export function goBool(env: Env, name: string, fallback: boolean): boolean {
-  const v = env[name];
-  if (v === undefined || v === '') return fallback;
-  if (['1', 't', 'T', 'TRUE', 'true', 'True'].includes(v)) return true;
-  if (['0', 'f', 'F', 'FALSE', 'false', 'False'].includes(v)) return false;
-  throw bad(name, `'${v}' is not a boolean (use true or false)`);
-}
-
-function goInt(env: Env, name: string, fallback: number, max = 2 ** 31 - 1): number {
-  const v = env[name];
-  if (v === undefined || v === '') return fallback;
-  if (!/^\d{1,10}$/.test(v) || Number(v) > max) throw bad(name, `'${v}' is not a whole number from 0 to ${max}`);
-  return Number(v);
-}
-
-/** Go's strconv.ParseFloat, for a ratio: a non-negative decimal number (`0.8`, `.5`, `1e-1`). */
-function goFloat(env: Env, name: string, fallback: number): number {
-  const v = env[name];
-  if (v === undefined || v === '') return fallback;
-  const n = /^\+?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(v) ? Number(v) : Number.NaN;
-  if (!Number.isFinite(n)) throw bad(name, `'${v}' is not a non-negative number (e.g. 0.8)`);
-  return n;
-}
-
-const GO_UNITS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
-
-/** Go's time.ParseDuration (`"1h30m"`, `"150us"`, `"0"`), in whole milliseconds (rounded up). */
-export function goDuration(env: Env, name: string, fallbackMs: number): number {
-  const v = env[name];
-  if (v === undefined || v === '') return fallbackMs;
-  if (v === '0') return 0;
-  const part = /(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)/gy;
-  let ms = 0;
-  let at = 0;
-  for (let m = part.exec(v); m !== null; m = part.exec(v)) {
-    ms += Number(m[1]) * (GO_UNITS[m[2] as string] as number);
-    at = part.lastIndex;
-  }
-  if (at !== v.length || at === 0 || !Number.isFinite(ms)) {
-    throw bad(name, `'${v}' is not a duration (e.g. 10s, 1m30s, 24h)`);
-  }
-  return Math.ceil(ms);
-}
-
-/** `"k1:v1,k2:v2"` (envconfig's map form). */
-export function goMap(env: Env, name: string): Record<string, string> {
-  const v = env[name];
-  const out: Record<string, string> = {};
-  if (v === undefined || v === '') return out;
-  for (const pair of v.split(',')) {
-    const at = pair.indexOf(':');
-    if (at <= 0) throw bad(name, `'${pair}' is not key:value`);
-    out[pair.slice(0, at).trim()] = pair.slice(at + 1).trim();
-  }
-  return out;
 }
 
 /** `"k1=v1,k2=v2"`, as envoy ratelimit reads CONFIG_GRPC_XDS_NODE_METADATA (pairs without `=` are skipped). */
@@ -99,10 +48,6 @@ function nodeMetadata(text: string | undefined): Record<string, string> {
   return out;
 }
 
-function port(env: Env, name: string, fallback: number): number {
-  return goInt(env, name, fallback, 65535);
-}
-
 const LEVELS: Record<string, LogLevel> = {
   trace: 'trace',
   debug: 'debug',
@@ -113,15 +58,6 @@ const LEVELS: Record<string, LogLevel> = {
   fatal: 'fatal',
   panic: 'fatal',
 };
-
-/** `host:port` or `:port` (Go's listen address form). */
-function listenAddress(env: Env, name: string, fallback: string): { host: string; port: number } {
-  const v = env[name] || fallback;
-  const m = /^(.*):(\d{1,5})$/.exec(v);
-  if (m === null || Number(m[2]) > 65535) throw bad(name, `'${v}' is not [host]:port`);
-  const host = (m[1] as string).replace(/^\[|\]$/g, '');
-  return { host: host === '' ? '0.0.0.0' : host, port: Number(m[2]) };
-}
 
 /** GRPC_MAX_CONNECTION_AGE(_GRACE), where 0 means "no limit" as in grpc-go's keepalive parameters. */
 function connectionAge(env: Env): Pick<GrpcServiceOptions, 'maxConnectionAgeMs' | 'maxConnectionAgeGraceMs'> {
@@ -299,7 +235,7 @@ function grpcOptions(env: Env, warnings: string[]): GrpcServiceOptions {
   return grpc;
 }
 
-/** Stats (NEAR_LIMIT_RATIO, EXTRA_TAGS, DISABLE_STATS, USE_PROMETHEUS, USE_STATSD), tracing and the log level. */
+/** Stats (NEAR_LIMIT_RATIO, EXTRA_TAGS, DISABLE_STATS, USE_PROMETHEUS, USE_STATSD, STATSD_*), tracing and the log level. */
 function observabilityOptions(env: Env, warnings: string[]): ObservabilityOptions {
   const observability: ObservabilityOptions = { nearLimitRatio: goFloat(env, 'NEAR_LIMIT_RATIO', 0.8) };
   const extraTags = goMap(env, 'EXTRA_TAGS');
@@ -321,9 +257,8 @@ function observabilityOptions(env: Env, warnings: string[]): ObservabilityOption
     const at = listenAddress(env, 'PROMETHEUS_ADDR', ':9090');
     observability.metricsListener = { ...at, path: env.PROMETHEUS_PATH || '/metrics' };
   }
-  if (goBool(env, 'USE_STATSD', true) && env.USE_STATSD !== undefined) {
-    warnings.push('USE_STATSD=true: sluice sends no statsd; scrape GET /metrics (or set USE_PROMETHEUS=true)');
-  }
+  const envoyStats = envoyStatsFromEnv(env, extraTags, warnings);
+  if (envoyStats !== undefined) observability.envoyStats = envoyStats;
   return observability;
 }
 

@@ -1,7 +1,9 @@
 /** The service's metrics (Prometheus, per-descriptor series, constant labels) and tracing, from `observability` options. */
+import { Gauge } from 'prom-client';
 import type { Store } from 'sluice';
 import type { DecisionHub } from '../observability/decision-events.js';
 import { registerDescriptorSeries } from '../observability/descriptor-series.js';
+import { createEnvoyTelemetry, type EnvoyTelemetry } from '../observability/envoy-stats/envoy-telemetry.js';
 import type { Logger } from '../observability/logger.js';
 import type { ServiceMetrics } from '../observability/metrics.js';
 import { createDisabledMetrics, createMetrics } from '../observability/metrics.js';
@@ -16,6 +18,10 @@ export interface ServiceTelemetry {
   readonly metrics: ServiceMetrics;
   /** Present when tracing is on. */
   readonly tracer?: Tracer;
+  /** envoy ratelimit's stats, in envoy mode (`envoyStats`). */
+  readonly envoy?: EnvoyTelemetry;
+  /** What the metrics listener serves: sluice's metrics, then envoy's Prometheus names with USE_PROMETHEUS. */
+  readonly listenerMetrics: ServiceMetrics;
   close(): Promise<void>;
 }
 
@@ -36,17 +42,47 @@ export function createServiceTelemetry(
         ...(options.maxDescriptorSeries === undefined ? {} : { maxSeries: options.maxDescriptorSeries }),
       });
   if (options.metricsLabels !== undefined) applyConstantLabels(metrics.registry, options.metricsLabels);
+  const envoy = disabled || options.envoyStats === undefined ? undefined : createEnvoyTelemetry(options.envoyStats);
   const tracing = options.tracing;
   const exporter = tracing === undefined ? undefined : createOtlpExporter({ ...tracing.otlp, logger });
   const tracer =
     tracing === undefined || exporter === undefined ? undefined : createTracer({ ...tracing, exporter, logger });
   return {
-    metrics,
+    ...(envoy === undefined ? { metrics, listenerMetrics: metrics } : withEnvoyStats(metrics, envoy)),
     ...(tracer === undefined ? {} : { tracer }),
+    ...(envoy === undefined ? {} : { envoy }),
     async close() {
       stopSeries();
+      await envoy?.close();
       await tracer?.shutdown();
       exporter?.close();
     },
   };
+}
+
+/** sluice's metrics that also count envoy's config loads, and the listener's page with envoy's names after sluice's. */
+function withEnvoyStats(
+  metrics: ServiceMetrics,
+  envoy: EnvoyTelemetry,
+): { metrics: ServiceMetrics; listenerMetrics: ServiceMetrics } {
+  new Gauge({
+    name: 'sluice_envoy_stats_dropped',
+    help: "envoy ratelimit's statsd lines and timer samples dropped (statsd unreachable, the sample buffer full).",
+    registers: [metrics.registry],
+    collect() {
+      this.set(envoy.stats.dropped);
+    },
+  });
+  const counted: ServiceMetrics = {
+    ...metrics,
+    reload(result) {
+      metrics.reload(result);
+      envoy.stats.count(result === 'ok' ? 'configLoadSuccess' : 'configLoadError');
+    },
+  };
+  const listenerMetrics: ServiceMetrics = {
+    ...counted,
+    render: async () => `${await metrics.render()}${envoy.render()}`,
+  };
+  return { metrics: counted, listenerMetrics };
 }

@@ -11,6 +11,7 @@ import type { MultiRegionOptions } from '../backends/multi-region-backend.js';
 import type { RedisOptions } from '../backends/redis-backend.js';
 import type { XdsOptions } from '../config/xds/xds-options.js';
 import type { ResponseHeaderStyle } from '../core/decide.js';
+import type { EnvoyStatsOptions } from '../observability/envoy-stats/envoy-telemetry.js';
 import type { Logger, LogLevel } from '../observability/logger.js';
 import type { TracingOptions } from '../observability/tracing/tracing-options.js';
 import type { GatewayLimits } from '../protocols/gateway/gateway-limits.js';
@@ -129,6 +130,11 @@ export interface ObservabilityOptions {
   nearLimitRatio?: number;
   /** OpenTelemetry tracing of decisions, exported over OTLP (envoy's TRACING_*). @default off */
   tracing?: TracingOptions;
+  /**
+   * envoy ratelimit's own stats (statsd over UDP, its Prometheus names on `metricsListener`), set by envoy
+   * mode from USE_STATSD, STATSD_*, USE_PROMETHEUS and EXTRA_TAGS. sluice's metrics are unchanged. @default off
+   */
+  envoyStats?: EnvoyStatsOptions;
 }
 
 /** Options of `startService`. Every port may be 0 (any free port; read the bound one from the handle). */

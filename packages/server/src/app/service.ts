@@ -18,6 +18,7 @@ import type { ServiceMetrics } from '../observability/metrics.js';
 import { createStatsCollector } from '../observability/stats/stats-collector.js';
 import { readTlsMaterial } from '../protocols/grpc/tls.js';
 import { createAdminAuth } from '../protocols/http/admin-auth.js';
+import { withEnvoyStats } from './envoy-stats-decider.js';
 import { createHealth } from './health.js';
 import { createMetricsServer, type Listening, listenDrained } from './listeners.js';
 import { createServiceGateway } from './service-gateway.js';
@@ -148,7 +149,13 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     started.push(grpc);
     const listener = options.observability?.metricsListener;
     if (listener !== undefined) {
-      started.push(await listenDrained(createMetricsServer(metrics, listener.path), listener.port, listener.host));
+      started.push(
+        await listenDrained(
+          createMetricsServer(telemetry.listenerMetrics, listener.path),
+          listener.port,
+          listener.host,
+        ),
+      );
     }
     const proxy =
       gateway === undefined ? undefined : await listenDrained(gateway.server, options.gateway?.port ?? 8000, host);
@@ -215,7 +222,8 @@ async function buildCore(
       ...(options.dynamicMetadata === true ? { dynamicMetadata: true } : {}),
       ...(nearLimitRatio === undefined ? {} : { nearLimitRatio }),
     });
-    const decider = tracer === undefined ? decided : traceDecisions(decided, tracer);
+    const counted = withEnvoyStats(decided, telemetry.envoy, engine, options);
+    const decider = tracer === undefined ? counted : traceDecisions(counted, tracer);
     return { backend, telemetry, engine, feed, decider, lists, hub, logger };
   } catch (error) {
     // A bad option must not leave a Redis connection holding the process open.
