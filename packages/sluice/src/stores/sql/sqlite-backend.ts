@@ -1,0 +1,149 @@
+/**
+ * The SQLite backend of the store kit, for `better-sqlite3` and `node:sqlite` (both synchronous): a write
+ * transaction per decision (`BEGIN IMMEDIATE`), so processes sharing one file take turns and stay exact; a busy
+ * database is waited for up to `busy_timeout`, then answered by the failure policy.
+ */
+import { SluiceError } from '../../core/errors.js';
+import type { StateBackend, StateStep, StoredState } from '../kit/state-backend.js';
+import { idHex } from './sql-text.js';
+
+/** A prepared statement, as better-sqlite3 and node:sqlite both have it (positional parameters). */
+interface SqliteStatement {
+  get(...params: unknown[]): unknown;
+  run(...params: unknown[]): unknown;
+}
+/** A database connection, as better-sqlite3 and node:sqlite's DatabaseSync both have it. */
+export interface SqliteDatabase {
+  prepare(sql: string): SqliteStatement;
+  exec(sql: string): unknown;
+}
+
+/** Options of the SQLite backend. */
+export interface SqliteBackendOptions {
+  db: SqliteDatabase;
+  /** Quoted table name. */
+  table: string;
+  clock: 'database' | 'client';
+  /** Most ms a decision waits for another connection's write transaction (`PRAGMA busy_timeout`). */
+  lockTimeoutMs: number;
+  createTable: boolean;
+  /** Switches the file to write-ahead logging (readers never wait for writers; a lasting setting of the file). */
+  wal: boolean;
+}
+
+/** The table the SQLite store keeps its rows in (also the documented migration). */
+export function sqliteTableSql(table: string): string {
+  const index = `"${table.replace(/"/g, '').replace(/\./g, '_')}_expires"`;
+  return `CREATE TABLE IF NOT EXISTS ${table} (id BLOB PRIMARY KEY, state TEXT NOT NULL, expires_at REAL NOT NULL) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS ${index} ON ${table} (expires_at);`;
+}
+
+/** The database's clock (this machine's, as SQLite reads it) in whole ms since the epoch. */
+const DB_NOW = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)";
+
+/** An SQLite error as sluice's: a missing table says what to run, a busy or read-only database what happened. */
+export function sqliteError(error: unknown, table: string): unknown {
+  const e = error as { code?: unknown; message?: unknown; errcode?: unknown };
+  const text = `${String(e?.code ?? '')} ${String(e?.message ?? '')}`;
+  if (/no such table/.test(text))
+    return new SluiceError(
+      'ERR_SLUICE_STORE_TABLE_MISSING',
+      `SQLite has no table ${table}: run the migration (sqliteTableSql() in sluice/sqlite: ${sqliteTableSql(table).split('\n')[0]}) or pass createTable: true`,
+      { cause: error },
+    );
+  if (/SQLITE_READONLY|readonly database|SQLITE_CANTOPEN|SQLITE_PERM/i.test(text))
+    return new SluiceError(
+      'ERR_SLUICE_STORE_PERMISSION',
+      `SQLite cannot write ${table}: open the database read-write, and give the process write access to the file and its folder (for the -wal and -shm files)`,
+      { cause: error },
+    );
+  if (/SQLITE_BUSY|SQLITE_LOCKED|database is locked/i.test(text))
+    return new SluiceError('ERR_SLUICE_STORE_TIMEOUT', `SQLite: ${table}'s database stayed locked past lockTimeoutMs`, {
+      cause: error,
+    });
+  return error;
+}
+
+/** Creates the SQLite backend (createSqliteStore wraps it in the kit). */
+export function createSqliteBackend(options: SqliteBackendOptions): StateBackend {
+  const { db, table, clock } = options;
+  let statements:
+    | {
+        read: SqliteStatement;
+        now: SqliteStatement;
+        upsert: SqliteStatement;
+        remove: SqliteStatement;
+        sweep: SqliteStatement;
+      }
+    | undefined;
+
+  const prepare = () => {
+    if (statements !== undefined) return statements;
+    try {
+      db.exec(`PRAGMA busy_timeout = ${Math.ceil(options.lockTimeoutMs)}`);
+      if (options.wal) db.exec('PRAGMA journal_mode = WAL');
+      if (options.createTable) db.exec(sqliteTableSql(table));
+      statements = {
+        read: db.prepare(`SELECT state, expires_at FROM ${table} WHERE id = ?`),
+        now: db.prepare(`SELECT ${DB_NOW} AS now`),
+        upsert: db.prepare(
+          `INSERT INTO ${table} (id, state, expires_at) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET state = excluded.state, expires_at = excluded.expires_at`,
+        ),
+        remove: db.prepare(`DELETE FROM ${table} WHERE id = ?`),
+        sweep: db.prepare(`DELETE FROM ${table} WHERE id IN (SELECT id FROM ${table} WHERE expires_at <= ? LIMIT ?)`),
+      };
+      return statements;
+    } catch (error) {
+      throw sqliteError(error, table);
+    }
+  };
+
+  function update<T>(ids: readonly string[], nowMs: number, step: StateStep<T>): T {
+    const s = prepare();
+    const keys = ids.map((id) => Buffer.from(idHex(id), 'hex'));
+    try {
+      db.exec('BEGIN IMMEDIATE');
+    } catch (error) {
+      throw sqliteError(error, table);
+    }
+    try {
+      const states = keys.map((key) => {
+        const row = s.read.get(key) as { state: string; expires_at: number } | undefined;
+        return row === undefined ? undefined : ({ state: row.state, expiresAt: Number(row.expires_at) } as StoredState);
+      });
+      const now = clock === 'database' ? Number((s.now.get() as { now: number | bigint }).now) : nowMs;
+      const { writes, result } = step(states, now);
+      writes.forEach((w, i) => {
+        if (w === null) s.remove.run(keys[i]);
+        else if (w !== undefined) s.upsert.run(keys[i], w.state, w.expiresAt);
+      });
+      db.exec('COMMIT');
+      return result;
+    } catch (error) {
+      try {
+        db.exec('ROLLBACK');
+      } catch {
+        // No transaction left to roll back (SQLite ended it on the error).
+      }
+      throw sqliteError(error, table);
+    }
+  }
+
+  return {
+    name: 'sqlite',
+    update: async (ids, nowMs, step) => update(ids, nowMs, step),
+    async sweep(nowMs, max) {
+      const s = prepare();
+      const at = clock === 'database' ? Number((s.now.get() as { now: number | bigint }).now) : nowMs;
+      try {
+        return Number((s.sweep.run(at, max) as { changes?: number | bigint }).changes ?? 0);
+      } catch (error) {
+        throw sqliteError(error, table);
+      }
+    },
+    async ready() {
+      prepare();
+    },
+    async close() {},
+  };
+}
