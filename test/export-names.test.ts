@@ -52,6 +52,7 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
     'UNIT_MS',
     'createRulesEngine',
     'describeRules',
+    'explainRequest',
     'foldPath',
     'formatRuleIssue',
     'httpDescriptorsFor',

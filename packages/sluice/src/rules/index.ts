@@ -30,6 +30,8 @@ export type {
   RulesEngine,
   RulesEngineOptions,
 } from './engine-types.js';
+export type { ExplainedDescriptor, ExplainedLimit, MatchStep, RequestExplanation } from './explain-request.js';
+export { explainRequest } from './explain-request.js';
 export { httpDescriptorsFor } from './http/descriptors-for.js';
 export type { PathFolding } from './http/normalize-path.js';
 export { DEFAULT_PATH_FOLDING, foldPath, normalizePath } from './http/normalize-path.js';
