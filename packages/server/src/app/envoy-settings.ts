@@ -8,7 +8,7 @@
 import { join } from 'node:path';
 import type { RedisOptions } from '../backends/redis-backend.js';
 import type { LogLevel } from '../observability/logger.js';
-import { otlpFromEnv } from '../observability/tracing/otlp-exporter.js';
+import { otlpFromEnv } from '../observability/tracing/otlp-env.js';
 import {
   bad,
   type Env,

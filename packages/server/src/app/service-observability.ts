@@ -8,7 +8,6 @@ import type { Logger } from '../observability/logger.js';
 import type { ServiceMetrics } from '../observability/metrics.js';
 import { createDisabledMetrics, createMetrics } from '../observability/metrics.js';
 import { applyConstantLabels } from '../observability/stats/constant-labels.js';
-import { createOtlpExporter } from '../observability/tracing/otlp-exporter.js';
 import { createTracer, type Tracer } from '../observability/tracing/tracer.js';
 import type { ObservabilityOptions } from './service-options.js';
 import { storeStats } from './service-store.js';
@@ -25,7 +24,7 @@ export interface ServiceTelemetry {
   close(): Promise<void>;
 }
 
-/** Builds the metrics (none with `disableStats`) and, with `tracing`, the tracer and its OTLP exporter. */
+/** Builds the metrics (none with `disableStats`) and, with `tracing`, the tracer (OpenTelemetry SDK, OTLP). */
 export function createServiceTelemetry(
   options: ObservabilityOptions,
   hub: DecisionHub,
@@ -44,9 +43,8 @@ export function createServiceTelemetry(
   if (options.metricsLabels !== undefined) applyConstantLabels(metrics.registry, options.metricsLabels);
   const envoy = disabled || options.envoyStats === undefined ? undefined : createEnvoyTelemetry(options.envoyStats);
   const tracing = options.tracing;
-  const exporter = tracing === undefined ? undefined : createOtlpExporter({ ...tracing.otlp, logger });
-  const tracer =
-    tracing === undefined || exporter === undefined ? undefined : createTracer({ ...tracing, exporter, logger });
+  // The OpenTelemetry SDK is imported only here, when tracing is on.
+  const tracer = tracing === undefined ? undefined : createTracer({ ...tracing, logger });
   return {
     ...(envoy === undefined ? { metrics, listenerMetrics: metrics } : withEnvoyStats(metrics, envoy)),
     ...(tracer === undefined ? {} : { tracer }),
@@ -55,7 +53,6 @@ export function createServiceTelemetry(
       stopSeries();
       await envoy?.close();
       await tracer?.shutdown();
-      exporter?.close();
     },
   };
 }

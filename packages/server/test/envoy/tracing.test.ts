@@ -1,6 +1,6 @@
 /**
  * envoy ratelimit's TRACING_* settings against the real `sluice serve` in envoy mode: spans of decisions
- * exported over OTLP to receivers written here (OTLP/HTTP JSON on /v1/traces, and OTLP/gRPC
+ * exported by the OpenTelemetry SDK over OTLP to receivers written here (OTLP/HTTP JSON on /v1/traces, and OTLP/gRPC
  * TraceService/Export), the caller's trace continued from `traceparent` or B3, the caller's "not sampled"
  * honoured, TRACING_SAMPLING_RATE for new traces, and the resource attributes. No span is waited for by
  * time: an export is awaited as an event, and "no span" is shown by a later span's export (spans are
@@ -184,7 +184,8 @@ describe(`envoy tracing settings`, () => {
         {
           system: span.attributes['rpc.system'],
           method: span.attributes['rpc.method'],
-          code: span.attributes['rpc.grpc.status_code'],
+          // int64 in OTLP's JSON: a number or a decimal string, both are the mapping's.
+          code: String(span.attributes['rpc.grpc.status_code']),
           domain: span.attributes['ratelimit.domain'],
           overall: span.attributes['ratelimit.overall_code'],
         },

@@ -1,10 +1,10 @@
 /** The tracing options (envoy ratelimit's TRACING_* settings). */
-import type { OtlpOptions } from './otlp-exporter.js';
+import type { OtlpOptions } from './otlp-env.js';
 
 /** Tracing of decisions (envoy ratelimit's TRACING_* settings). */
 export interface TracingOptions {
   /** Where spans go. */
-  otlp: Omit<OtlpOptions, 'logger'>;
+  otlp: OtlpOptions;
   /** `service.name`. @default 'RateLimit' */
   serviceName?: string;
   /** `service.namespace`. */
