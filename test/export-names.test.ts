@@ -130,6 +130,8 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
     'tokenHeaders',
   ],
   'sluice/postgres': ['createPostgresStore', 'postgresTableSql'],
+  'sluice/mysql': ['createMySqlStore', 'mySqlTableSql'],
+  'sluice/sqlite': ['createSqliteStore', 'sqliteTableSql'],
   'sluice/testing': ['T0', 'createKitStore', 'runDifferential', 'runStoreConformance', 'storeConformance'],
 };
 

@@ -108,6 +108,15 @@ describe('sluice (the library) entry points', () => {
     assert.equal(typeof testing.storeConformance, 'function');
   });
 
+  it('sluice/mysql and sluice/sqlite are entry points (stores on the kit)', async () => {
+    const my = (await import('sluice/mysql')) as { createMySqlStore?: unknown; mySqlTableSql?: unknown };
+    assert.equal(typeof my.createMySqlStore, 'function');
+    assert.equal(typeof my.mySqlTableSql, 'function');
+    const lite = (await import('sluice/sqlite')) as { createSqliteStore?: unknown; sqliteTableSql?: unknown };
+    assert.equal(typeof lite.createSqliteStore, 'function');
+    assert.equal(typeof lite.sqliteTableSql, 'function');
+  });
+
   it('has at most one runtime dependency, yaml', () => {
     assert.deepEqual(Object.keys(lib.dependencies ?? {}), ['yaml']);
   });
