@@ -2,22 +2,20 @@
  * Parsing one `rate_limit` (or `rate_limits` item) into a validated policy: envoy ratelimit's `unit` and
  * `requests_per_unit`, plus sluice's `algorithm`, `period` and `burst`.
  */
-import { parseDuration } from '../../core/duration.js';
 import { isSluiceError } from '../../core/errors.js';
-import {
-  ALGORITHMS,
-  type AlgorithmName,
-  isAlgorithmName,
-  isBucketAlgorithm,
-  type ResolvedPolicy,
-  resolvePolicy,
-} from '../../core/policy.js';
+import { type AlgorithmName, type ResolvedPolicy, resolvePolicy } from '../../core/policy.js';
 import { RULE_ISSUE_CODES as C } from '../codes.js';
-import type { RuleLimit, Unit } from '../types.js';
-import { parseUnit, UNIT_MS, UNITS, unitOfPeriod } from '../units.js';
+import type { RuleLimit } from '../types.js';
+import { UNITS } from '../units.js';
+import {
+  parseAlgorithmAndBurst,
+  parseLimitTime,
+  parseRequestsPerUnit,
+  reportUnlimitedExtras,
+} from './parse-limit-fields.js';
 import { type Field, joinPath, type Node, type Reader } from './reader.js';
 
-const UNIT_LIST = UNITS.map((u) => u.toLowerCase()).join(', ');
+const _UNIT_LIST = UNITS.map((u) => u.toLowerCase()).join(', ');
 /** envoy ratelimit's `requests_per_unit` is a uint32. */
 const MAX_UINT32 = 4_294_967_295;
 
@@ -63,106 +61,17 @@ export function parseLimit(
   const unlimited = r.boolean(f.get('unlimited'), p('unlimited')) ?? false;
   const name = r.string(f.get('name'), p('name')) || undefined;
   const replaces = parseReplaces(r, f.get('replaces'), p('replaces'), name);
-  const unitField = f.get('unit');
-  const periodField = f.get('period');
+  const _unitField = f.get('unit');
+  const _periodField = f.get('period');
 
   if (unlimited) {
-    // envoy ratelimit refuses a unit with unlimited; a period is our spelling of a unit.
-    for (const field of [unitField, periodField]) {
-      if (field !== undefined && !isUnknownUnit(r, field)) {
-        r.report(C.unitWithUnlimited, `${p(field.name)}: remove it, an unlimited limit has no unit`, field.at);
-      }
-    }
-    for (const extra of ['algorithm', 'burst'] as const) {
-      const field = f.get(extra);
-      if (field) r.report(C.conflictingFields, `${p(extra)}: an unlimited limit takes no ${extra}`, field.at);
-    }
+    reportUnlimitedExtras(r, f, p);
     return { unlimited, ...(name === undefined ? {} : { name }), replaces };
   }
-
-  let periodMs: number | undefined;
-  let unit: Unit | undefined;
-  let timeOk = true;
-  if (unitField && periodField) {
-    r.report(C.conflictingFields, `${p('period')}: give either unit or period, not both`, periodField.at);
-    timeOk = false;
-  } else if (unitField) {
-    const raw = r.string(unitField, p('unit'));
-    unit = parseUnit(raw);
-    if (unit === undefined) {
-      if (raw !== undefined) {
-        r.report(C.unknownUnit, `${p('unit')}: '${raw}' is not a unit; use one of ${UNIT_LIST}`, unitField.at);
-      }
-      timeOk = false;
-    } else periodMs = UNIT_MS[unit];
-  } else if (periodField) {
-    const raw = r.scalar(periodField, p('period'));
-    if (raw === undefined) timeOk = false;
-    else {
-      try {
-        periodMs = parseDuration(raw, p('period'));
-        if (periodMs < 1) throw new RangeError('zero');
-        unit = unitOfPeriod(periodMs);
-      } catch {
-        r.report(
-          C.badDuration,
-          `${p('period')}: '${raw}' is not a duration; use e.g. '500ms', '10s', '5m', '1h', '1d' or a number of ms ≥ 1`,
-          periodField.at,
-        );
-        timeOk = false;
-      }
-    }
-  } else {
-    r.report(C.missingField, `${path}: needs a unit (${UNIT_LIST}) or a period (e.g. '5m')`, at);
-    timeOk = false;
-  }
-
-  // A missing requests_per_unit is 0, which blocks everything: that is what envoy ratelimit does with it.
-  let requestsPerUnit: number | undefined = 0;
-  const rpuField = f.get('requests_per_unit');
-  if (rpuField) {
-    requestsPerUnit = r.number(rpuField, p('requests_per_unit'));
-    if (requestsPerUnit !== undefined && (!Number.isInteger(requestsPerUnit) || requestsPerUnit < 0)) {
-      r.report(C.invalidLimit, `${p('requests_per_unit')}: ${requestsPerUnit} is not a whole number ≥ 0`, rpuField.at);
-      requestsPerUnit = undefined;
-    }
-  }
-
-  let algorithm: AlgorithmName = 'fixed-window';
-  let algorithmOk = true;
-  const algorithmField = f.get('algorithm');
-  if (algorithmField) {
-    const raw = r.string(algorithmField, p('algorithm'));
-    if (isAlgorithmName(raw)) algorithm = raw;
-    else {
-      algorithmOk = false;
-      if (raw !== undefined) {
-        r.report(
-          C.unknownAlgorithm,
-          `${p('algorithm')}: '${raw}' is not an algorithm; use one of ${ALGORITHMS.join(', ')}`,
-          algorithmField.at,
-        );
-      }
-    }
-  }
-
-  let burst: number | undefined;
-  let burstOk = true;
-  const burstField = f.get('burst');
-  if (burstField) {
-    burst = r.number(burstField, p('burst'));
-    if (burst === undefined) burstOk = false;
-    else if (algorithmOk && !isBucketAlgorithm(algorithm)) {
-      r.report(
-        C.invalidBurst,
-        `${p('burst')}: only token-bucket, leaky-bucket and gcra take a burst (this limit is ${algorithm}); add algorithm: token-bucket or remove burst`,
-        burstField.at,
-      );
-      burstOk = false;
-    }
-  }
-
-  if (!timeOk || requestsPerUnit === undefined || !algorithmOk || !burstOk || periodMs === undefined) {
+  const { periodMs, unit } = parseLimitTime(r, f, p, path, at);
+  const requestsPerUnit = parseRequestsPerUnit(r, f, p);
+  const { algorithm, burst, ok } = parseAlgorithmAndBurst(r, f, p);
+  if (requestsPerUnit === undefined || !ok || periodMs === undefined) {
     return { unlimited, ...(name === undefined ? {} : { name }), replaces };
   }
   const policy = buildPolicy(r, { algorithm, requestsPerUnit, periodMs, burst }, path, f, at);
@@ -184,11 +93,6 @@ export function parseLimit(
     id,
   };
   return { limit, unlimited, ...(name === undefined ? {} : { name }), replaces };
-}
-
-function isUnknownUnit(r: Reader, field: Field): boolean {
-  // `unit: unknown` is how envoy's proto spells "no unit"; envoy accepts it with unlimited.
-  return field.name === 'unit' && r.string(field, field.name)?.toUpperCase() === 'UNKNOWN';
 }
 
 function parseReplaces(r: Reader, field: Field | undefined, path: string, ownName: string | undefined): string[] {
