@@ -41,7 +41,14 @@ export function createServiceTelemetry(
         ...(options.maxDescriptorSeries === undefined ? {} : { maxSeries: options.maxDescriptorSeries }),
       });
   if (options.metricsLabels !== undefined) applyConstantLabels(metrics.registry, options.metricsLabels);
-  const envoy = disabled || options.envoyStats === undefined ? undefined : createEnvoyTelemetry(options.envoyStats);
+  const envoy =
+    disabled || options.envoyStats === undefined
+      ? undefined
+      : createEnvoyTelemetry({
+          // envoy's keys are bounded as sluice's per-value series are (--max-descriptor-series).
+          ...(options.maxDescriptorSeries === undefined ? {} : { maxSeries: options.maxDescriptorSeries }),
+          ...options.envoyStats,
+        });
   const tracing = options.tracing;
   // The OpenTelemetry SDK is imported only here, when tracing is on.
   const tracer = tracing === undefined ? undefined : createTracer({ ...tracing, logger });

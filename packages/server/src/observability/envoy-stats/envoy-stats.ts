@@ -97,6 +97,8 @@ export function createEnvoyStats(options: EnvoyStatsCountOptions = {}): EnvoySta
   };
   const totalRequests = serviceOf(`${SERVER_SCOPE}.${SHOULD_RATE_LIMIT_METHOD}.${TOTAL_REQUESTS}`);
   const unknownDomains = new Set<string>();
+  // Keys with series of their own (the overflow key is not one of them).
+  let own = 0;
   let samples: number[] = [];
   const make = (key: string): HitCounters => {
     const name = sanitizeStatName(key);
@@ -110,7 +112,10 @@ export function createEnvoyStats(options: EnvoyStatsCountOptions = {}): EnvoySta
     hitsOf(key) {
       const found = keys.get(key);
       if (found !== undefined) return found;
-      if (keys.size < maxSeries && key.length <= MAX_KEY_LENGTH) return make(key);
+      if (own < maxSeries && key.length <= MAX_KEY_LENGTH) {
+        own++;
+        return make(key);
+      }
       stats.overflowed++;
       return keys.get(OVERFLOW_KEY) ?? make(OVERFLOW_KEY);
     },
