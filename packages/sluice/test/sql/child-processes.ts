@@ -33,3 +33,24 @@ export function spawnLineChild(script: string, args: readonly string[]): LineChi
     },
   };
 }
+
+/** Tells children to leave and stops (by its own PID) any that has not within 10 s: a test never hangs a run. */
+export async function stopLineChildren(children: readonly LineChild[]): Promise<void> {
+  for (const child of children) {
+    child.send('exit');
+    child.process.stdin?.end();
+  }
+  await Promise.all(
+    children.map(
+      (c) =>
+        new Promise((resolve) => {
+          if (c.process.exitCode !== null) return resolve(undefined);
+          const timer = setTimeout(() => c.process.kill('SIGKILL'), 10_000);
+          c.process.once('exit', () => {
+            clearTimeout(timer);
+            resolve(undefined);
+          });
+        }),
+    ),
+  );
+}
