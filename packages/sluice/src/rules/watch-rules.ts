@@ -2,10 +2,9 @@
  * `watchRules`: hot reload of rule files. Directories are watched and changes debounced; a valid change is applied to
  * the engine with its counters kept, an invalid one is reported and changes nothing.
  */
-import { type FSWatcher, statSync, watch } from 'node:fs';
-import { dirname, resolve } from 'node:path';
 import { SluiceError } from '../core/errors.js';
 import { RULE_ISSUE_CODES } from './codes.js';
+import { DirectoryWatchers } from './directory-watchers.js';
 import type { RulesEngine } from './engine-types.js';
 import { type LoadRulesOptions, readSources, withReadIssues } from './load-rules.js';
 import { parseRules } from './parse-rules.js';
@@ -63,46 +62,13 @@ export function watchRules(paths: string | readonly string[], options: WatchRule
     });
   }
   const list = typeof paths === 'string' ? [paths] : [...paths];
-  const watchers = new Map<string, FSWatcher>();
+  const watchers = new DirectoryWatchers(list, () => schedule());
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<LoadResult> | undefined;
   let again = false;
   let closed = false;
   let lastSignature: string | undefined;
   let lastGood: RuleSet | undefined;
-
-  /** Directories to watch: each directory given, and the directory of each file given. */
-  function targets(): string[] {
-    return [
-      ...new Set(
-        list.map((p) => {
-          const full = resolve(p);
-          try {
-            return statSync(full).isDirectory() ? full : dirname(full);
-          } catch {
-            return dirname(full);
-          }
-        }),
-      ),
-    ];
-  }
-
-  function ensureWatching(): void {
-    for (const dir of targets()) {
-      if (watchers.has(dir)) continue;
-      try {
-        const w = watch(dir, { persistent: false }, schedule);
-        // A watched directory that disappears ends its watcher; the next reload tries to watch it again.
-        w.on('error', () => {
-          w.close();
-          watchers.delete(dir);
-        });
-        watchers.set(dir, w);
-      } catch {
-        // Not there (yet): the next reload tries again.
-      }
-    }
-  }
 
   function schedule(): void {
     if (closed) return;
@@ -151,7 +117,7 @@ export function watchRules(paths: string | readonly string[], options: WatchRule
       } finally {
         running = undefined;
       }
-      ensureWatching();
+      watchers.ensure();
       if (changed && !closed) report(outcome.result);
       return outcome.result;
     })();
@@ -166,7 +132,7 @@ export function watchRules(paths: string | readonly string[], options: WatchRule
     options.onReload(result);
   }
 
-  ensureWatching();
+  watchers.ensure();
   return {
     reload: () => run(true),
     get lastGood() {
@@ -175,8 +141,7 @@ export function watchRules(paths: string | readonly string[], options: WatchRule
     close() {
       closed = true;
       if (timer) clearTimeout(timer);
-      for (const w of watchers.values()) w.close();
-      watchers.clear();
+      watchers.close();
     },
   };
 }
