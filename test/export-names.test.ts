@@ -32,6 +32,7 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
     'isBucketAlgorithm',
     'isSluiceError',
     'leakyBucket',
+    'observeWithOpenTelemetry',
     'parseDuration',
     'resolveCost',
     'resolvePolicy',

@@ -39,6 +39,8 @@ export type {
 } from './limiter/create-limiter.js';
 export { createLimiter } from './limiter/create-limiter.js';
 export type { DecisionMessage } from './limiter/decision-channel.js';
+export type { OtelApi } from './limiter/opentelemetry.js';
+export { observeWithOpenTelemetry } from './limiter/opentelemetry.js';
 export type { LimiterOptions, LimitOptions, ResolvedLimit } from './limiter/options.js';
 export { resolveCost } from './limiter/options.js';
 export type {

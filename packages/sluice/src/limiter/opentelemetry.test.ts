@@ -1,6 +1,7 @@
 // Limiter decisions through @opentelemetry/api into a real SDK with in-memory exporters: the counter's and the span event's attributes, never the key.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import * as api from '@opentelemetry/api';
 import { context, metrics, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import {
@@ -12,7 +13,7 @@ import {
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { createManualClock } from '../core/clock.js';
 import { createLimiter } from './create-limiter.js';
-import { connectOpenTelemetry, DECISION_EVENT, REQUESTS_METRIC } from './opentelemetry.js';
+import { connectOpenTelemetry, DECISION_EVENT, observeWithOpenTelemetry, REQUESTS_METRIC } from './opentelemetry.js';
 
 const metricExporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
 const reader = new PeriodicExportingMetricReader({ exporter: metricExporter, exportIntervalMillis: 3_600_000 });
@@ -79,6 +80,16 @@ describe('OpenTelemetry', () => {
     );
     const exported = JSON.stringify([await counted(), span?.events]);
     assert.ok(!exported.includes('secret'), 'the key is never an attribute');
+  });
+
+  it('observeWithOpenTelemetry(api) after the automatic connection adds no second subscriber', async () => {
+    observeWithOpenTelemetry(api);
+    const limiter = createLimiter({ name: 'once', limit: 5, period: '1m', clock: createManualClock(0) });
+    limiter.checkSync('k');
+    const points = (await counted()).filter(([a]) => a['sluice.rate_limiting.policy'] === 'once');
+    assert.deepEqual(points, [
+      [{ 'sluice.rate_limiting.policy': 'once', 'sluice.rate_limiting.result': 'acquired' }, 1],
+    ]);
   });
 
   it('records an error with its code, and an unnamed limiter under its limits’ names', async () => {

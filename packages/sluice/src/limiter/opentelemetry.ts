@@ -9,8 +9,8 @@ export const DECISION_EVENT = 'sluice.rate_limiting.decision';
 
 type Attributes = Record<string, string | boolean>;
 
-/** The parts of `@opentelemetry/api` the bridge uses (a structural type: the library does not depend on it). */
-interface OtelApi {
+/** The parts of `@opentelemetry/api` sluice uses (a structural type: the library does not depend on the package). */
+export interface OtelApi {
   metrics: { getMeterProvider(): MeterProvider };
   trace: {
     getActiveSpan(): { isRecording(): boolean; addEvent(name: string, attributes: Attributes): unknown } | undefined;
@@ -34,6 +34,23 @@ const OTEL_GLOBAL = Symbol.for('opentelemetry.js.api.1');
 const OTEL_API = '@opentelemetry/api';
 
 let connection: Promise<boolean> | undefined;
+let subscribed = false;
+
+/**
+ * Records every limiter's decisions through the `@opentelemetry/api` module given, now: the explicit form
+ * of what sluice does by itself once an SDK is registered (that loads the API asynchronously, so checks in
+ * the first moments may pass unrecorded). Calling it again does nothing.
+ * @example
+ * import * as api from '@opentelemetry/api';
+ * import { observeWithOpenTelemetry } from 'sluice';
+ * observeWithOpenTelemetry(api); // after the SDK is set up
+ */
+export function observeWithOpenTelemetry(api: OtelApi): void {
+  if (subscribed) return;
+  subscribed = true;
+  connection = Promise.resolve(true);
+  decisionChannel.subscribe(recorder(api));
+}
 
 /**
  * Connects decisions to OpenTelemetry once an SDK has registered a meter or tracer provider: loads the API
@@ -47,7 +64,7 @@ export function connectOpenTelemetry(): Promise<boolean> | undefined {
   if (registered?.metrics === undefined && registered?.trace === undefined) return undefined;
   connection = (import(OTEL_API) as Promise<OtelApi & { default?: OtelApi }>).then(
     (api) => {
-      decisionChannel.subscribe(recorder(api.metrics === undefined && api.default !== undefined ? api.default : api));
+      observeWithOpenTelemetry(api.metrics === undefined && api.default !== undefined ? api.default : api);
       return true;
     },
     () => false,
