@@ -23,7 +23,9 @@ if (kind === 'mysql') {
 } else if (kind === 'sqlite') {
   const db = new Database(file as string);
   store = createSqliteStore({ db, ...options, lockTimeoutMs: 10_000 });
-  end = () => db.close();
+  end = () => {
+    db.close();
+  };
 } else throw new Error(`unknown store ${kind}`);
 await store.ready();
 
