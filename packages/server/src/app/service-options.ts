@@ -11,6 +11,7 @@ import type { MultiRegionOptions } from '../backends/multi-region-backend.js';
 import type { RedisOptions } from '../backends/redis-backend.js';
 import type { XdsOptions } from '../config/xds/xds-options.js';
 import type { ResponseHeaderStyle } from '../core/decide.js';
+import { type CaptureOptions, checkCaptureOptions } from '../observability/capture/capture-options.js';
 import type { EnvoyStatsOptions } from '../observability/envoy-stats/envoy-telemetry.js';
 import type { Logger, LogLevel } from '../observability/logger.js';
 import type { TracingOptions } from '../observability/tracing/tracing-options.js';
@@ -183,6 +184,8 @@ export interface ServiceOptions {
   /** Gateway mode (off without it). */
   gateway?: GatewayServiceOptions;
   observability?: ObservabilityOptions;
+  /** Write sampled decisions as NDJSON for `sluice replay` (`sluice serve --capture DIR`). @default off */
+  capture?: CaptureOptions;
 }
 
 /** True when `store` is a store to use as is, not options to build one. */
@@ -205,6 +208,7 @@ export function checkServiceOptions(options: ServiceOptions): void {
   if (options.xds !== undefined && options.config !== undefined && [options.config].flat().length > 0) {
     throw invalid('xds', 'give config files or an xDS server, not both');
   }
+  if (options.capture !== undefined) checkCaptureOptions(options.capture);
 }
 
 function invalid(option: string, message: string): SluiceError {

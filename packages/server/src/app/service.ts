@@ -21,6 +21,7 @@ import { createAdminAuth } from '../protocols/http/admin-auth.js';
 import { withEnvoyStats } from './envoy-stats-decider.js';
 import { createHealth } from './health.js';
 import { createMetricsServer, type Listening, listenDrained } from './listeners.js';
+import { type ServiceCapture, startServiceCapture } from './service-capture.js';
 import { createServiceGateway } from './service-gateway.js';
 import { startServiceGrpc } from './service-grpc.js';
 import { createServiceHttp } from './service-http.js';
@@ -70,6 +71,8 @@ interface Core {
   readonly lists: AccessLists;
   readonly hub: DecisionHub;
   readonly logger: Logger;
+  /** `--capture`: its writer, closed at shutdown. */
+  readonly capture?: ServiceCapture;
 }
 
 /**
@@ -133,6 +136,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
   const started: Listening[] = [];
   const shutdown = async () => {
     await Promise.all(started.map((s) => s.close(graceMs)));
+    await core.capture?.close();
     await backend.shutdown();
     await telemetry.close();
   };
@@ -212,7 +216,7 @@ async function buildCore(
     const feed = createRulesFeed(options, first, engine, metrics, logger);
     const lists = createAccessLists();
     const nearLimitRatio = options.observability?.nearLimitRatio;
-    const decided = createDecider({
+    const uncaptured = createDecider({
       engine,
       lists,
       hub,
@@ -222,9 +226,13 @@ async function buildCore(
       ...(options.dynamicMetadata === true ? { dynamicMetadata: true } : {}),
       ...(nearLimitRatio === undefined ? {} : { nearLimitRatio }),
     });
+    const parts = { decider: uncaptured, engine, clock, registry: metrics.registry, logger };
+    const capture = options.capture === undefined ? undefined : startServiceCapture(options.capture, parts);
+    const decided = capture?.decider ?? uncaptured;
     const counted = withEnvoyStats(decided, telemetry.envoy, engine, options);
     const decider = tracer === undefined ? counted : traceDecisions(counted, tracer);
-    return { backend, telemetry, engine, feed, decider, lists, hub, logger };
+    const captured = capture === undefined ? {} : { capture };
+    return { backend, telemetry, engine, feed, decider, lists, hub, logger, ...captured };
   } catch (error) {
     // A bad option must not leave a Redis connection holding the process open.
     await telemetry?.close();

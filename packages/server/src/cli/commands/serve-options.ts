@@ -12,6 +12,7 @@ import type { LogLevel, ServiceOptions } from '../../index.js';
 import { LOG_LEVELS } from '../../index.js';
 import { applyLimitFlags, LIMIT_FLAGS } from './limit-flags.js';
 import { MULTI_REGION_FLAGS, multiRegionOptions } from './serve-multi-region.js';
+import { applyCaptureFlags, CAPTURE_FLAGS } from './serve-capture.js';
 
 /** The parseArgs specs of `sluice serve`. */
 const SERVE_FLAGS = {
@@ -44,6 +45,7 @@ const SERVE_FLAGS = {
   'ports-file': { type: 'string' },
   ...MULTI_REGION_FLAGS,
   'envoy-compat': { type: 'boolean' },
+  ...CAPTURE_FLAGS,
 } as const;
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof SERVE_FLAGS }>>['values'];
@@ -79,6 +81,7 @@ export function serveOptions(
   applyDecisionFlags(values, options);
   applyServiceFlags(values, env, options);
   applyLimitFlags(values, options);
+  applyCaptureFlags(values, env, options, byteSize);
   const warnings = base?.warnings ?? [];
   const stray = envoy ? undefined : strayEnvoySettingsWarning(processEnv);
   if (stray !== undefined) warnings.push(stray);

@@ -1,0 +1,67 @@
+/**
+ * Turns sampled decisions into capture records (the NDJSON of `sluice replay`): the server's time, domain,
+ * descriptors (values hashed unless raw keys), cost, the deciding rule, the outcome and where it was asked.
+ * Sampling is by key, so a sampled key has every one of its requests in the capture.
+ */
+import type { RateLimitRequest, RateLimitResponse, RuleSet } from 'sluice/rules';
+import type { DecisionSource } from '../decision-events.js';
+import { createValueMasker } from './capture-keys.js';
+import { type CaptureOptions, DEFAULT_CAPTURE_SAMPLE } from './capture-options.js';
+
+/** Records decisions: `record` is called after every decision and writes the sampled ones as lines. */
+export type CaptureRecorder = (
+  request: RateLimitRequest,
+  response: RateLimitResponse,
+  source: DecisionSource,
+  atMs: number,
+  ruleSet: RuleSet,
+) => void;
+
+/** FNV-1a over the request's domain and entries: the same key always lands on the same side of the sample. */
+function keyHash(request: RateLimitRequest): number {
+  let h = 0x811c9dc5;
+  const mix = (s: string) => {
+    for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+    h = Math.imul(h ^ 0x1f, 0x01000193);
+  };
+  mix(request.domain);
+  for (const d of request.descriptors) {
+    for (const e of d.entries) {
+      mix(e.key);
+      mix(e.value);
+    }
+  }
+  return (h >>> 0) / 2 ** 32;
+}
+
+function decidingRule(response: RateLimitResponse): string | undefined {
+  const s = response.statuses.find((x) => x.code === 'OVER_LIMIT') ?? response.statuses.find((x) => x.currentLimit);
+  return s === undefined ? undefined : (s.ruleName ?? s.ruleId);
+}
+
+/** A recorder that hands each sampled record, as one JSON line, to `push`. */
+export function createCaptureRecorder(options: CaptureOptions, push: (line: string) => void): CaptureRecorder {
+  const sample = options.sample ?? DEFAULT_CAPTURE_SAMPLE;
+  const mask = options.rawKeys === true ? undefined : createValueMasker(options.secret);
+  return (request, response, source, atMs, ruleSet) => {
+    if (sample < 1 && (sample === 0 || keyHash(request) >= sample)) return;
+    const { domain } = request;
+    const descriptors = request.descriptors.map((d) => ({
+      entries: d.entries.map((e) => ({
+        key: e.key,
+        value: mask === undefined ? e.value : mask(ruleSet, domain, e.key, e.value),
+      })),
+    }));
+    const rule = decidingRule(response);
+    const record = {
+      t: atMs,
+      domain,
+      descriptors,
+      cost: request.hitsAddend || 1,
+      outcome: response.overallCode,
+      ...(rule === undefined ? {} : { rule }),
+      src: source,
+    };
+    push(JSON.stringify(record));
+  };
+}
