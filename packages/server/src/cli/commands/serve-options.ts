@@ -11,8 +11,8 @@ import { strayEnvoySettingsWarning } from '../../app/stray-envoy-settings.js';
 import type { LogLevel, ServiceOptions } from '../../index.js';
 import { LOG_LEVELS } from '../../index.js';
 import { applyLimitFlags, LIMIT_FLAGS } from './limit-flags.js';
-import { MULTI_REGION_FLAGS, multiRegionOptions } from './serve-multi-region.js';
 import { applyCaptureFlags, CAPTURE_FLAGS } from './serve-capture.js';
+import { MULTI_REGION_FLAGS, multiRegionOptions } from './serve-multi-region.js';
 
 /** The parseArgs specs of `sluice serve`. */
 const SERVE_FLAGS = {
