@@ -1,6 +1,22 @@
 /** The memory store's options checked (coded errors naming the option) and filled in with their defaults. */
 import { SluiceError } from '../../core/errors.js';
-import type { MemoryStoreOptions } from './memory-store.js';
+
+/** Options of the memory store. */
+export interface MemoryStoreOptions {
+  /**
+   * Most keys kept at once; past it one is forgotten, in the order that forgets least: a key whose
+   * state equals a fresh one, then the least used of a few least recently used, and a key at its limit
+   * or blocked only when nothing else is left. @default 1_000_000
+   */
+  maxKeys?: number;
+  /**
+   * Most bytes the store's state may take (keys, sliding logs, each policy's table, blocks, leases), estimated
+   * per key as measured in docs/limiter.md; past it keys are forgotten in the same order. @default 128 MiB
+   */
+  maxBytes?: number;
+  /** How often an unref'd timer frees expired keys, in ms; 0 turns the sweep off. @default 10_000 */
+  sweepIntervalMs?: number;
+}
 
 /** Checks the memory store's options; every field filled in. */
 export function resolveMemoryStoreOptions(options: MemoryStoreOptions): Required<MemoryStoreOptions> {

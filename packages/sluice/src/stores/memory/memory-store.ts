@@ -5,24 +5,9 @@ import type { Decision } from '../../core/decision.js';
 import type { ResolvedPolicy } from '../../core/policy.js';
 import type { Lease, LeaseDecision, Store, StoreItem } from '../store.js';
 import { MemoryDecider } from './memory-decider.js';
-import { resolveMemoryStoreOptions } from './memory-options.js';
+import { type MemoryStoreOptions, resolveMemoryStoreOptions } from './memory-options.js';
 
-/** Options of the memory store. */
-export interface MemoryStoreOptions {
-  /**
-   * Most keys kept at once; past it one is forgotten, in the order that forgets least: a key whose
-   * state equals a fresh one, then the least used of a few least recently used, and a key at its limit
-   * or blocked only when nothing else is left. @default 1_000_000
-   */
-  maxKeys?: number;
-  /**
-   * Most bytes the store's state may take (keys, sliding logs, each policy's table, blocks, leases), estimated
-   * per key as measured in docs/limiter.md; past it keys are forgotten in the same order. @default 128 MiB
-   */
-  maxBytes?: number;
-  /** How often an unref'd timer frees expired keys, in ms; 0 turns the sweep off. @default 10_000 */
-  sweepIntervalMs?: number;
-}
+export type { MemoryStoreOptions } from './memory-options.js';
 
 /** Counters of what the memory store did, for metrics and tests. */
 export interface MemoryStoreStats {

@@ -2,59 +2,21 @@
  * The Redis store: each decision one Lua script call (atomic, one round trip), with batching, deadlines and the local over-limit cache.
  */
 import type { Decision } from '../../core/decision.js';
-import type { SluiceError } from '../../core/errors.js';
 import type { ResolvedPolicy } from '../../core/policy.js';
 import { acceptsFallback, type Lease, type LeaseDecision, type Store, type StoreItem } from '../store.js';
-import { createTransport, type RedisClientLike } from './client.js';
+import { createTransport } from './client.js';
 import { blockKey, keyIdOf, stateKey, tagOf } from './keys.js';
 import { LocalCache } from './local-cache.js';
 import { createManyChecks } from './many-checks.js';
 import { createRedisLeases } from './redis-leases.js';
-import { resolveRedisStoreOptions } from './redis-options.js';
+import { type RedisStoreOptions, resolveRedisStoreOptions } from './redis-options.js';
+
+export type { RedisStoreOptions } from './redis-options.js';
+
 import { Runner } from './runner.js';
 import { createScriptCalls } from './script-calls.js';
 import { ALL_SCRIPTS } from './scripts.js';
 import { closedError, createSingleCheck } from './single-check.js';
-
-/** Options of {@link createRedisStore}. */
-export interface RedisStoreOptions {
-  /** An ioredis `Redis` or `Cluster`, or a node-redis client or cluster, already configured. */
-  client: RedisClientLike;
-  /** Prepended to every key; must not contain `{` or `}`. @default 'sluice:' */
-  prefix?: string;
-  /**
-   * Whose clock decides: `'server'` uses Redis's (`TIME`, or a stored key's expiry), so application
-   * servers with skewed clocks agree; `'client'` uses the `nowMs` the limiter passes (tests with a manual
-   * clock, or Redis versions that cannot write after `TIME` in a script). @default 'server'
-   */
-  clock?: 'server' | 'client';
-  /** Longest wait for Redis, in ms; past it the call fails with ERR_SLUICE_STORE_TIMEOUT. @default 50 */
-  timeoutMs?: number;
-  /**
-   * How long, from the store's creation, commands wait for the client's first connection (and the
-   * scripts' loading) instead of failing: the first requests of a process that starts under load are
-   * decided by Redis, exactly, not by the failure policy. 0 = never wait. A client that was connected
-   * and lost its connection still fails fast. @default 5000
-   */
-  connectTimeoutMs?: number;
-  /**
-   * Called with store failures (timeouts, Redis errors, a lost connection — reported once per outage,
-   * not once per call while the client is known to be down), e.g. to log or count them.
-   */
-  onError?: (error: SluiceError) => void;
-  /**
-   * Answer keys known to be over their limit in-process, without a round trip, until they can pass
-   * again. `{ maxKeys }` bounds it. @default true (10 000 keys)
-   */
-  localCache?: boolean | { maxKeys?: number };
-  /**
-   * Send the checks that arrive in the same event-loop turn as one script call per algorithm (and the multi-limit
-   * checks as one more): independent decisions, in arrival order, with fewer commands for Redis and for
-   * the client to encode — and under a burst one reply instead of hundreds queued behind each other,
-   * which would each risk the timeout. @default true
-   */
-  batch?: boolean;
-}
 
 /** What a Redis store did, for metrics, tests and benchmarks. */
 export interface RedisStoreStats {

@@ -4,18 +4,11 @@
  * no Node built-ins, so it runs on Bun, Deno and Cloudflare Workers too.
  */
 import { SluiceError } from '../../core/errors.js';
-import { type PostContext, postBatch, type Unit } from './post-batch.js';
-import type { CappedBody } from './read-capped.js';
-import type { WireItem, WireResult } from './wire.js';
+import { type FetchLike, type PostContext, postBatch, type Unit } from './post-batch.js';
 
-/**
- * The part of `fetch` the store uses. The answer is read through `body` (a ReadableStream) so its size
- * can be capped while it arrives; a fetch whose responses have no `body` is read with `text()`.
- */
-export type FetchLike = (
-  url: string,
-  init: { method: string; headers: Record<string, string>; body: Uint8Array; signal: AbortSignal },
-) => Promise<{ ok: boolean; status: number; text(): Promise<string> } & CappedBody>;
+export type { FetchLike } from './post-batch.js';
+
+import type { WireItem, WireResult } from './wire.js';
 
 export interface BatcherOptions {
   url: string;

@@ -3,9 +3,17 @@
  * size capped, each caller handed its own results, failures turned into coded store errors.
  */
 import { SluiceError } from '../../core/errors.js';
-import type { FetchLike } from './batcher.js';
 import { type CappedBody, readCapped } from './read-capped.js';
 import { checkResults, type WireItem, type WireResult } from './wire.js';
+
+/**
+ * The part of `fetch` the store uses. The answer is read through `body` (a ReadableStream) so its size
+ * can be capped while it arrives; a fetch whose responses have no `body` is read with `text()`.
+ */
+export type FetchLike = (
+  url: string,
+  init: { method: string; headers: Record<string, string>; body: Uint8Array; signal: AbortSignal },
+) => Promise<{ ok: boolean; status: number; text(): Promise<string> } & CappedBody>;
 
 /** Operations sent together by one caller (a group must not be split). */
 export interface Unit {

@@ -2,63 +2,15 @@
  * The remote store: decisions asked of a running `sluice serve` over HTTP (`/v1/check`), batched, with bounded answers.
  */
 import type { Decision } from '../../core/decision.js';
-import type { SluiceError } from '../../core/errors.js';
 import type { ResolvedPolicy } from '../../core/policy.js';
 import { LocalCache } from '../redis/local-cache.js';
 import type { Lease, LeaseDecision, Store, StoreItem } from '../store.js';
-import { type Batcher, createBatcher, type FetchLike } from './batcher.js';
-import { resolveRemoteStoreOptions } from './remote-options.js';
-import { policyPart, releaseItem, toDecision, toLeaseDecision, type WireItem, type WireResult } from './wire.js';
+import { type Batcher, createBatcher } from './batcher.js';
+import { type RemoteStoreOptions, resolveRemoteStoreOptions } from './remote-options.js';
 
-/** Options of {@link createRemoteStore}. */
-export interface RemoteStoreOptions {
-  /**
-   * Where `sluice serve` answers HTTP, e.g. `'http://127.0.0.1:8080'` (its `/v1/check` is appended),
-   * or the full URL of `/v1/check` behind a proxy.
-   */
-  url: string | URL;
-  /**
-   * Longest wait for the service, in ms; past it the call fails with ERR_SLUICE_STORE_TIMEOUT and the
-   * limiter's `fail` policy answers. Longer than the Redis store's 50 ms because the service is usually
-   * across a network, often from an edge region: a first request also pays for the TLS handshake.
-   * @default 1000
-   */
-  timeoutMs?: number;
-  /**
-   * Whose clock decides: `'server'` uses the service's clock (instances with skewed clocks agree);
-   * `'client'` sends the `nowMs` the limiter passes, for tests with a manual clock — the service must
-   * run with `--client-clock`. @default 'server'
-   */
-  clock?: 'server' | 'client';
-  /** Extra request headers, e.g. `authorization` for a proxy in front of the service. */
-  headers?: Readonly<Record<string, string>>;
-  /** The fetch to use (a Cloudflare service binding's `fetch`, or a test's). @default globalThis.fetch */
-  fetch?: FetchLike;
-  /**
-   * Send the operations that arrive together (callers resumed by the same reply, several limits of one
-   * request) as one HTTP request. @default true
-   */
-  batch?: boolean;
-  /** Most operations in one HTTP request (the service takes at most 1000). @default 100 */
-  maxBatch?: number;
-  /**
-   * Most bytes of an answer per operation in the request (a batch of 100 may answer with 100 times
-   * this). A longer answer is cut off as it arrives, the connection dropped, and the operations fail as
-   * a store failure (`ERR_SLUICE_STORE_UNAVAILABLE`): the limiter's `fail` policy answers. A result is
-   * about 150 bytes, so this only matters against a broken or hostile server or proxy, which could
-   * otherwise stream an endless body into this process (edge runtimes have 128 MB). From 1024 to 2^24.
-   * @default 4096
-   */
-  maxResponseBytesPerCheck?: number;
-  /** Called with store failures (timeouts, HTTP errors, a refused connection), once per outage. */
-  onError?: (error: SluiceError) => void;
-  /**
-   * Answer keys known to be over their limit in-process, without a request, until they can pass again
-   * (the Redis store's local cache): a flood on one key does not become load on the service.
-   * `{ maxKeys }` bounds it. @default true (10 000 keys)
-   */
-  localCache?: boolean | { maxKeys?: number };
-}
+export type { RemoteStoreOptions } from './remote-options.js';
+
+import { policyPart, releaseItem, toDecision, toLeaseDecision, type WireItem, type WireResult } from './wire.js';
 
 /** What a remote store did, for metrics, tests and benchmarks. */
 export interface RemoteStoreStats {
