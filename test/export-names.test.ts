@@ -41,7 +41,7 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
     'systemClock',
     'tokenBucket',
   ],
-  'sluice/redis': ['createRedisStore', 'escapeKey', 'slotOf'],
+  'sluice/redis': ['createRedisReservationRecords', 'createRedisStore', 'escapeKey', 'slotOf'],
   'sluice/rules': [
     'DEFAULT_PATH_FOLDING',
     'MAX_REPORTED_ISSUES',

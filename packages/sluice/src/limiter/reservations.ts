@@ -7,6 +7,7 @@
 import type { Clock } from '../core/clock.js';
 import { type Duration, parseDuration } from '../core/duration.js';
 import { SluiceError } from '../core/errors.js';
+import type { ReservationRecords } from '../stores/reservation-records.js';
 import type { LimiterDecision } from './limiter-decision.js';
 import type { LimiterKey } from './limiter-key.js';
 
@@ -25,6 +26,13 @@ export interface ReservationOptions {
   onExpire?: 'charge' | 'refund';
   /** Reservations held at once; past it the oldest expires early (by `onExpire`). @default 100000 */
   maxOutstanding?: number;
+  /**
+   * Records of pending reservations kept in the store (`createRedisReservationRecords` of
+   * `sluice/redis`): a reservation a process never settled — it crashed — is charged or refunded by
+   * `onExpire` by the next process that sweeps (at most once a second per process, on its calls), and a
+   * settle by id works from any process. @default none: reservations live in this process
+   */
+  reservationStore?: ReservationRecords;
 }
 
 /** Why a settle or cancel did nothing. Answers, not exceptions: they come mid-request. */
@@ -146,6 +154,8 @@ export function createReservationBook<C>(
   clock: Clock,
 ): Reservations<C> {
   const { ttlMs, onExpire, max } = resolveOptions(options);
+  const records = options.reservationStore;
+  if (records !== undefined) return createRecordedBook(account, records, { ttlMs, onExpire, max }, clock);
   // One TTL for all, so insertion order is expiry order: the sweep reads from the front.
   const held = new Map<string, Held<C>>();
   const finished = new Map<string, SettleRefusal>();
@@ -195,7 +205,7 @@ export function createReservationBook<C>(
       const decision = await account.take(key, cost);
       const expiresAt = clock.now() + ttlMs;
       if (!decision.allowed) return rejected<C>(decision, expiresAt);
-      const id = `${(++sequence).toString(36)}.${Math.random().toString(36).slice(2, 10)}`;
+      const id = newId(++sequence);
       held.set(id, { key, cost, expiresAt });
       return {
         allowed: true,
@@ -211,6 +221,120 @@ export function createReservationBook<C>(
     sweep,
     get outstanding() {
       return held.size;
+    },
+  };
+}
+
+const newId = (sequence: number) =>
+  `${sequence.toString(36)}.${Math.random().toString(36).slice(2, 10)}${Math.random().toString(36).slice(2, 10)}`;
+
+interface Resolved {
+  ttlMs: number;
+  onExpire: 'charge' | 'refund';
+  max: number;
+}
+
+/** How often a process claims expired records of every process (its own lapse on its next call anyway). */
+const CLAIM_EVERY_MS = 1000;
+const CLAIM_BATCH = 100;
+
+/**
+ * The book with store-side records: the record, not this process's table, says whether a reservation
+ * is pending — taken out once, by a settle or by the sweep that claims it after its expiry.
+ */
+function createRecordedBook<C>(
+  account: ReservationAccount<C>,
+  records: ReservationRecords,
+  { ttlMs, onExpire, max }: Resolved,
+  clock: Clock,
+): Reservations<C> {
+  const mine = new Map<string, number>(); // id -> expiresAt, of this process's pending reservations
+  const finished = new Map<string, SettleRefusal>();
+  let sequence = 0;
+  let claimedAt = Number.NEGATIVE_INFINITY;
+  const remember = (id: string, code: SettleRefusal) => {
+    mine.delete(id);
+    finished.set(id, code);
+    if (finished.size > max) finished.delete(finished.keys().next().value as string);
+  };
+  const lapse = async (id: string, record: string) => {
+    remember(id, 'ERR_SLUICE_RESERVATION_EXPIRED');
+    const held = JSON.parse(record) as Held<C>;
+    if (onExpire === 'refund') await account.giveBack(held.key, held.cost);
+  };
+  const sweep = async (force = false) => {
+    const now = clock.now();
+    let n = 0;
+    let due = force || now - claimedAt >= CLAIM_EVERY_MS;
+    for (const expiresAt of mine.values()) {
+      if (expiresAt <= now) due = true;
+      break;
+    }
+    if (!due) return 0;
+    claimedAt = now;
+    for (const { id, record } of await records.takeExpired(now, CLAIM_BATCH)) {
+      await lapse(id, record);
+      n++;
+    }
+    // Own reservations past their time that another process claimed: handled there.
+    for (const [id, expiresAt] of mine) {
+      if (expiresAt > now) break;
+      remember(id, 'ERR_SLUICE_RESERVATION_EXPIRED');
+    }
+    return n;
+  };
+  const finish = async (id: string, actual: C | undefined): Promise<SettleResult<C>> => {
+    const bad = actual === undefined ? undefined : account.invalid(actual);
+    if (bad !== undefined) return refusal('ERR_SLUICE_INVALID_COST', `${bad}; the reservation stays open`);
+    await sweep();
+    const record = typeof id === 'string' && id !== '' ? await records.take(id) : undefined;
+    if (record === undefined) {
+      // Ours, but gone from the store: claimed as expired by another process, or settled there by id.
+      const at = mine.get(id);
+      const gone =
+        at === undefined
+          ? undefined
+          : at <= clock.now()
+            ? 'ERR_SLUICE_RESERVATION_EXPIRED'
+            : 'ERR_SLUICE_RESERVATION_SETTLED';
+      const code = finished.get(id) ?? gone;
+      if (code !== undefined) remember(id, code);
+      return refusal(code ?? 'ERR_SLUICE_RESERVATION_UNKNOWN', whyNot(code, onExpire));
+    }
+    remember(id, 'ERR_SLUICE_RESERVATION_SETTLED');
+    const entry = JSON.parse(record) as Held<C>;
+    const outcome = await account.settle(entry.key, entry.cost, actual ?? account.zero);
+    return { ok: true, reserved: entry.cost, ...outcome };
+  };
+  return {
+    async reserve(key, { cost }) {
+      await sweep();
+      if (mine.size >= max) {
+        const oldest = mine.keys().next().value as string;
+        const record = await records.take(oldest);
+        if (record === undefined) remember(oldest, 'ERR_SLUICE_RESERVATION_EXPIRED');
+        else await lapse(oldest, record);
+      }
+      const decision = await account.take(key, cost);
+      const expiresAt = clock.now() + ttlMs;
+      if (!decision.allowed) return rejected<C>(decision, expiresAt);
+      const id = newId(++sequence);
+      try {
+        await records.add(id, expiresAt, JSON.stringify({ key, cost, expiresAt }));
+      } catch (error) {
+        // Not recorded, so not settleable: what it took goes back, and the store's failure is the caller's.
+        await account.giveBack(key, cost);
+        throw error;
+      }
+      mine.set(id, expiresAt);
+      const settle = (actual: C) => finish(id, actual);
+      return { allowed: true, decision, id, expiresAt, settle, cancel: () => finish(id, undefined) };
+    },
+    settle: (id, actual) => finish(id, actual),
+    cancel: (id) => finish(id, undefined),
+    sweep: () => sweep(true),
+    get outstanding() {
+      return mine.size;
     },
   };
 }
