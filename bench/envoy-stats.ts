@@ -9,10 +9,11 @@
  */
 import { spawn } from 'node:child_process';
 import { createSocket } from 'node:dgram';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fmt, table } from './lib/measure.js';
+import { cpuSeconds } from './lib/proc-cpu.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const CLI = ['--import', 'tsx', resolve(ROOT, 'packages/server/src/cli/main.ts')];
@@ -64,12 +65,6 @@ async function serve(env: Record<string, string>): Promise<{ pid: number; grpc: 
         child.kill('SIGTERM');
       }),
   };
-}
-
-/** CPU seconds (user + system) a process has used, from /proc/<pid>/stat. */
-function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 /** decisions/s, and the service's CPU µs per decision (which the load generator's share of the cores does not change). */

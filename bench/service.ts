@@ -23,6 +23,7 @@ import { join, resolve } from 'node:path';
 import { encodeRateLimitRequestFrame } from '../packages/server/src/rls/wire.js';
 import { startRedis } from '../test/helpers/redis-server.js';
 import { fmt, table } from './lib/measure.js';
+import { cpuSeconds } from './lib/proc-cpu.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 /** The CLI as this file runs: compiled (npm run bench) or from source through tsx. */
@@ -117,12 +118,6 @@ async function serve(args: string[]): Promise<Service> {
         child.kill('SIGTERM');
       }),
   };
-}
-
-/** CPU seconds (user + system) a process has used, from /proc/<pid>/stat. */
-function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 interface BenchJson {
