@@ -19,6 +19,7 @@ import { DEFAULT_MAX_BODY_BYTES, sendJson } from '../protocols/http/respond.js';
 import { createStaticHandler, DASHBOARD_DIR } from '../protocols/http/static-files.js';
 import { createAdminActions } from './admin-actions.js';
 import type { HealthReport } from './health.js';
+import { createServiceExplain } from './service-explain.js';
 import type { ServiceOptions } from './service-options.js';
 
 /** The parts of a running service the HTTP API answers from. */
@@ -71,6 +72,7 @@ export function createServiceHttp(options: ServiceOptions, parts: HttpParts): Se
       lists,
       actions: createAdminActions({ engine, store, clock, config }),
       maxBodyBytes,
+      explain: createServiceExplain(options, parts),
     }),
     routes: dataRoutes(options, parts),
     ...(dashboardDir === false ? {} : { staticFiles: createStaticHandler(dashboardDir) }),

@@ -24,6 +24,8 @@ export interface AdminRoutesOptions {
   lists: AccessLists;
   actions: AdminActions;
   maxBodyBytes: number;
+  /** `POST /admin/explain` (see explain-route.ts); absent: 404. */
+  explain?: (body: unknown) => Promise<unknown>;
 }
 
 const LISTS = new Set<ListName>(['allow', 'deny']);
@@ -35,6 +37,7 @@ const LISTS = new Set<ListName>(['allow', 'deny']);
  * - `POST /admin/reload`
  * - `GET /admin/lists`, `GET|POST /admin/lists/{allow|deny}`, `DELETE /admin/lists/{allow|deny}/{id}`
  * - `POST /admin/keys/inspect`, `POST /admin/keys/reset`
+ * - `POST /admin/explain`
  */
 export function createAdminRoutes(options: AdminRoutesOptions) {
   const { auth, lists, actions, maxBodyBytes } = options;
@@ -84,6 +87,10 @@ export function createAdminRoutes(options: AdminRoutesOptions) {
       const body = await readJson(req, maxBodyBytes);
       const result = name === 'inspect' ? await actions.inspect(body) : await actions.reset(body);
       return reply(200, result);
+    }
+    if (group === 'explain' && parts.length === 1 && options.explain !== undefined) {
+      allow(method, ['POST']);
+      return reply(200, await options.explain(await readJson(req, maxBodyBytes)));
     }
     throw notFound(pathname);
   };
