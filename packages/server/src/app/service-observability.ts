@@ -7,6 +7,7 @@ import { createEnvoyTelemetry, type EnvoyTelemetry } from '../observability/envo
 import type { Logger } from '../observability/logger.js';
 import type { ServiceMetrics } from '../observability/metrics.js';
 import { createDisabledMetrics, createMetrics } from '../observability/metrics.js';
+import { startOtelMetrics } from '../observability/otel-metrics/otel-metrics.js';
 import { applyConstantLabels } from '../observability/stats/constant-labels.js';
 import { createTracer, type Tracer } from '../observability/tracing/tracer.js';
 import type { ObservabilityOptions } from './service-options.js';
@@ -52,6 +53,9 @@ export function createServiceTelemetry(
   const tracing = options.tracing;
   // The OpenTelemetry SDK is imported only here, when tracing is on.
   const tracer = tracing === undefined ? undefined : createTracer({ ...tracing, logger });
+  // Likewise the metrics SDK, with OTEL_METRICS_EXPORTER=otlp: decisions pushed over OTLP beside Prometheus.
+  const otelMetrics =
+    options.otelMetrics === undefined ? undefined : startOtelMetrics(options.otelMetrics, hub, logger);
   return {
     ...(envoy === undefined ? { metrics, listenerMetrics: metrics } : withEnvoyStats(metrics, envoy)),
     ...(tracer === undefined ? {} : { tracer }),
@@ -60,6 +64,7 @@ export function createServiceTelemetry(
       stopSeries();
       await envoy?.close();
       await tracer?.shutdown();
+      await otelMetrics?.close();
     },
   };
 }

@@ -14,6 +14,7 @@ import type { ResponseHeaderStyle } from '../core/decide.js';
 import { type CaptureOptions, checkCaptureOptions } from '../observability/capture/capture-options.js';
 import type { EnvoyStatsOptions } from '../observability/envoy-stats/envoy-telemetry.js';
 import type { Logger, LogLevel } from '../observability/logger.js';
+import type { OtelMetricsOptions } from '../observability/otel-metrics/otel-metrics-options.js';
 import type { TracingOptions } from '../observability/tracing/tracing-options.js';
 import type { GatewayLimits } from '../protocols/gateway/gateway-limits.js';
 import type { KeepaliveOptions } from '../protocols/grpc/grpc-server.js';
@@ -131,6 +132,8 @@ export interface ObservabilityOptions {
   nearLimitRatio?: number;
   /** OpenTelemetry tracing of decisions, exported over OTLP (envoy's TRACING_*). @default off */
   tracing?: TracingOptions;
+  /** Decision counts pushed over OTLP by the OpenTelemetry SDK, beside Prometheus (OTEL_METRICS_EXPORTER=otlp). @default off */
+  otelMetrics?: OtelMetricsOptions;
   /**
    * envoy ratelimit's own stats (statsd over UDP, its Prometheus names on `metricsListener`), set by envoy
    * mode from USE_STATSD, STATSD_*, USE_PROMETHEUS and EXTRA_TAGS. sluice's metrics are unchanged. @default off

@@ -10,6 +10,7 @@ import type { StoreOptions } from '../../app/service-options.js';
 import { strayEnvoySettingsWarning } from '../../app/stray-envoy-settings.js';
 import type { LogLevel, ServiceOptions } from '../../index.js';
 import { LOG_LEVELS } from '../../index.js';
+import { otelMetricsFromEnv } from '../../observability/otel-metrics/otel-metrics-options.js';
 import { applyLimitFlags, LIMIT_FLAGS } from './limit-flags.js';
 import { applyCaptureFlags, CAPTURE_FLAGS } from './serve-capture.js';
 import { MULTI_REGION_FLAGS, multiRegionOptions } from './serve-multi-region.js';
@@ -82,6 +83,9 @@ export function serveOptions(
   applyServiceFlags(values, env, options);
   applyLimitFlags(values, options);
   applyCaptureFlags(values, env, options, byteSize);
+  // OpenTelemetry's own variables, in either mode: OTEL_METRICS_EXPORTER=otlp pushes decisions over OTLP.
+  const otelMetrics = otelMetricsFromEnv(processEnv);
+  if (otelMetrics !== undefined) options.observability = { ...options.observability, otelMetrics };
   const warnings = base?.warnings ?? [];
   const stray = envoy ? undefined : strayEnvoySettingsWarning(processEnv);
   if (stray !== undefined) warnings.push(stray);

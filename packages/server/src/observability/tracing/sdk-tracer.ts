@@ -28,6 +28,7 @@ import {
 import type { Logger } from '../logger.js';
 import type { AttributeValue } from './call-span.js';
 import type { OtlpOptions } from './otlp-env.js';
+import { throttled } from './throttled-warning.js';
 import { type Carrier, headerNames, headerOf } from './trace-context.js';
 import type { TracingOptions } from './tracing-options.js';
 
@@ -53,17 +54,6 @@ const getter: TextMapGetter<Carrier> = { get: headerOf, keys: headerNames };
 
 /** W3C `traceparent` wins over B3 (the composite's last propagator that finds a parent sets it), as in envoy ratelimit. */
 const propagator = new CompositePropagator({ propagators: [new B3Propagator(), new W3CTraceContextPropagator()] });
-
-/** At most one warning a minute from one source: a dead collector must not flood the log. */
-function throttled(logger: Logger | undefined): (fields: Record<string, unknown>, message: string) => void {
-  let lastMs = Number.NEGATIVE_INFINITY;
-  return (fields, message) => {
-    const now = Date.now();
-    if (now - lastMs < 60_000) return;
-    lastMs = now;
-    logger?.warn(fields, message);
-  };
-}
 
 /** The OTLP exporter for `otlp.protocol`, its failures logged (throttled): spans of a failed export are dropped. */
 async function createExporter(otlp: OtlpOptions, logger: Logger | undefined): Promise<SpanExporter> {
