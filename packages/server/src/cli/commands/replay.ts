@@ -1,34 +1,85 @@
-/** `sluice replay`: decide captured requests again under a candidate rule file and report what would change. */
+/** `sluice replay`: decide captured requests (or access-log lines) again under a candidate rule file and report what would change. */
 import { createReadStream } from 'node:fs';
-import { createInterface } from 'node:readline';
+import { readFile, writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { loadRules, type RuleSet } from 'sluice/rules';
 import { formatIssues } from '../../index.js';
-import { type CaptureProblem, readCapture } from '../../tools/replay/capture-record.js';
-import { recommendLimits } from '../../tools/replay/recommend.js';
-import { type ReplayTally, requestKey, startReplay } from '../../tools/replay/replay.js';
+import {
+  ACCESS_LOG_FORMATS,
+  type AccessLogFormat,
+  type DescriptorMapping,
+  parseAccessLine,
+  parseMapping,
+} from '../../tools/replay/access-log.js';
+import { boundedLines } from '../../tools/replay/bounded-lines.js';
+import {
+  type CaptureProblem,
+  type CaptureRecord,
+  MAX_CAPTURE_LINE,
+  parseCaptureLine,
+  readCapture,
+} from '../../tools/replay/capture-record.js';
+import { renderReplayHtml } from '../../tools/replay/html-report.js';
+import { type Recommendation, recommendLimits } from '../../tools/replay/recommend.js';
+import { type ReplayResult, type ReplayTally, requestKey, startReplay } from '../../tools/replay/replay.js';
+import { ReplaySeries } from '../../tools/replay/replay-series.js';
 import type { Command, CommandIo } from '../command.js';
 
-const HELP = `usage: sluice replay CAPTURE... --rules FILE [--baseline FILE] [--window 1m] [--top 20]
+const HELP = `usage: sluice replay FILE... --rules FILE [--baseline FILE] [--out report.html] [--window 1m] [--top 20]
+       sluice replay ACCESS_LOG... --format nginx|envoy|json --map FIELD=KEY[,FIELD=KEY]... --domain D --rules FILE
 
-Decides every captured request (NDJSON, one decision a line) again under the candidate rules on a
-virtual clock, and reports admitted and rejected under each side, per rule and per key, and the
-requests that flip. Without --baseline the baseline is what was decided live. Bad lines (cut short by a
-crash, corrupt) are reported by file:line and skipped. Also suggests a limit per --window from the
-observed per-key peaks (p50, p90, p99, max) with the share of keys and requests each would refuse.
+Decides every captured request (NDJSON from sluice serve --capture, one decision a line) again under the
+candidate rules on a virtual clock, and reports admitted and rejected under each side, per rule and per
+key, and the requests that flip. Without --baseline the baseline is what was decided live (for access
+logs: status 429 is rejected). Bad lines (cut short by a crash, corrupt, over 64 KiB) are reported by
+file:line and skipped. Also suggests a limit per --window from the observed per-key peaks (p50, p90, p99,
+max) with the share of keys and requests each would refuse.
 
 options:
-  --rules FILE     the candidate rules (file or directory)
-  --baseline FILE  rules to compare with instead of the live outcomes
-  --window DUR     the window of the suggested limits (default 1m): 1s, 1m, 1h
-  --top N          keys listed, most flips first (default 20)
-  -h, --help       show this help
+  --rules FILE       the candidate rules (file or directory)
+  --baseline FILE    rules to compare with instead of the live outcomes
+  --out FILE         also write an HTML report with charts over time (self-contained)
+  --format F         capture (default), nginx (combined), envoy (default access log format), json (lines)
+  --map SPEC         access logs: one descriptor from log fields, e.g. remote_addr=remote_address or
+                     method=method,path=path (entries of one descriptor); repeat for more descriptors
+  --map-file FILE    the same, one SPEC a line
+  --domain D         access logs: the domain of the requests (default: the rules' only domain)
+  --window DUR       the window of the suggested limits (default 1m): 1s, 1m, 1h, 1d
+  --top N            keys listed, most flips first (default 20)
+  -h, --help         show this help
 
-example:
-  sluice replay capture/*.ndjson --rules stricter.yaml
+examples:
+  sluice replay capture/*.ndjson --rules stricter.yaml --out report.html
+  sluice replay access.log --format nginx --map remote_addr=remote_address --rules edge.yaml
 `;
 
 const WINDOWS: Readonly<Record<string, number>> = { '1s': 1000, '1m': 60_000, '1h': 3_600_000, '1d': 86_400_000 };
+/** Most descriptors a mapping may build (each --map is one). */
+const MAX_MAPPINGS = 64;
+
+interface Values {
+  rules?: string;
+  baseline?: string;
+  window?: string;
+  top?: string;
+  out?: string;
+  format?: string;
+  map?: string[];
+  'map-file'?: string;
+  domain?: string;
+}
+
+const FLAGS = {
+  rules: { type: 'string' },
+  baseline: { type: 'string' },
+  window: { type: 'string' },
+  top: { type: 'string' },
+  out: { type: 'string' },
+  format: { type: 'string' },
+  map: { type: 'string', multiple: true },
+  'map-file': { type: 'string' },
+  domain: { type: 'string' },
+} as const;
 
 async function rulesOf(path: string, io: CommandIo): Promise<RuleSet | undefined> {
   const loaded = await loadRules([path]);
@@ -37,36 +88,81 @@ async function rulesOf(path: string, io: CommandIo): Promise<RuleSet | undefined
   return undefined;
 }
 
+/** How each line is read: a capture record, or an access-log line through the mappings (a message when the flags are wrong). */
+async function lineParser(
+  values: Values,
+  candidate: RuleSet,
+): Promise<((line: string) => CaptureRecord | string) | string> {
+  const format = values.format ?? 'capture';
+  if (format === 'capture') return parseCaptureLine;
+  if (!(ACCESS_LOG_FORMATS as readonly string[]).includes(format)) {
+    return `--format: use capture, ${ACCESS_LOG_FORMATS.join(', ')}`;
+  }
+  const specs = [...(values.map ?? [])];
+  if (values['map-file'] !== undefined) {
+    const text = await readFile(values['map-file'], 'utf8');
+    specs.push(...text.split('\n').filter((l) => l.trim() !== '' && !l.trim().startsWith('#')));
+  }
+  if (specs.length === 0 || specs.length > MAX_MAPPINGS) return `--map: give 1 to ${MAX_MAPPINGS} mappings`;
+  const mappings: DescriptorMapping[] = [];
+  for (const spec of specs) {
+    const mapping = parseMapping(spec);
+    if (typeof mapping === 'string') return mapping;
+    mappings.push(mapping);
+  }
+  const domain = values.domain ?? (candidate.domains.size === 1 ? [...candidate.domains.keys()][0] : undefined);
+  if (domain === undefined) return '--domain: the rules have several domains; say which the log is of';
+  return (line) => parseAccessLine(line, format as AccessLogFormat, domain, mappings);
+}
+
 const row = (name: string, t: ReplayTally) =>
   `${name}\t${t.baselineAdmitted}/${t.baselineRejected}\t${t.admitted}/${t.rejected}\t+${t.newlyRejected} -${t.newlyAdmitted}`;
+
+function printReport(
+  io: CommandIo,
+  result: ReplayResult,
+  flipped: readonly (readonly [string, ReplayTally])[],
+  rec: Recommendation,
+  labels: { side: string; window: string; top: number },
+): void {
+  io.out(
+    `${result.requests} requests replayed\n\nrule\t${labels.side} admitted/rejected\tcandidate admitted/rejected\tflips (+rejected -admitted)`,
+  );
+  io.out(row('(all)', result.total));
+  for (const [name, t] of result.byRule) io.out(row(name, t));
+  io.out(`\n${flipped.length} of ${result.byKey.size} keys flip; the first ${Math.min(labels.top, flipped.length)}:`);
+  for (const [key, t] of flipped.slice(0, labels.top)) io.out(row(key, t));
+  io.out(`\nsuggested limits per ${labels.window} (per-key peaks over ${rec.keys} keys):`);
+  const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
+  for (const s of rec.suggestions) {
+    io.out(
+      `${s.percentile}\t${s.limit}\trefuses ${pct(s.keysRejected)} of keys, ${pct(s.requestsRejected)} of requests`,
+    );
+  }
+}
+
+function parse(argv: readonly string[], io: CommandIo): { values: Values; files: string[] } | undefined {
+  try {
+    const parsed = parseArgs({ args: [...argv], strict: true, allowPositionals: true, options: FLAGS });
+    return { values: parsed.values, files: parsed.positionals };
+  } catch (error) {
+    io.err(`sluice replay: ${(error as Error).message}\n\n${HELP}`);
+    return undefined;
+  }
+}
 
 /** `sluice replay`. */
 export const replayCommand: Command = {
   name: 'replay',
-  summary: 'decide a capture again under candidate rules: what flips, per rule and per key; suggested limits',
+  summary:
+    'decide a capture or access log again under candidate rules: what flips, per rule and per key; suggested limits',
   help: HELP,
   async run(argv, io) {
-    let values: { rules?: string; baseline?: string; window?: string; top?: string };
-    let files: string[];
-    try {
-      const parsed = parseArgs({
-        args: [...argv],
-        strict: true,
-        allowPositionals: true,
-        options: {
-          rules: { type: 'string' },
-          baseline: { type: 'string' },
-          window: { type: 'string' },
-          top: { type: 'string' },
-        },
-      });
-      values = parsed.values;
-      files = parsed.positionals;
-    } catch (error) {
-      io.err(`sluice replay: ${(error as Error).message}\n\n${HELP}`);
-      return 2;
-    }
-    const windowMs = WINDOWS[values.window ?? '1m'];
+    const parsed = parse(argv, io);
+    if (parsed === undefined) return 2;
+    const { values, files } = parsed;
+    const window = values.window ?? '1m';
+    const windowMs = WINDOWS[window];
     const top = Number(values.top ?? 20);
     if (
       files.length === 0 ||
@@ -81,13 +177,19 @@ export const replayCommand: Command = {
     const candidate = await rulesOf(values.rules, io);
     const baseline = values.baseline === undefined ? undefined : await rulesOf(values.baseline, io);
     if (candidate === undefined || (values.baseline !== undefined && baseline === undefined)) return 1;
+    const parseLine = await lineParser(values, candidate);
+    if (typeof parseLine === 'string') {
+      io.err(`sluice replay: ${parseLine}`);
+      return 2;
+    }
     const run = startReplay(candidate, baseline);
+    const series = new ReplaySeries();
     const problems: CaptureProblem[] = [];
     const observed: { t: number; key: string; cost: number }[] = [];
     for (const file of files) {
-      const lines = createInterface({ input: createReadStream(file), crlfDelay: Number.POSITIVE_INFINITY });
-      for await (const record of readCapture(lines, file, (p) => problems.push(p))) {
-        run.add(record);
+      const lines = boundedLines(createReadStream(file), MAX_CAPTURE_LINE);
+      for await (const record of readCapture(lines, file, (p) => problems.push(p), parseLine)) {
+        series.add(record.t, run.add(record));
         observed.push({ t: record.t, key: requestKey(record), cost: record.cost });
       }
     }
@@ -95,22 +197,23 @@ export const replayCommand: Command = {
     if (problems.length > 0) io.err(`${problems.length} bad line${problems.length === 1 ? '' : 's'} skipped`);
     const result = run.result();
     const side = baseline === undefined ? 'live' : 'baseline';
-    io.out(
-      `${result.requests} requests replayed\n\nrule\t${side} admitted/rejected\tcandidate admitted/rejected\tflips (+rejected -admitted)`,
-    );
-    io.out(row('(all)', result.total));
-    for (const [name, t] of result.byRule) io.out(row(name, t));
     const flipped = [...result.byKey].filter(([, t]) => t.newlyRejected + t.newlyAdmitted > 0);
     flipped.sort(([, a], [, b]) => b.newlyRejected + b.newlyAdmitted - (a.newlyRejected + a.newlyAdmitted));
-    io.out(`\n${flipped.length} of ${result.byKey.size} keys flip; the first ${Math.min(top, flipped.length)}:`);
-    for (const [key, t] of flipped.slice(0, top)) io.out(row(key, t));
-    const rec = recommendLimits(observed, windowMs);
-    io.out(`\nsuggested limits per ${values.window ?? '1m'} (per-key peaks over ${rec.keys} keys):`);
-    for (const s of rec.suggestions) {
-      const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
-      io.out(
-        `${s.percentile}\t${s.limit}\trefuses ${pct(s.keysRejected)} of keys, ${pct(s.requestsRejected)} of requests`,
-      );
+    const recommendation = recommendLimits(observed, windowMs);
+    printReport(io, result, flipped, recommendation, { side, window, top });
+    if (values.out !== undefined) {
+      const shown = flipped.slice(0, top);
+      const html = renderReplayHtml({
+        result,
+        series,
+        recommendation,
+        side,
+        window,
+        flipped: shown,
+        problems: problems.length,
+      });
+      await writeFile(values.out, html);
+      io.out(`\nreport: ${values.out}`);
     }
     return 0;
   },

@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import { createReadStream, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { describe, it } from 'node:test';
+import { boundedLines } from './bounded-lines.js';
 import { type CaptureProblem, type CaptureRecord, MAX_CAPTURE_LINE, readCapture } from './capture-record.js';
 
 const good = (t: number, outcome = 'OK') =>
@@ -30,8 +30,8 @@ describe('readCapture', () => {
       writeFileSync(file, lines.join('\n'));
       const problems: CaptureProblem[] = [];
       const records: CaptureRecord[] = [];
-      const rl = createInterface({ input: createReadStream(file), crlfDelay: Number.POSITIVE_INFINITY });
-      for await (const r of readCapture(rl, file, (p) => problems.push(p))) records.push(r);
+      const read = boundedLines(createReadStream(file, { highWaterMark: 1024 }), MAX_CAPTURE_LINE);
+      for await (const r of readCapture(read, file, (p) => problems.push(p))) records.push(r);
       assert.deepEqual(
         records.map((r) => [r.t, r.outcome, r.cost]),
         [

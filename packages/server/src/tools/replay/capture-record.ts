@@ -68,18 +68,20 @@ export function parseCaptureLine(line: string): CaptureRecord | string {
 
 /**
  * Reads the records of `lines` (one capture file, `source` naming it in problems), handing every bad line
- * to `onProblem` and going on. Blank lines are skipped silently (a file may end with one).
+ * to `onProblem` and going on. Blank lines are skipped silently (a file may end with one); `null` is a line
+ * the splitter found too long (boundedLines). `parse` reads other formats (access logs).
  */
 export async function* readCapture(
-  lines: AsyncIterable<string> | Iterable<string>,
+  lines: AsyncIterable<string | null> | Iterable<string | null>,
   source: string,
   onProblem: (problem: CaptureProblem) => void,
+  parse: (line: string) => CaptureRecord | string = parseCaptureLine,
 ): AsyncGenerator<CaptureRecord> {
   let n = 0;
   for await (const line of lines) {
     n++;
-    if (line.trim() === '') continue;
-    const record = parseCaptureLine(line);
+    if (line !== null && line.trim() === '') continue;
+    const record = line === null ? `line longer than ${MAX_CAPTURE_LINE} bytes` : parse(line);
     if (typeof record === 'string') onProblem({ source, line: n, message: record });
     else yield record;
   }

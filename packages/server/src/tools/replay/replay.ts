@@ -93,9 +93,17 @@ export function requestKey(record: CaptureRecord): string {
   return `${record.domain}|${ds.join(';')}`;
 }
 
+/** How one record was decided under each side. */
+export interface ReplayStep {
+  readonly rejected: boolean;
+  readonly baselineRejected: boolean;
+  /** The rule that decided under the candidate (else the baseline's; `(none)`). */
+  readonly rule: string;
+}
+
 /** A replay in progress: feed it records in time order, then read the result. */
 export interface ReplayRun {
-  add(record: CaptureRecord): void;
+  add(record: CaptureRecord): ReplayStep;
   result(): ReplayResult;
 }
 
@@ -116,9 +124,11 @@ export function startReplay(candidate: RuleSet, baseline?: RuleSet): ReplayRun {
       const now = cand.decide(record);
       const before =
         base === undefined ? { rejected: record.outcome === 'OVER_LIMIT', rule: undefined } : base.decide(record);
+      const rule = now.rule ?? before.rule ?? '(none)';
       count(total, now.rejected, before.rejected);
-      count(tallyOf(byRule, now.rule ?? before.rule ?? '(none)'), now.rejected, before.rejected);
+      count(tallyOf(byRule, rule), now.rejected, before.rejected);
       count(tallyOf(byKey, requestKey(record)), now.rejected, before.rejected);
+      return { rejected: now.rejected, baselineRejected: before.rejected, rule };
     },
     result: () => ({ requests, total, byRule, byKey }),
   };
