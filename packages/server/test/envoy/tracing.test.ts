@@ -76,21 +76,26 @@ function collector() {
   };
 }
 
-/** An OTLP/HTTP receiver: JSON bodies posted to /v1/traces. */
+/** An OTLP/HTTP receiver: JSON bodies posted to /v1/traces, and the metric names posted to /v1/metrics. */
 async function httpReceiver() {
   const spans = collector();
+  const metricNames = new Set<string>();
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      if (req.url === '/v1/traces' && req.headers['content-type'] === 'application/json') {
-        spans.add(JSON.parse(Buffer.concat(chunks).toString()));
-        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-      } else res.writeHead(404).end();
+      if (req.headers['content-type'] !== 'application/json') return void res.writeHead(415).end();
+      const body = JSON.parse(Buffer.concat(chunks).toString());
+      if (req.url === '/v1/traces') spans.add(body);
+      else if (req.url === '/v1/metrics') {
+        for (const rm of body.resourceMetrics ?? [])
+          for (const sm of rm.scopeMetrics ?? []) for (const m of sm.metrics ?? []) metricNames.add(m.name);
+      } else return void res.writeHead(404).end();
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { ...spans, port: (server.address() as AddressInfo).port, close: () => server.close() };
+  return { ...spans, metricNames, port: (server.address() as AddressInfo).port, close: () => server.close() };
 }
 
 /** An OTLP/gRPC receiver: TraceService/Export, decoded from the shipped proto. */
@@ -170,8 +175,11 @@ describe(`envoy tracing settings`, () => {
       TRACING_SERVICE_INSTANCE_ID: 'pod-1',
       OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${receiver.port}`,
       OTEL_BSP_SCHEDULE_DELAY: '50',
+      // OTel metrics beside Prometheus, to the same collector: pushed at least once, at shutdown.
+      OTEL_METRICS_EXPORTER: 'otlp',
     });
     const rls = rlsWithMetadata(svc.sluice.grpc);
+    let stopped = false;
     try {
       assert.equal(await rls.ask({ traceparent: `00-${id(1)}-${PARENT}-00` }), 'OK'); // caller: not sampled
       assert.equal(await rls.ask({ traceparent: `00-${TRACE}-${PARENT}-01` }), 'OK');
@@ -214,9 +222,15 @@ describe(`envoy tracing settings`, () => {
       });
       assert.equal(res.status, 200);
       assert.equal((await receiver.find((s) => s.traceId === id(3))).name, 'POST /json');
-    } finally {
       rls.close();
+      stopped = true;
       assert.equal(await svc.stop(), 0);
+      assert.ok(receiver.metricNames.has('sluice.decisions'), [...receiver.metricNames].join());
+    } finally {
+      if (!stopped) {
+        rls.close();
+        assert.equal(await svc.stop(), 0);
+      }
       receiver.close();
       runtime.dispose();
     }
