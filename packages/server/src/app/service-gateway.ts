@@ -7,6 +7,7 @@ import { createClientIpResolver } from 'sluice/http';
 import type { RulesEngine } from 'sluice/rules';
 import type { AccessLists } from '../core/access-lists.js';
 import type { Decider } from '../core/decide.js';
+import type { DecisionHub } from '../observability/decision-events.js';
 import type { Logger } from '../observability/logger.js';
 import type { ServiceMetrics } from '../observability/metrics.js';
 import { createTrustCheck } from '../protocols/gateway/forwarding.js';
@@ -23,6 +24,7 @@ export interface GatewayParts {
   /** Where the rules' `llm:` token budgets count. */
   readonly store: Store;
   readonly clock: Clock;
+  readonly hub: DecisionHub;
 }
 
 /** The gateway's server (not listening yet), or undefined without `options`. */
@@ -35,10 +37,10 @@ export function createServiceGateway(options: GatewayServiceOptions | undefined,
   });
   const trustsPeer = createTrustCheck(options.trustProxy);
   const adaptive = options.adaptive === undefined ? undefined : createAdaptiveLimiter(options.adaptive);
-  const { store, clock, ...shared } = parts;
+  const { store, clock, hub, ...shared } = parts;
   const server: Server = createGateway({
     ...shared,
-    llm: { store, clock },
+    llm: { store, clock, hub },
     upstream,
     // A module-level header reader: no closure made per gateway request.
     clientIp: (req) => resolver.clientIp(req.socket.remoteAddress, req, requestHeader),

@@ -120,7 +120,7 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
     adminAuth,
     ...(backend.regions === undefined ? {} : { regions: backend.regions }),
   });
-  const gateway = createServiceGateway(options.gateway, { engine, decider, lists, metrics, logger, store, clock });
+  const gateway = createServiceGateway(options.gateway, { engine, decider, lists, metrics, logger, store, clock, hub });
   const adaptive = gateway?.adaptive;
   if (adaptive !== undefined) registerAdaptiveMetrics(metrics.registry, 'gateway', () => adaptive.stats());
   if (feed.awaitingXds()) {

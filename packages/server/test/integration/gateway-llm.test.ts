@@ -160,6 +160,11 @@ describe('gateway llm: openai upstream', { timeout: 60_000 }, () => {
     assert.match(metrics, /^sluice_llm_requests_total\{settled="usage"\} [1-9]/m);
     assert.match(metrics, /^sluice_llm_requests_total\{settled="estimate"\} [1-9]/m);
     assert.match(metrics, /^sluice_llm_requests_total\{settled="refused"\} 1$/m);
+    // The dashboard's keys show each key's tokens beside its requests (the key hashed, then masked).
+    const top = await fetch(`http://127.0.0.1:${gw.sluice.http}/api/top-keys?n=100`).then((r) => r.text());
+    assert.match(top, /llm:totalTokens/);
+    assert.match(top, /llm:requests/);
+    assert.ok(!top.includes('Bearer'));
   });
 });
 

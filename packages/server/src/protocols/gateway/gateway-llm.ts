@@ -7,6 +7,7 @@
 import type { Agent, ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
 import { isSluiceError } from 'sluice';
 import { createUsageTap, type TokenReservation, type Usage, type UsageReading, type UsageTap } from 'sluice/llm';
+import { type DecisionHub, outcomeOf } from '../../observability/decision-events.js';
 import type { LlmMetrics } from '../../observability/llm-metrics.js';
 import type { Logger } from '../../observability/logger.js';
 import type { ServiceMetrics } from '../../observability/metrics.js';
@@ -27,6 +28,8 @@ export interface LlmProxyOptions {
   readonly logger: Logger;
   readonly upstreamTimeoutMs: number;
   readonly llmMetrics: LlmMetrics;
+  /** Where each reservation's decision per limit is published (the dashboard's keys: tokens beside requests). */
+  readonly hub?: DecisionHub;
   answer(res: ServerResponse, a: GatewayAnswer): void;
   trustsPeer(req: IncomingMessage): boolean;
 }
@@ -73,6 +76,7 @@ async function reserveAndForward(options: LlmProxyOptions, target: UpstreamTarge
   }
   const request = llmRequestOf(body);
   const reservation = await budget.limiter.reserve(key, request);
+  if (options.hub !== undefined) publish(options.hub, key, reservation);
   const headers = { ...call.admitted.headers, ...budget.limiter.headers(reservation.decision) };
   if (!reservation.allowed) {
     options.llmMetrics.settled('refused');
@@ -89,6 +93,21 @@ async function reserveAndForward(options: LlmProxyOptions, target: UpstreamTarge
   }
   forward(options, target, call, { request, reservation, headers });
 }
+
+/** One decision event per limit of a reservation, under the hashed key: `llm:requests`, `llm:totalTokens`, ... */
+function publish(hub: DecisionHub, key: string, reservation: TokenReservation): void {
+  const atMs = Date.now();
+  for (const { name, decision: d } of reservation.decision.results ?? []) {
+    const outcome = outcomeOf(d.allowed, d.limit, d.remaining);
+    hub.emit({ source: 'gateway', domain: 'llm', rule: `llm:${name}`, key, outcome, ...limitOf(d), atMs });
+  }
+}
+
+const limitOf = (d: { limit: number; remaining: number; resetMs: number }) => ({
+  limit: d.limit,
+  remaining: d.remaining,
+  resetMs: d.resetMs,
+});
 
 interface Reserved {
   readonly request: LlmRequest;

@@ -9,6 +9,7 @@ import type { AdaptiveLimiter } from 'sluice/adaptive';
 import type { RulesEngine } from 'sluice/rules';
 import type { AccessLists } from '../../core/access-lists.js';
 import type { Decider } from '../../core/decide.js';
+import type { DecisionHub } from '../../observability/decision-events.js';
 import { registerLlmMetrics } from '../../observability/llm-metrics.js';
 import type { Logger } from '../../observability/logger.js';
 import type { ServiceMetrics } from '../../observability/metrics.js';
@@ -48,7 +49,7 @@ export interface GatewayOptions {
   /** The upstream's adaptive concurrency limit (`--adaptive`): past it, requests are answered 503. */
   adaptive?: AdaptiveLimiter;
   /** Where the rules' `llm:` token budgets count, and their clock; without it an `llm:` section is not applied. */
-  llm?: { store: Store; clock: Clock };
+  llm?: { store: Store; clock: Clock; hub?: DecisionHub };
 }
 
 /**
@@ -81,7 +82,15 @@ export function createGateway(options: GatewayOptions): Server {
   const llmMetrics = llmBudget && registerLlmMetrics(metrics.registry, () => llmBudget.outstanding());
   const llmProxy =
     llmMetrics &&
-    createLlmProxy({ ...options, agent, slots, upstreamTimeoutMs: limits.upstreamTimeoutMs, answer, llmMetrics });
+    createLlmProxy({
+      ...options,
+      agent,
+      slots,
+      upstreamTimeoutMs: limits.upstreamTimeoutMs,
+      answer,
+      llmMetrics,
+      ...(options.llm?.hub === undefined ? {} : { hub: options.llm.hub }),
+    });
   const { proxy, close } = createProxy({
     ...options,
     agent,
