@@ -10,7 +10,10 @@
  * watcher — a client that does not read keeps only the newest status waiting, as grpc-go's health server
  * does, so a never-reading client holds a few bytes, not a growing queue.
  */
+
+import { coalescedRun } from '../../support/coalesced-run.js';
 import type { GrpcHealthCheck, WatchStatus } from './health-service.js';
+import { WatchSlots } from './watch-slots.js';
 
 export type { WatchStatus };
 
@@ -76,17 +79,15 @@ interface Entry {
 
 /** Creates the Watch hub. The poll timer runs only while a watch is open, and never holds the process. */
 export function createHealthWatch(options: HealthWatchOptions): HealthWatch {
-  const maxWatches = options.maxWatches ?? 1000;
-  const perConnection = options.maxWatchesPerConnection ?? 16;
-  const perClient = options.maxWatchesPerClient ?? 64;
+  const slots = new WatchSlots({
+    maxWatches: options.maxWatches ?? 1000,
+    perConnection: options.maxWatchesPerConnection ?? 16,
+    perClient: options.maxWatchesPerClient ?? 64,
+  });
   const pollMs = options.pollMs ?? 1000;
   const entries = new Set<Entry>();
-  const byConnection = new Map<unknown, number>();
-  const byClient = new Map<string, number>();
   let timer: NodeJS.Timeout | undefined;
   let closed = false;
-  let running: Promise<void> | undefined;
-  let again = false;
   let generation = 0;
 
   const statusOf = async (service: string): Promise<WatchStatus> => {
@@ -97,33 +98,9 @@ export function createHealthWatch(options: HealthWatchOptions): HealthWatch {
     }
   };
 
-  function offer(entry: Entry, status: WatchStatus, from: number): void {
-    if (!entries.has(entry) || from < entry.generation) return;
-    entry.generation = from;
-    if (entry.blocked) {
-      entry.pending = status === entry.sent ? undefined : status;
-      return;
-    }
-    if (status === entry.sent) return;
-    entry.sent = status;
-    entry.pending = undefined;
-    try {
-      if (!entry.sink.write(status)) entry.blocked = true;
-    } catch {
-      // The stream went between its close event and this write; its close() forgets it.
-    }
-  }
-
   function forget(entry: Entry): void {
     if (!entries.delete(entry)) return;
-    const left = (byConnection.get(entry.connection) ?? 1) - 1;
-    if (left === 0) byConnection.delete(entry.connection);
-    else byConnection.set(entry.connection, left);
-    if (entry.client !== undefined) {
-      const fromClient = (byClient.get(entry.client) ?? 1) - 1;
-      if (fromClient === 0) byClient.delete(entry.client);
-      else byClient.set(entry.client, fromClient);
-    }
+    slots.give(entry.connection, entry.client);
     if (entries.size === 0 && timer !== undefined) {
       clearInterval(timer);
       timer = undefined;
@@ -140,33 +117,15 @@ export function createHealthWatch(options: HealthWatchOptions): HealthWatch {
     }
     for (const entry of snapshot) {
       const status = await (statuses.get(entry.service) as Promise<WatchStatus>);
-      if (!closed) offer(entry, status, from);
+      if (!closed) offer(entries, entry, status, from);
     }
   }
 
-  function refresh(): Promise<void> {
-    if (running !== undefined) {
-      again = true;
-      return running;
-    }
-    running = (async () => {
-      do {
-        again = false;
-        await evaluate();
-      } while (again && !closed);
-    })().finally(() => {
-      running = undefined;
-    });
-    return running;
-  }
+  const refresh = coalescedRun(evaluate, () => closed);
 
   return {
     open(service, connection, sink, client) {
-      const onConnection = byConnection.get(connection) ?? 0;
-      const fromClient = client === undefined ? 0 : (byClient.get(client) ?? 0);
-      if (closed || entries.size >= maxWatches || onConnection >= perConnection || fromClient >= perClient) {
-        return undefined;
-      }
+      if (closed || !slots.take(connection, client)) return undefined;
       const entry: Entry = {
         service,
         connection,
@@ -178,8 +137,6 @@ export function createHealthWatch(options: HealthWatchOptions): HealthWatch {
         generation: 0,
       };
       entries.add(entry);
-      byConnection.set(connection, onConnection + 1);
-      if (client !== undefined) byClient.set(client, fromClient + 1);
       if (timer === undefined) {
         timer = setInterval(() => void refresh(), pollMs);
         timer.unref();
@@ -187,13 +144,13 @@ export function createHealthWatch(options: HealthWatchOptions): HealthWatch {
       // The first message is the status now; later ones come from refresh() when it changes.
       const from = ++generation;
       void statusOf(service).then((status) => {
-        if (!closed) offer(entry, status, from);
+        if (!closed) offer(entries, entry, status, from);
       });
       return {
         drained() {
           entry.blocked = false;
           const pending = entry.pending;
-          if (pending !== undefined) offer(entry, pending, entry.generation);
+          if (pending !== undefined) offer(entries, entry, pending, entry.generation);
         },
         close: () => forget(entry),
       };
@@ -219,4 +176,25 @@ export function createHealthWatch(options: HealthWatchOptions): HealthWatch {
       return entries.size;
     },
   };
+}
+
+/**
+ * Offers a watcher a status from evaluation `from`: written at once unless it is the one sent, kept as the one
+ * pending while the stream is full (only the newest waits), dropped when an older evaluation arrives late.
+ */
+function offer(entries: ReadonlySet<Entry>, entry: Entry, status: WatchStatus, from: number): void {
+  if (!entries.has(entry) || from < entry.generation) return;
+  entry.generation = from;
+  if (entry.blocked) {
+    entry.pending = status === entry.sent ? undefined : status;
+    return;
+  }
+  if (status === entry.sent) return;
+  entry.sent = status;
+  entry.pending = undefined;
+  try {
+    if (!entry.sink.write(status)) entry.blocked = true;
+  } catch {
+    // The stream went between its close event and this write; its close() forgets it.
+  }
 }
