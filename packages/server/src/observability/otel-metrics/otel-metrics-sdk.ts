@@ -1,9 +1,9 @@
 /** The OpenTelemetry metrics SDK pushing decision counts over OTLP (HTTP JSON or gRPC); imported only when OTEL_METRICS_EXPORTER=otlp. */
-import { credentials, Metadata } from '@grpc/grpc-js';
 import { ExportResultCode } from '@opentelemetry/core';
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
 import { MeterProvider, PeriodicExportingMetricReader, type PushMetricExporter } from '@opentelemetry/sdk-metrics';
 import type { Logger } from '../logger.js';
+import { grpcExporterConfig } from '../tracing/grpc-exporter-config.js';
 import { throttled } from '../tracing/throttled-warning.js';
 import type { DecisionTally } from './decision-tally.js';
 import type { OtelMetricsOptions } from './otel-metrics-options.js';
@@ -16,15 +16,7 @@ async function createExporter(options: OtelMetricsOptions, logger: Logger | unde
   let exporter: PushMetricExporter;
   if (options.protocol === 'grpc') {
     const { OTLPMetricExporter } = await import('@opentelemetry/exporter-metrics-otlp-grpc');
-    const metadata = new Metadata();
-    for (const [k, v] of Object.entries(options.headers)) metadata.set(k, v);
-    const secure = new URL(options.endpoint).protocol === 'https:';
-    exporter = new OTLPMetricExporter({
-      url: options.endpoint,
-      metadata,
-      timeoutMillis,
-      credentials: secure ? credentials.createSsl() : credentials.createInsecure(),
-    });
+    exporter = new OTLPMetricExporter(grpcExporterConfig(options.endpoint, options.headers, timeoutMillis));
   } else {
     const { OTLPMetricExporter } = await import('@opentelemetry/exporter-metrics-otlp-http');
     exporter = new OTLPMetricExporter({ url: options.endpoint, headers: { ...options.headers }, timeoutMillis });

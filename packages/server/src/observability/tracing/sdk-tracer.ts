@@ -5,7 +5,6 @@
  * trace-context and B3 propagators. Nothing is registered globally: the service's tracer is its own.
  */
 import { randomUUID } from 'node:crypto';
-import { credentials, Metadata } from '@grpc/grpc-js';
 import {
   type Context,
   DiagLogLevel,
@@ -27,6 +26,7 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import type { Logger } from '../logger.js';
 import type { AttributeValue } from './call-span.js';
+import { grpcExporterConfig } from './grpc-exporter-config.js';
 import type { OtlpOptions } from './otlp-env.js';
 import { throttled } from './throttled-warning.js';
 import { type Carrier, headerNames, headerOf } from './trace-context.js';
@@ -61,15 +61,7 @@ async function createExporter(otlp: OtlpOptions, logger: Logger | undefined): Pr
   let exporter: SpanExporter;
   if (otlp.protocol === 'grpc') {
     const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-grpc');
-    const metadata = new Metadata();
-    for (const [k, v] of Object.entries(otlp.headers ?? {})) metadata.set(k, v);
-    const secure = new URL(otlp.endpoint).protocol === 'https:';
-    exporter = new OTLPTraceExporter({
-      url: otlp.endpoint,
-      metadata,
-      timeoutMillis,
-      credentials: secure ? credentials.createSsl() : credentials.createInsecure(),
-    });
+    exporter = new OTLPTraceExporter(grpcExporterConfig(otlp.endpoint, otlp.headers, timeoutMillis));
   } else {
     const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-http');
     exporter = new OTLPTraceExporter({ url: otlp.endpoint, headers: { ...otlp.headers }, timeoutMillis });
