@@ -2,6 +2,7 @@
  * One way to start a server per adapter, all serving the same routes (`GET /`, `/health`, `/other`,
  * answering 200 `ok`) behind `rateLimit(options)`, on 127.0.0.1 and port 0.
  */
+import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
@@ -82,7 +83,8 @@ async function withControls(running: Promise<Running>, controls: RateLimitContro
   return { ...(await running), controls };
 }
 
-function listen(server: Server): Promise<Running> {
+/** Listens on a free loopback port; `close` ends open connections too. */
+export function listen(server: Server): Promise<Running> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => {
@@ -214,3 +216,12 @@ export const HARNESSES: readonly AdapterHarness[] = [
   honoHarness,
   nodeHarness,
 ];
+
+/** Waits on real I/O (not a window) until `done()` holds; fails after `ms`. */
+export async function until(done: () => boolean, what: string, ms = 5000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!done()) {
+    if (Date.now() > end) assert.fail(`timed out waiting: ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}

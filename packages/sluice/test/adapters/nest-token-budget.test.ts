@@ -12,6 +12,7 @@ import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { RateLimitGuard, RateLimitModule } from '../../src/adapters/nest.js';
 import type { TokenBudgetSettlement } from '../../src/http/token-budget-options.js';
 import { createTokenLimiter, estimateInputTokens } from '../../src/llm/index.js';
+import { until } from './harness.js';
 
 const BODY = { model: 'm', max_tokens: 100, messages: [{ role: 'user', content: 'Hello from Nest' }] };
 
@@ -35,14 +36,6 @@ function appModule(settled: TokenBudgetSettlement<unknown>[]) {
   })
   class AppModule {}
   return AppModule;
-}
-
-async function until(done: () => boolean, what: string): Promise<void> {
-  const end = Date.now() + 5000;
-  while (!done()) {
-    if (Date.now() > end) assert.fail(`timed out waiting: ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
 }
 
 for (const platform of ['express', 'fastify'] as const) {

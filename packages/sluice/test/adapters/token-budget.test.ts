@@ -23,6 +23,7 @@ import { createManualClock } from '../../src/core/clock.js';
 import type { RateLimitOptions } from '../../src/http/options.js';
 import type { TokenBudgetSettlement } from '../../src/http/token-budget-options.js';
 import { createTokenLimiter, estimateInputTokens, type TokenLimiter } from '../../src/llm/index.js';
+import { listen, type Running, until } from './harness.js';
 
 const DELTA = 'abcdefgh'; // 8 characters: two output tokens by the estimate
 const sse = (o: unknown) => `data: ${JSON.stringify(o)}\n\n`;
@@ -63,27 +64,7 @@ function upstream(url: string, stall: Promise<void>): { type: string; chunks: ()
   };
 }
 
-interface Running {
-  url: string;
-  close(): Promise<void>;
-}
 type Start = (options: RateLimitOptions<never>, stall: Promise<void>) => Promise<Running>;
-
-function listen(server: Server): Promise<Running> {
-  return new Promise((resolve) => {
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      resolve({
-        url: `http://127.0.0.1:${port}`,
-        close: () =>
-          new Promise<void>((done) => {
-            server.closeAllConnections();
-            server.close(() => done());
-          }),
-      });
-    });
-  });
-}
 
 async function send(res: ServerResponse, url: string, stall: Promise<void>) {
   const { type, chunks } = upstream(url, stall);
@@ -170,15 +151,6 @@ const starts: Record<string, Start> = {
     });
   },
 };
-
-/** Waits on real I/O (not a window) until `done()` holds; fails after `ms`. */
-async function until(done: () => boolean, what: string, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!done()) {
-    if (Date.now() > end) assert.fail(`timed out waiting: ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 const BODY = { model: 'm', max_tokens: 100, messages: [{ role: 'user', content: 'Say hello to the test suite.' }] };
 const post = (url: string, mode: string, init: RequestInit = {}, body: unknown = BODY) =>
