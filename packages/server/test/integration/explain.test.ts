@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { explainCommand } from '../../src/cli/commands/explain.js';
 import { postJson, type SluiceProcess, startSluice, tempFile, unique } from './helpers.js';
 
 const TOKEN = 'it-explain-token-0123456789abcdef';
@@ -191,5 +192,44 @@ describe('POST /admin/explain', () => {
       descriptors: [{ entries: [{ key: 'user', value: 'x'.repeat(70_000) }] }],
     });
     assert.equal(huge.status, 413);
+  });
+
+  it('sluice explain prints the walk and the counters, and exits 1 when the request would be refused', async () => {
+    const run = async (...args: string[]) => {
+      let out = '';
+      let err = '';
+      const code = await explainCommand.run([...args, '--url', base, '--token', TOKEN], {
+        out: (t) => {
+          out += t;
+        },
+        err: (t) => {
+          err += t;
+        },
+      });
+      return { code, out, err };
+    };
+    const user = unique('cli');
+    const first = await run('--domain', 'ex', '--descriptor', `user=${user}`, '--hits', '2');
+    assert.equal(first.code, 0, first.err);
+    assert.match(first.out, /^OK — decided by: within-limits/);
+    assert.match(first.out, /per-user: 2 per 24 h \(fixed-window\): 2 left/);
+    assert.match(first.out, new RegExp(`walk: user=${user} → user \\(key\\)`));
+    const over = await run('--domain', 'ex', '--descriptor', `user=${user}`, '--hits', '3', '--output', 'json');
+    assert.equal(over.code, 1);
+    assert.equal(JSON.parse(over.out).overallCode, 'OVER_LIMIT');
+    const http = await run('--http', 'GET /x', '--header', 'x-api-key: k9');
+    assert.equal(http.code, 0, http.err);
+    assert.match(http.out, /walk: generic_key=api → generic_key=api \(exact\) \/ api_key=k9 → api_key \(key\)/);
+    const bad = await run('--domain', 'ex');
+    assert.equal(bad.code, 2);
+    assert.match(bad.err, /at least one --descriptor/);
+    const refused = await explainCommand.run(
+      ['--domain', 'ex', '--descriptor', 'a=b', '--url', base, '--token', 'wrong-token-0123456789abcdef'],
+      {
+        out: () => {},
+        err: () => {},
+      },
+    );
+    assert.equal(refused, 2);
   });
 });

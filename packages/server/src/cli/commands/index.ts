@@ -2,6 +2,7 @@
 import type { Command } from '../command.js';
 import { benchCommand } from './bench.js';
 import { checkCommand } from './check.js';
+import { explainCommand } from './explain.js';
 import { replayCommand } from './replay.js';
 import { serveCommand } from './serve.js';
 import { simulateCommand } from './simulate.js';
@@ -15,4 +16,5 @@ export const commands: readonly Command[] = [
   simulateCommand,
   benchCommand,
   replayCommand,
+  explainCommand,
 ];
