@@ -79,6 +79,8 @@ export function createSqliteBackend(options: SqliteBackendOptions): StateBackend
 
   const prepare = () => {
     if (statements !== undefined) return statements;
+    if ((db as { readonly?: unknown }).readonly === true)
+      throw sqliteError(new Error('SQLITE_READONLY: the database was opened read-only'), table);
     try {
       db.exec(`PRAGMA busy_timeout = ${Math.ceil(options.lockTimeoutMs)}`);
       if (options.wal) db.exec('PRAGMA journal_mode = WAL');
