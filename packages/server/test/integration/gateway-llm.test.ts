@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { type FakeLlmUpstream, startFakeLlmUpstream } from './fake-llm-upstream.js';
-import { type SluiceProcess, startSluice, tempFile, unique } from './helpers.js';
+import { startSluice, tempFile, unique } from './helpers.js';
 
 const LIMIT = 1_000_000;
 const MAX_TOKENS = 100;
@@ -45,7 +45,11 @@ async function startGateway(provider: string, upstream: FakeLlmUpstream) {
     });
     return { status: res.status, headers: res.headers, bytes: Buffer.from(await res.arrayBuffer()) };
   };
-  return { sluice, url, call, stop: () => (file.remove(), sluice.stop()) };
+  const stop = () => {
+    file.remove();
+    return sluice.stop();
+  };
+  return { sluice, url, call, stop };
 }
 
 const remaining = (a: Answer) => Number(a.headers.get('x-ratelimit-remaining-tokens'));
