@@ -32,66 +32,8 @@ function labelled(error: unknown, which: string): unknown {
  */
 export function createPerSecondStore(main: Store, perSecond: Store): Store {
   const pick = (policy: ResolvedPolicy): Store => (policy.periodMs === SECOND_MS ? perSecond : main);
-  const name = (store: Store) => (store === perSecond ? 'per-second Redis' : 'main Redis');
-  const wrap = <T>(store: Store, call: () => T | Promise<T>): Promise<T> => {
-    try {
-      return Promise.resolve(call()).catch((error: unknown) => {
-        throw labelled(error, name(store));
-      });
-    } catch (error) {
-      return Promise.reject(labelled(error, name(store)));
-    }
-  };
-
-  async function giveBack(store: Store, items: readonly StoreItem[], decisions: readonly Decision[], nowMs: number) {
-    // Best effort: if this Redis fails too, its counters lapse with their window.
-    await Promise.all(
-      items.map((item, i) =>
-        decisions[i]?.allowed === true
-          ? wrap(store, () => store.refund(item.key, item.policy, item.cost, nowMs)).catch(() => {})
-          : undefined,
-      ),
-    );
-  }
-
-  async function checkBoth(
-    items: readonly StoreItem[],
-    nowMs: number,
-    commit: boolean,
-    fast: number[],
-    slow: number[],
-  ): Promise<Decision[]> {
-    const fastItems = fast.map((i) => items[i] as StoreItem);
-    const slowItems = slow.map((i) => items[i] as StoreItem);
-    const [a, b] = await Promise.allSettled([
-      wrap(perSecond, () => perSecond.checkMany(fastItems, nowMs, commit)),
-      wrap(main, () => main.checkMany(slowItems, nowMs, commit)),
-    ]);
-    if (a.status === 'rejected' || b.status === 'rejected') {
-      if (commit && a.status === 'fulfilled') await giveBack(perSecond, fastItems, a.value, nowMs);
-      if (commit && b.status === 'fulfilled') await giveBack(main, slowItems, b.value, nowMs);
-      throw a.status === 'rejected' ? a.reason : (b as PromiseRejectedResult).reason;
-    }
-    let fastDecisions = a.value;
-    let slowDecisions = b.value;
-    const passed = (ds: readonly Decision[]) => ds.every((d) => d.allowed);
-    if (commit && passed(fastDecisions) !== passed(slowDecisions)) {
-      // One side counted a request the other rejected: give it back, and report what is left without it.
-      const [store, sideItems, ds] = passed(fastDecisions)
-        ? [perSecond, fastItems, fastDecisions]
-        : [main, slowItems, slowDecisions];
-      await giveBack(store, sideItems, ds, nowMs);
-      const restored = ds.map((d, i) =>
-        d.allowed ? { ...d, remaining: Math.min(d.limit, d.remaining + (sideItems[i] as StoreItem).cost) } : d,
-      );
-      if (store === perSecond) fastDecisions = restored;
-      else slowDecisions = restored;
-    }
-    const out: Decision[] = new Array(items.length);
-    for (const [j, i] of fast.entries()) out[i] = fastDecisions[j] as Decision;
-    for (const [j, i] of slow.entries()) out[i] = slowDecisions[j] as Decision;
-    return out;
-  }
+  const sides: Sides = { main, perSecond };
+  const wrap = <T>(store: Store, call: () => T | Promise<T>) => callOn(sides, store, call);
 
   const stores = [main, perSecond] as AnyStore[];
   return {
@@ -107,7 +49,7 @@ export function createPerSecondStore(main: Store, perSecond: Store): Store {
       for (const [i, item] of items.entries()) (item.policy.periodMs === SECOND_MS ? fast : slow).push(i);
       if (slow.length === 0) return wrap(perSecond, () => perSecond.checkMany(items, nowMs, commit));
       if (fast.length === 0) return wrap(main, () => main.checkMany(items, nowMs, commit));
-      return checkBoth(items, nowMs, commit, fast, slow);
+      return checkBoth(sides, items, nowMs, commit, fast, slow);
     },
     refund: (key, policy, cost, nowMs) => {
       const store = pick(policy);
@@ -130,14 +72,97 @@ export function createPerSecondStore(main: Store, perSecond: Store): Store {
       return stores.every((s) => s.isReady !== false);
     },
     // Summed, for the service's store counters (local cache hits, refused writes, ...).
-    stats() {
-      const sum: Record<string, number> = {};
-      for (const store of stores) {
-        const value = typeof store.stats === 'function' ? store.stats() : undefined;
-        if (typeof value !== 'object' || value === null) continue;
-        for (const [k, v] of Object.entries(value)) if (typeof v === 'number') sum[k] = (sum[k] ?? 0) + v;
-      }
-      return sum;
-    },
+    stats: () => sumStats(stores),
   } as Store;
+}
+
+/** The two Redis stores a request may be routed to. */
+interface Sides {
+  readonly main: Store;
+  readonly perSecond: Store;
+}
+
+/** Calls one side, its failures labelled with which Redis failed (sync throws become rejections). */
+function callOn<T>(sides: Sides, store: Store, call: () => T | Promise<T>): Promise<T> {
+  const which = store === sides.perSecond ? 'per-second Redis' : 'main Redis';
+  try {
+    return Promise.resolve(call()).catch((error: unknown) => {
+      throw labelled(error, which);
+    });
+  } catch (error) {
+    return Promise.reject(labelled(error, which));
+  }
+}
+
+/** Gives back what one side counted. Best effort: if this Redis fails too, its counters lapse with their window. */
+async function giveBack(
+  sides: Sides,
+  store: Store,
+  items: readonly StoreItem[],
+  decisions: readonly Decision[],
+  nowMs: number,
+): Promise<void> {
+  await Promise.all(
+    items.map((item, i) =>
+      decisions[i]?.allowed === true
+        ? callOn(sides, store, () => store.refund(item.key, item.policy, item.cost, nowMs)).catch(() => {})
+        : undefined,
+    ),
+  );
+}
+
+/**
+ * A request with limits on both sides (`fast`: indexes of per-second items, `slow`: the others), checked on both
+ * at once; what one side counted is given back when the other rejects or fails.
+ */
+async function checkBoth(
+  sides: Sides,
+  items: readonly StoreItem[],
+  nowMs: number,
+  commit: boolean,
+  fast: number[],
+  slow: number[],
+): Promise<Decision[]> {
+  const { main, perSecond } = sides;
+  const fastItems = fast.map((i) => items[i] as StoreItem);
+  const slowItems = slow.map((i) => items[i] as StoreItem);
+  const [a, b] = await Promise.allSettled([
+    callOn(sides, perSecond, () => perSecond.checkMany(fastItems, nowMs, commit)),
+    callOn(sides, main, () => main.checkMany(slowItems, nowMs, commit)),
+  ]);
+  if (a.status === 'rejected' || b.status === 'rejected') {
+    if (commit && a.status === 'fulfilled') await giveBack(sides, perSecond, fastItems, a.value, nowMs);
+    if (commit && b.status === 'fulfilled') await giveBack(sides, main, slowItems, b.value, nowMs);
+    throw a.status === 'rejected' ? a.reason : (b as PromiseRejectedResult).reason;
+  }
+  let fastDecisions = a.value;
+  let slowDecisions = b.value;
+  const passed = (ds: readonly Decision[]) => ds.every((d) => d.allowed);
+  if (commit && passed(fastDecisions) !== passed(slowDecisions)) {
+    // One side counted a request the other rejected: give it back, and report what is left without it.
+    const [store, sideItems, ds] = passed(fastDecisions)
+      ? [perSecond, fastItems, fastDecisions]
+      : [main, slowItems, slowDecisions];
+    await giveBack(sides, store, sideItems, ds, nowMs);
+    const restored = ds.map((d, i) =>
+      d.allowed ? { ...d, remaining: Math.min(d.limit, d.remaining + (sideItems[i] as StoreItem).cost) } : d,
+    );
+    if (store === perSecond) fastDecisions = restored;
+    else slowDecisions = restored;
+  }
+  const out: Decision[] = new Array(items.length);
+  for (const [j, i] of fast.entries()) out[i] = fastDecisions[j] as Decision;
+  for (const [j, i] of slow.entries()) out[i] = slowDecisions[j] as Decision;
+  return out;
+}
+
+/** Both stores' numeric stats summed, for the service's store counters (local cache hits, refused writes, ...). */
+function sumStats(stores: readonly AnyStore[]): Record<string, number> {
+  const sum: Record<string, number> = {};
+  for (const store of stores) {
+    const value = typeof store.stats === 'function' ? store.stats() : undefined;
+    if (typeof value !== 'object' || value === null) continue;
+    for (const [k, v] of Object.entries(value)) if (typeof v === 'number') sum[k] = (sum[k] ?? 0) + v;
+  }
+  return sum;
 }
