@@ -1,9 +1,11 @@
 /**
- * The PostgreSQL backend of the store kit: a transaction per decision on one pooled connection, made exact across
- * processes by advisory locks on the rows' ids (a row that does not exist yet is locked too), in two round trips.
+ * The PostgreSQL backend of the store kit: decisions grouped into transactions (group commit) on pooled connections,
+ * made exact across processes by advisory locks on the rows' ids (a row that does not exist yet is locked too), in
+ * two round trips per transaction however many decisions share it.
  */
 import { SluiceError } from '../../core/errors.js';
-import type { StateBackend, StateStep, StateWrite, StoredState } from '../kit/state-backend.js';
+import type { StateBackend, StateStep } from '../kit/state-backend.js';
+import { type BatchEntry, type BatchRows, createBatcher, runSteps } from './postgres-batch.js';
 import { idHex, lockHash, sqlNumber, stateLiteral } from './sql-text.js';
 
 /** A connection that runs SQL text (several statements at once) and gives back each statement's rows. */
@@ -27,7 +29,12 @@ export interface PostgresBackendOptions {
   createTable: boolean;
   /** Waits for each decision's commit to reach disk (false: `synchronous_commit = off` for these transactions). */
   durable: boolean;
+  /** Most transactions this process runs at once (decisions arriving meanwhile share the next ones). */
+  maxInFlight: number;
 }
+
+/** Most decisions sharing one transaction. */
+const MAX_BATCH = 128;
 
 /** The table the PostgreSQL store keeps its rows in (also the documented migration). */
 export function postgresTableSql(table: string): string {
@@ -69,15 +76,16 @@ SELECT encode(id, 'hex') AS id, state, expires_at, ${DB_NOW} AS now FROM ${table
 SELECT ${DB_NOW} AS now;`;
 }
 
-/** The second statement: the step's writes and the commit. */
-function writeSql(table: string, hexes: readonly string[], writes: readonly StateWrite[]): string {
+/** The second statement: the batch's writes (each row once, as the last step left it) and the commit. */
+function writeSql(table: string, rows: BatchRows): string {
   const upserts: string[] = [];
   const deletes: string[] = [];
-  writes.forEach((w, i) => {
-    const id = `'\\x${hexes[i]}'::bytea`;
-    if (w === null) deletes.push(id);
-    else if (w !== undefined) upserts.push(`(${id}, ${stateLiteral(w.state)}, ${sqlNumber(w.expiresAt)})`);
-  });
+  for (const hex of rows.dirty) {
+    const id = `'\\x${hex}'::bytea`;
+    const row = rows.rows.get(hex);
+    if (row === undefined) deletes.push(id);
+    else upserts.push(`(${id}, ${stateLiteral(row.state)}, ${sqlNumber(row.expiresAt)})`);
+  }
   let text = '';
   if (upserts.length > 0)
     text += `INSERT INTO ${table} (id, state, expires_at) VALUES ${upserts.join(',')} ON CONFLICT (id) DO UPDATE SET state = EXCLUDED.state, expires_at = EXCLUDED.expires_at;`;
@@ -113,38 +121,41 @@ export function createPostgresBackend(options: PostgresBackendOptions): StateBac
     return prepared;
   };
 
-  async function update<T>(ids: readonly string[], nowMs: number, step: StateStep<T>): Promise<T> {
+  /** One transaction for a batch: lock and read every row the batch touches, run the steps, write, commit. */
+  async function runBatch(entries: BatchEntry[]): Promise<void> {
     await prepare();
-    const hexes = ids.map(idHex);
+    const hexes = [...new Set(entries.flatMap((e) => e.hexes))];
     const session = await options.session();
-    let open = false;
     try {
-      open = true;
       const results = await session.run(readSql(table, hexes, lockTimeoutMs, options.durable));
-      const rows = results[results.length - 2] ?? [];
-      const now = clock === 'database' ? Number(results[results.length - 1]?.[0]?.now) : nowMs;
-      const byId = new Map<string, StoredState>();
-      for (const row of rows) byId.set(String(row.id), { state: String(row.state), expiresAt: Number(row.expires_at) });
-      const { writes, result } = step(
-        hexes.map((h) => byId.get(h)),
-        now,
-      );
-      await session.run(writeSql(table, hexes, writes));
-      open = false;
+      const read = results[results.length - 2] ?? [];
+      const dbNow = Number(results[results.length - 1]?.[0]?.now);
+      const rows: BatchRows = { rows: new Map(), dirty: new Set() };
+      for (const row of read)
+        rows.rows.set(String(row.id), { state: String(row.state), expiresAt: Number(row.expires_at) });
+      const outcomes = runSteps(entries, rows, (e) => (clock === 'database' ? dbNow : e.nowMs));
+      await session.run(writeSql(table, rows));
       session.release(false);
-      return result;
+      outcomes.forEach((o, i) => {
+        if (o.ok) entries[i]?.resolve(o.value);
+        else entries[i]?.reject(o.error);
+      });
     } catch (error) {
-      if (open) {
-        // Roll back on the same connection; a connection that cannot even do that is dropped.
-        const broken = await session.run('ROLLBACK').then(
-          () => false,
-          () => true,
-        );
-        session.release(broken);
-      }
+      // Roll back on the same connection; a connection that cannot even do that is dropped.
+      const broken = await session.run('ROLLBACK').then(
+        () => false,
+        () => true,
+      );
+      session.release(broken);
       throw postgresError(error, table);
     }
   }
+  const enqueue = createBatcher(runBatch, { maxBatch: MAX_BATCH, maxInFlight: options.maxInFlight });
+
+  const update = <T>(ids: readonly string[], nowMs: number, step: StateStep<T>) =>
+    new Promise<T>((resolve, reject) => {
+      enqueue({ hexes: ids.map(idHex), nowMs, step, resolve: resolve as (v: unknown) => void, reject });
+    });
 
   return {
     name: 'postgres',

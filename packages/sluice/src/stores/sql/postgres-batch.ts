@@ -1,0 +1,77 @@
+/**
+ * Group commit for the PostgreSQL backend: decisions that arrive while transactions are running wait and then share
+ * one transaction, their steps run one after another on the rows as the earlier ones left them.
+ */
+import type { StateStep, StateWrite, StoredState } from '../kit/state-backend.js';
+
+/** One waiting decision: its rows (as hex ids), its time and step, and how to answer it. */
+export interface BatchEntry {
+  readonly hexes: readonly string[];
+  readonly nowMs: number;
+  readonly step: StateStep<unknown>;
+  resolve(value: unknown): void;
+  reject(error: unknown): void;
+}
+
+/** Rows of a batch by hex id, as read and then as the steps leave them; `dirty`: the ids to write back. */
+export interface BatchRows {
+  readonly rows: Map<string, StoredState | undefined>;
+  readonly dirty: Set<string>;
+}
+
+/**
+ * Runs each entry's step in turn on `rows` (reading what the previous steps wrote), records the writes in the rows
+ * and returns each entry's outcome: its result, or the error its step threw (that entry alone fails).
+ */
+export function runSteps(entries: readonly BatchEntry[], rows: BatchRows, now: (entry: BatchEntry) => number) {
+  return entries.map((entry) => {
+    try {
+      const states = entry.hexes.map((h) => rows.rows.get(h));
+      const { writes, result } = entry.step(states, now(entry));
+      writes.forEach((w: StateWrite, i) => {
+        const hex = entry.hexes[i] as string;
+        if (w === undefined) return;
+        rows.rows.set(hex, w ?? undefined);
+        rows.dirty.add(hex);
+      });
+      return { ok: true as const, value: result };
+    } catch (error) {
+      return { ok: false as const, error };
+    }
+  });
+}
+
+/** Options of {@link createBatcher}. */
+export interface BatcherOptions {
+  /** Most decisions in one transaction (a bound on one statement's size and one lock set). */
+  maxBatch: number;
+  /** Most transactions running at once from this process. */
+  maxInFlight: number;
+}
+
+/**
+ * A queue of decisions run `maxBatch` at a time by `run` (one transaction each), at most `maxInFlight` at once: one
+ * caller alone gets its own transaction at once; many callers share transactions instead of queueing for connections.
+ */
+export function createBatcher(run: (entries: BatchEntry[]) => Promise<void>, options: BatcherOptions) {
+  const waiting: BatchEntry[] = [];
+  let inFlight = 0;
+  const pump = () => {
+    while (inFlight < options.maxInFlight && waiting.length > 0) {
+      const entries = waiting.splice(0, options.maxBatch);
+      inFlight++;
+      run(entries)
+        .catch((error: unknown) => {
+          for (const entry of entries) entry.reject(error);
+        })
+        .finally(() => {
+          inFlight--;
+          pump();
+        });
+    }
+  };
+  return (entry: BatchEntry) => {
+    waiting.push(entry);
+    pump();
+  };
+}
