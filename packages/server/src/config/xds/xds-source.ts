@@ -54,20 +54,11 @@ interface DiscoveryResponse {
 
 /** Opens the ADS stream and keeps it open until `close()`. */
 export function startXdsSource(options: XdsOptions, callbacks: XdsSourceCallbacks): XdsSource {
-  const root = xdsProtoRoot();
-  const Request = root.lookupType('envoy.service.discovery.v3.DiscoveryRequest');
-  const Response = root.lookupType('envoy.service.discovery.v3.DiscoveryResponse');
   const { logger } = callbacks;
   const retryMs = options.retryMs ?? 3000;
   let attempt = 0;
   const nextWait = () => (options.backoff === undefined ? retryMs : backoffDelay(options.backoff, attempt++));
-  const node = {
-    id: options.nodeId,
-    userAgentName: 'sluice',
-    metadata: {
-      fields: Object.fromEntries(Object.entries(options.nodeMetadata ?? {}).map(([k, v]) => [k, { stringValue: v }])),
-    },
-  };
+  const node = nodeOf(options);
   const client = createAdsClient(options);
   let version = '';
   let hasConfig = false;
@@ -104,22 +95,13 @@ export function startXdsSource(options: XdsOptions, callbacks: XdsSourceCallback
       resolveFirst();
     } else {
       // NACK: the version still in use, the nonce answered, and why (INVALID_ARGUMENT).
-      const why = result.issues.map((i) => `${i.file}:${i.line}:${i.column} ${i.code} ${i.message}`).join('\n');
-      send({ versionInfo: version, responseNonce: nonce, errorDetail: { code: 3, message: why.slice(0, 16_384) } });
+      send({ versionInfo: version, responseNonce: nonce, errorDetail: { code: 3, message: nackMessage(result) } });
     }
   }
 
   function open(): void {
     if (closed) return;
-    const metadata = new Metadata();
-    for (const [k, v] of Object.entries(options.headers ?? {})) metadata.set(k, v);
-    const s = client.makeBidiStreamRequest(
-      ADS_METHOD,
-      (message: Record<string, unknown>) => Buffer.from(Request.encode(Request.fromObject(message)).finish()),
-      (bytes: Buffer) =>
-        Response.toObject(Response.decode(bytes), { defaults: false, bytes: Buffer }) as DiscoveryResponse,
-      metadata,
-    );
+    const s = openAdsStream(client, options.headers);
     stream = s;
     s.on('data', (response: DiscoveryResponse) => {
       try {
@@ -161,6 +143,42 @@ export function startXdsSource(options: XdsOptions, callbacks: XdsSourceCallback
       client.close();
     },
   };
+}
+
+/** The node sluice introduces itself as on the ADS stream. */
+function nodeOf(options: XdsOptions) {
+  return {
+    id: options.nodeId,
+    userAgentName: 'sluice',
+    metadata: {
+      fields: Object.fromEntries(Object.entries(options.nodeMetadata ?? {}).map(([k, v]) => [k, { stringValue: v }])),
+    },
+  };
+}
+
+/** Opens one ADS stream (DiscoveryRequest / DiscoveryResponse, coded by protobufjs) with the configured headers. */
+function openAdsStream(
+  client: ReturnType<typeof createAdsClient>,
+  headers: XdsOptions['headers'],
+): ClientDuplexStream<Record<string, unknown>, DiscoveryResponse> {
+  const root = xdsProtoRoot();
+  const Request = root.lookupType('envoy.service.discovery.v3.DiscoveryRequest');
+  const Response = root.lookupType('envoy.service.discovery.v3.DiscoveryResponse');
+  const metadata = new Metadata();
+  for (const [k, v] of Object.entries(headers ?? {})) metadata.set(k, v);
+  return client.makeBidiStreamRequest(
+    ADS_METHOD,
+    (message: Record<string, unknown>) => Buffer.from(Request.encode(Request.fromObject(message)).finish()),
+    (bytes: Buffer) =>
+      Response.toObject(Response.decode(bytes), { defaults: false, bytes: Buffer }) as DiscoveryResponse,
+    metadata,
+  );
+}
+
+/** Why a config was refused, for the NACK's error detail (bounded). */
+function nackMessage(result: LoadResult & { ok: false }): string {
+  const why = result.issues.map((i) => `${i.file}:${i.line}:${i.column} ${i.code} ${i.message}`).join('\n');
+  return why.slice(0, 16_384);
 }
 
 /** The rules a response carries, parsed and applied; a failed load (bad resources, a throwing apply) as issues. */
