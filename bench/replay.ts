@@ -1,11 +1,13 @@
 /**
  * `npm run bench -- replay`: how fast `sluice replay` decides captured requests (1,000,000 against a rules file),
- * and that replaying a capture under the rules that produced it reproduces every live outcome, per algorithm.
+ * and that replaying a capture under the rules that produced it reproduces every live outcome, per algorithm;
+ * then what capture costs the service's decisions (off, 1 % sample, every decision; bench/lib/capture-cost.ts).
  */
 
 import { captureLive, seededTrace } from '../packages/server/src/tools/replay/capture-live.js';
 import { replay } from '../packages/server/src/tools/replay/replay.js';
 import { parseRules, type RuleSet } from '../packages/sluice/src/rules/index.js';
+import { measureCaptureCost } from './lib/capture-cost.js';
 import { table } from './lib/measure.js';
 
 const ALGORITHMS = ['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket', 'leaky-bucket', 'gcra'];
@@ -41,3 +43,15 @@ for (const algorithm of ALGORITHMS) {
 }
 console.log(table(['algorithm', 'decisions replayed', 'time', 'rate', 'rejected live', 'mismatches'], rows));
 console.log('\nReplayed from records in memory (file reading not included); the capture holds every decision.');
+
+// Capture on vs off, same run: the service's decider at a 1 % sample must keep >= 95 % of its decisions/s.
+const cost = await measureCaptureCost();
+const off = cost.rates.off;
+const capRows = Object.entries(cost.rates).map(([name, rate]) => [
+  name,
+  `${Math.round(rate).toLocaleString('en-US')}/s`,
+  `${(((off - rate) / off) * 100).toFixed(1)} %`,
+]);
+console.log(`\n${table(['capture', 'decisions (decider, memory store)', 'cost'], capRows)}`);
+console.log(`1 % sample: ${cost.written} records written, ${cost.dropped} dropped.`);
+if ((off - cost.rates['sample 0.01']) / off > 0.05) process.exitCode = 1;

@@ -22,15 +22,16 @@ export interface ServiceCapture {
 
 type Request = Parameters<Decider['decide']>[0];
 
-/** The decider with each answer offered to `recorder`, at the time taken as the decision began. */
+/** The decider with the answer to each sampled request offered to `recorder`, at the time the decision began. */
 function wrap(decider: Decider, recorder: CaptureRecorder, engine: RulesEngine, clock: Clock): Decider {
   const seen = (request: Request, source: DecisionSource, at: number, decided: Decided) => {
-    recorder(request, decided, source, at, engine.ruleSet);
+    recorder.record(request, decided, source, at, engine.ruleSet);
     return decided;
   };
   const inner = decider.decideNow?.bind(decider);
   return {
     decide(request, source, carrier) {
+      if (!recorder.sampled(request)) return decider.decide(request, source, carrier);
       const at = clock.now();
       return decider.decide(request, source, carrier).then((decided) => seen(request, source, at, decided));
     },
@@ -38,6 +39,8 @@ function wrap(decider: Decider, recorder: CaptureRecorder, engine: RulesEngine, 
       ? {}
       : {
           decideNow(request, source, carrier) {
+            // Out of the sample (most requests): the decision as it is, nothing else done.
+            if (!recorder.sampled(request)) return inner(request, source, carrier);
             const at = clock.now();
             const decided = inner(request, source, carrier);
             return decided instanceof Promise

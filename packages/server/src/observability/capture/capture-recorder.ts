@@ -8,14 +8,19 @@ import type { DecisionSource } from '../decision-events.js';
 import { createValueMasker } from './capture-keys.js';
 import { type CaptureOptions, DEFAULT_CAPTURE_SAMPLE } from './capture-options.js';
 
-/** Records decisions: `record` is called after every decision and writes the sampled ones as lines. */
-export type CaptureRecorder = (
-  request: RateLimitRequest,
-  response: RateLimitResponse,
-  source: DecisionSource,
-  atMs: number,
-  ruleSet: RuleSet,
-) => void;
+/** Records decisions: asked `sampled` before each decision, then `record` for the sampled ones. */
+export interface CaptureRecorder {
+  /** True when the request's key is in the sample (always the same answer for one key). */
+  sampled(request: RateLimitRequest): boolean;
+  /** Writes one decision as a line. */
+  record(
+    request: RateLimitRequest,
+    response: RateLimitResponse,
+    source: DecisionSource,
+    atMs: number,
+    ruleSet: RuleSet,
+  ): void;
+}
 
 /** FNV-1a over the request's domain and entries: the same key always lands on the same side of the sample. */
 function keyHash(request: RateLimitRequest): number {
@@ -43,8 +48,8 @@ function decidingRule(response: RateLimitResponse): string | undefined {
 export function createCaptureRecorder(options: CaptureOptions, push: (line: string) => void): CaptureRecorder {
   const sample = options.sample ?? DEFAULT_CAPTURE_SAMPLE;
   const mask = options.rawKeys === true ? undefined : createValueMasker(options.secret);
-  return (request, response, source, atMs, ruleSet) => {
-    if (sample < 1 && (sample === 0 || keyHash(request) >= sample)) return;
+  const sampled = (request: RateLimitRequest) => sample >= 1 || (sample > 0 && keyHash(request) < sample);
+  const record: CaptureRecorder['record'] = (request, response, source, atMs, ruleSet) => {
     const { domain } = request;
     const descriptors = request.descriptors.map((d) => ({
       entries: d.entries.map((e) => ({
@@ -53,7 +58,7 @@ export function createCaptureRecorder(options: CaptureOptions, push: (line: stri
       })),
     }));
     const rule = decidingRule(response);
-    const record = {
+    const line = {
       t: atMs,
       domain,
       descriptors,
@@ -62,6 +67,7 @@ export function createCaptureRecorder(options: CaptureOptions, push: (line: stri
       ...(rule === undefined ? {} : { rule }),
       src: source,
     };
-    push(JSON.stringify(record));
+    push(JSON.stringify(line));
   };
+  return { sampled, record };
 }
