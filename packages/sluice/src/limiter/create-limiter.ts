@@ -156,7 +156,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return Promise.all(work).then(() => undefined);
   }
 
-  const limiter: Limiter = {
+  const unobserved: Limiter = {
     limits,
     store,
     clock,
@@ -221,8 +221,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
     reserve: (key, reservation) => reservations.reserve(key, reservation),
   };
   // Checks published on `sluice:decision` while it has subscribers (OpenTelemetry's, once an SDK is there).
-  observeChecks(
-    limiter,
+  const limiter = observeChecks(
+    unobserved,
     options.name,
     limits.map((l) => l.name),
   );
