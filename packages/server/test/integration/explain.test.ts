@@ -232,4 +232,24 @@ describe('POST /admin/explain', () => {
     );
     assert.equal(refused, 2);
   });
+
+  it('POST /json answers a 429 as problem details naming the violated policy when Accept asks for it', async () => {
+    const req = request([['user', unique('p')]]);
+    for (let i = 0; i < 2; i++) assert.equal((await postJson(`${base}/json`, req)).status, 200);
+    const plain = await postJson(`${base}/json`, req);
+    assert.equal(plain.status, 429);
+    assert.match(plain.headers.get('content-type') ?? '', /^application\/json/);
+    assert.equal(plain.json.overallCode, 'OVER_LIMIT');
+    const problem = await postJson(`${base}/json`, req, { accept: 'application/problem+json, application/json;q=0.5' });
+    assert.equal(problem.status, 429);
+    assert.equal(problem.headers.get('content-type'), 'application/problem+json');
+    assert.ok(problem.headers.get('retry-after'));
+    const body = problem.json as Json;
+    assert.equal(body.status, 429);
+    assert.equal(body.code, 'RATE_LIMIT_EXCEEDED');
+    assert.deepEqual(body['violated-policies'], ['per-user']);
+    assert.equal(body.policies[0].limit, 2);
+    const refused = await postJson(`${base}/json`, req, { accept: 'application/problem+json;q=0' });
+    assert.match(refused.headers.get('content-type') ?? '', /^application\/json/);
+  });
 });

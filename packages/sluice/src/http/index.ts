@@ -52,7 +52,8 @@ export type {
   RateLimitOptions,
 } from './options.js';
 export { RATE_LIMIT_OPTION_KEYS } from './options.js';
-export type { ProblemDetails, ViolatedPolicy } from './problem-details.js';
+export type { ProblemDetails, ProblemSource, ViolatedPolicy } from './problem-details.js';
+export { acceptsProblem, PROBLEM_TYPE, problemDetails } from './problem-details.js';
 export type { AppliedLimitInfo, RateLimitInfo } from './rate-limit-info.js';
 export { previousInfo } from './rate-limit-info.js';
 export type { RejectionBody, RejectionInfo, RejectionKind } from './rejection.js';

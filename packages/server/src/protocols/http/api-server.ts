@@ -3,12 +3,14 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { isSluiceError } from 'sluice';
+import { acceptsProblem } from 'sluice/http';
 import type { Decider } from '../../core/decide.js';
 import { isStoreError } from '../../core/decide.js';
 import type { Logger } from '../../observability/logger.js';
 import type { ServiceMetrics } from '../../observability/metrics.js';
 import { requestFromMessage, responseToJson } from '../../rls/codec.js';
 import type { CheckApi } from './check-api.js';
+import { problemOf, sendProblem } from './problem-answer.js';
 import { HttpError, readJson, sendError, sendJson } from './respond.js';
 
 /** A handler for an extra route (`/api/...` for the dashboard). It answers, or throws an HttpError. */
@@ -48,6 +50,10 @@ export function createApiServer(options: ApiServerOptions): Server {
         const body = await readJson(req, maxBodyBytes);
         const request = requestFromMessage(body);
         const decided = await decider.decide(request, 'json', req.headers);
+        if (decided.overallCode === 'OVER_LIMIT' && acceptsProblem(req.headers.accept)) {
+          sendProblem(res, problemOf(decided, decided.binding), decided.headers);
+          return 'json';
+        }
         sendJson(res, decided.overallCode === 'OVER_LIMIT' ? 429 : 200, responseToJson(decided), decided.headers);
         return 'json';
       }
