@@ -71,49 +71,43 @@ async function post(
   return { status: res.status, body: parsed };
 }
 
+/** The flags of `sluice check`. */
+const OPTIONS = {
+  url: { type: 'string' },
+  grpc: { type: 'string' },
+  domain: { type: 'string' },
+  descriptor: { type: 'string', multiple: true },
+  hits: { type: 'string' },
+  key: { type: 'string' },
+  limit: { type: 'string' },
+  period: { type: 'string' },
+  algorithm: { type: 'string' },
+  burst: { type: 'string' },
+  cost: { type: 'string' },
+  timeout: { type: 'string' },
+  json: { type: 'boolean' },
+  quiet: { type: 'boolean', short: 'q' },
+} as const;
+
+type CheckValues = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; strict: true }>>['values'];
+
+/** What a check needs besides its flags: where, how long, and how to print. */
+interface CheckRun {
+  readonly values: CheckValues;
+  readonly url: string;
+  readonly timeoutMs: number;
+  say(text: string): void;
+}
+
 /** `sluice check`. */
 export const checkCommand: Command = {
   name: 'check',
   summary: 'ask a running service whether a request may pass (exit 0 OK, 1 OVER_LIMIT)',
   help: HELP,
   async run(argv, io) {
-    let values: {
-      url?: string | undefined;
-      grpc?: string | undefined;
-      domain?: string | undefined;
-      descriptor?: string[] | undefined;
-      hits?: string | undefined;
-      key?: string | undefined;
-      limit?: string | undefined;
-      period?: string | undefined;
-      algorithm?: string | undefined;
-      burst?: string | undefined;
-      cost?: string | undefined;
-      timeout?: string | undefined;
-      json?: boolean | undefined;
-      quiet?: boolean | undefined;
-    };
+    let values: CheckValues;
     try {
-      values = parseArgs({
-        args: [...argv],
-        strict: true,
-        options: {
-          url: { type: 'string' },
-          grpc: { type: 'string' },
-          domain: { type: 'string' },
-          descriptor: { type: 'string', multiple: true },
-          hits: { type: 'string' },
-          key: { type: 'string' },
-          limit: { type: 'string' },
-          period: { type: 'string' },
-          algorithm: { type: 'string' },
-          burst: { type: 'string' },
-          cost: { type: 'string' },
-          timeout: { type: 'string' },
-          json: { type: 'boolean' },
-          quiet: { type: 'boolean', short: 'q' },
-        },
-      }).values;
+      values = parseArgs({ args: [...argv], strict: true, options: OPTIONS }).values;
     } catch (error) {
       io.err(`sluice check: ${(error as Error).message}\n\n${HELP}`);
       return 2;
@@ -123,82 +117,8 @@ export const checkCommand: Command = {
     };
     const url = values.url ?? process.env.SLUICE_URL ?? 'http://127.0.0.1:8080';
     try {
-      const timeoutMs = parseDuration(values.timeout ?? '5s', '--timeout');
-      if (values.key !== undefined) {
-        if (values.domain !== undefined || values.descriptor !== undefined || values.grpc !== undefined) {
-          throw new UsageError('--key asks /v1/check: do not mix it with --domain, --descriptor or --grpc');
-        }
-        const item: Record<string, unknown> = {
-          key: values.key,
-          limit: num(values.limit, '--limit'),
-          period: values.period,
-        };
-        if (values.algorithm !== undefined) item.algorithm = values.algorithm;
-        if (values.burst !== undefined) item.burst = num(values.burst, '--burst');
-        if (values.cost !== undefined) item.cost = num(values.cost, '--cost');
-        const res = await post(url, '/v1/check', { checks: [item] }, timeoutMs);
-        const result = (res.body as { results?: Record<string, unknown>[] }).results?.[0];
-        if (res.status !== 200 || result === undefined)
-          throw new Error(`the service answered ${res.status}: ${JSON.stringify(res.body)}`);
-        if ('error' in result) {
-          say(JSON.stringify(result));
-          return 2;
-        }
-        if (values.json === true) say(JSON.stringify(result));
-        else {
-          say(
-            `${result.allowed ? 'OK' : 'OVER_LIMIT'} remaining ${String(result.remaining)} of ${String(result.limit)}${result.allowed ? '' : `, retry in ${result.retryAfterMs === null ? 'never' : `${Math.ceil(Number(result.retryAfterMs) / 1000)}s`}`}`,
-          );
-        }
-        return result.allowed ? 0 : 1;
-      }
-      if (values.domain === undefined || values.descriptor === undefined) {
-        throw new UsageError('give --domain and at least one --descriptor (or --key/--limit/--period)');
-      }
-      const request: Record<string, unknown> = {
-        domain: values.domain,
-        descriptors: values.descriptor.map(descriptorOf),
-      };
-      const hits = num(values.hits, '--hits');
-      let response: Record<string, unknown>;
-      if (values.grpc !== undefined) {
-        const client = createRlsClient(values.grpc);
-        try {
-          // Zero hits is said per descriptor: a request-level 0 means 1 in the RLS protocol.
-          if (hits === 0)
-            request.descriptors = (request.descriptors as object[]).map((d) => ({ ...d, hitsAddend: { value: 0 } }));
-          else if (hits !== undefined) request.hitsAddend = hits;
-          response = (await client.shouldRateLimit(request, timeoutMs)) as Record<string, unknown>;
-        } finally {
-          client.close();
-        }
-      } else {
-        if (hits === 0) request.descriptors = (request.descriptors as object[]).map((d) => ({ ...d, hits_addend: 0 }));
-        else if (hits !== undefined) request.hits_addend = hits;
-        const res = await post(url, '/json', request, timeoutMs);
-        if (res.status !== 200 && res.status !== 429) {
-          throw new Error(`the service answered ${res.status}: ${JSON.stringify(res.body)}`);
-        }
-        response = res.body as Record<string, unknown>;
-      }
-      const overall = String(response.overallCode);
-      if (values.json === true) say(JSON.stringify(response));
-      else {
-        const statuses = (response.statuses ?? []) as {
-          code?: string;
-          currentLimit?: { name?: string; requestsPerUnit?: number; unit?: string } | null;
-          limitRemaining?: number;
-        }[];
-        const lines = statuses.map((s, i) => {
-          const limit = s.currentLimit;
-          const what = limit
-            ? `${limit.requestsPerUnit ?? 0}/${String(limit.unit).toLowerCase()}${limit.name ? ` (${limit.name})` : ''}, remaining ${s.limitRemaining ?? 0}`
-            : 'no limit';
-          return `  ${values.descriptor?.[i]}: ${s.code} ${what}`;
-        });
-        say([overall, ...lines].join('\n'));
-      }
-      return overall === 'OVER_LIMIT' ? 1 : overall === 'OK' ? 0 : 2;
+      const run: CheckRun = { values, url, timeoutMs: parseDuration(values.timeout ?? '5s', '--timeout'), say };
+      return values.key !== undefined ? await checkKey(run) : await checkDescriptors(run);
     } catch (error) {
       if (error instanceof UsageError || isSluiceError(error, 'ERR_SLUICE_INVALID_DURATION')) {
         io.err(`sluice check: ${error.message}\n\n${HELP}`);
@@ -210,3 +130,87 @@ export const checkCommand: Command = {
     }
   },
 };
+
+/** `--key --limit --period`: one item of /v1/check. */
+async function checkKey({ values, url, timeoutMs, say }: CheckRun): Promise<number> {
+  if (values.domain !== undefined || values.descriptor !== undefined || values.grpc !== undefined) {
+    throw new UsageError('--key asks /v1/check: do not mix it with --domain, --descriptor or --grpc');
+  }
+  const item: Record<string, unknown> = {
+    key: values.key,
+    limit: num(values.limit, '--limit'),
+    period: values.period,
+  };
+  if (values.algorithm !== undefined) item.algorithm = values.algorithm;
+  if (values.burst !== undefined) item.burst = num(values.burst, '--burst');
+  if (values.cost !== undefined) item.cost = num(values.cost, '--cost');
+  const res = await post(url, '/v1/check', { checks: [item] }, timeoutMs);
+  const result = (res.body as { results?: Record<string, unknown>[] }).results?.[0];
+  if (res.status !== 200 || result === undefined)
+    throw new Error(`the service answered ${res.status}: ${JSON.stringify(res.body)}`);
+  if ('error' in result) {
+    say(JSON.stringify(result));
+    return 2;
+  }
+  if (values.json === true) say(JSON.stringify(result));
+  else {
+    say(
+      `${result.allowed ? 'OK' : 'OVER_LIMIT'} remaining ${String(result.remaining)} of ${String(result.limit)}${result.allowed ? '' : `, retry in ${result.retryAfterMs === null ? 'never' : `${Math.ceil(Number(result.retryAfterMs) / 1000)}s`}`}`,
+    );
+  }
+  return result.allowed ? 0 : 1;
+}
+
+/** `--domain --descriptor`: envoy's question, over gRPC (`--grpc`) or `/json`. */
+async function checkDescriptors(run: CheckRun): Promise<number> {
+  const { values, url, timeoutMs, say } = run;
+  if (values.domain === undefined || values.descriptor === undefined) {
+    throw new UsageError('give --domain and at least one --descriptor (or --key/--limit/--period)');
+  }
+  const request: Record<string, unknown> = {
+    domain: values.domain,
+    descriptors: values.descriptor.map(descriptorOf),
+  };
+  const hits = num(values.hits, '--hits');
+  let response: Record<string, unknown>;
+  if (values.grpc !== undefined) {
+    const client = createRlsClient(values.grpc);
+    try {
+      // Zero hits is said per descriptor: a request-level 0 means 1 in the RLS protocol.
+      if (hits === 0)
+        request.descriptors = (request.descriptors as object[]).map((d) => ({ ...d, hitsAddend: { value: 0 } }));
+      else if (hits !== undefined) request.hitsAddend = hits;
+      response = (await client.shouldRateLimit(request, timeoutMs)) as Record<string, unknown>;
+    } finally {
+      client.close();
+    }
+  } else {
+    if (hits === 0) request.descriptors = (request.descriptors as object[]).map((d) => ({ ...d, hits_addend: 0 }));
+    else if (hits !== undefined) request.hits_addend = hits;
+    const res = await post(url, '/json', request, timeoutMs);
+    if (res.status !== 200 && res.status !== 429) {
+      throw new Error(`the service answered ${res.status}: ${JSON.stringify(res.body)}`);
+    }
+    response = res.body as Record<string, unknown>;
+  }
+  const overall = String(response.overallCode);
+  say(values.json === true ? JSON.stringify(response) : describeResponse(overall, response, values.descriptor));
+  return overall === 'OVER_LIMIT' ? 1 : overall === 'OK' ? 0 : 2;
+}
+
+/** The overall code, then a line per descriptor: its code, its limit and what remains. */
+function describeResponse(overall: string, response: Record<string, unknown>, descriptors: readonly string[]): string {
+  const statuses = (response.statuses ?? []) as {
+    code?: string;
+    currentLimit?: { name?: string; requestsPerUnit?: number; unit?: string } | null;
+    limitRemaining?: number;
+  }[];
+  const lines = statuses.map((s, i) => {
+    const limit = s.currentLimit;
+    const what = limit
+      ? `${limit.requestsPerUnit ?? 0}/${String(limit.unit).toLowerCase()}${limit.name ? ` (${limit.name})` : ''}, remaining ${s.limitRemaining ?? 0}`
+      : 'no limit';
+    return `  ${descriptors[i]}: ${s.code} ${what}`;
+  });
+  return [overall, ...lines].join('\n');
+}
