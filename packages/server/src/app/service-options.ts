@@ -9,6 +9,7 @@ import type { AdaptiveLimiterOptions } from 'sluice/adaptive';
 import type { FailMode } from 'sluice/rules';
 import type { MultiRegionOptions } from '../backends/multi-region-backend.js';
 import type { RedisOptions } from '../backends/redis-backend.js';
+import type { SqlStoreOptions } from '../backends/sql-backend.js';
 import type { XdsOptions } from '../config/xds/xds-options.js';
 import type { ResponseHeaderStyle } from '../core/decide.js';
 import { type CaptureOptions, checkCaptureOptions } from '../observability/capture/capture-options.js';
@@ -36,6 +37,8 @@ export interface StoreOptions {
   multiRegion?: MultiRegionOptions;
   /** Sizes the memory store used without `redis` or `multiRegion`, e.g. `{ maxKeys }`. */
   memory?: MemoryStoreOptions;
+  /** A SQL store (`--store postgres://…|mysql://…|sqlite:PATH`), instead of Redis. */
+  sql?: SqlStoreOptions;
 }
 
 /** The HTTP API (`/json`, `/v1/check`, `/healthcheck`, `/metrics`, `/admin`, the dashboard). */
@@ -205,7 +208,13 @@ export function checkServiceOptions(options: ServiceOptions): void {
   if (store?.multiRegion !== undefined && store.redis !== undefined) {
     throw invalid('store.multiRegion', "give it instead of store.redis (this region's Redis is one of its options)");
   }
-  if (store?.memory !== undefined && (store.redis !== undefined || store.multiRegion !== undefined)) {
+  if (store?.sql !== undefined && (store.redis !== undefined || store.multiRegion !== undefined)) {
+    throw invalid('store.sql', 'give a SQL store (--store) or Redis (--redis, --region), not both');
+  }
+  if (
+    store?.memory !== undefined &&
+    (store.redis !== undefined || store.multiRegion !== undefined || store.sql !== undefined)
+  ) {
     throw invalid('store.memory', 'sizes the memory store the service creates; with Redis there is none');
   }
   if (options.xds !== undefined && options.config !== undefined && [options.config].flat().length > 0) {

@@ -1,9 +1,10 @@
-/** The service's store: the one given, or one built from `store` options (memory, Redis, per-second Redis, multi-region). */
+/** The service's store: the one given, or one built from `store` options (memory, Redis, per-second Redis, multi-region, SQL). */
 import type { Store } from 'sluice';
 import { createMemoryStore } from 'sluice';
 import { createMultiRegionBackend, type RegionsView } from '../backends/multi-region-backend.js';
 import { createPerSecondStore } from '../backends/per-second-store.js';
 import { createRedisBackend, type RedisOptions, type StoreBackend } from '../backends/redis-backend.js';
+import { createSqlBackend } from '../backends/sql-backend.js';
 import type { Logger } from '../observability/logger.js';
 import { isStoreInstance, type ServiceOptions } from './service-options.js';
 
@@ -31,6 +32,7 @@ export async function openServiceStore(options: ServiceOptions['store'], logger:
 async function openBackend(options: ServiceOptions['store'], logger: Logger): Promise<StoreBackend> {
   if (isStoreInstance(options)) return { store: options, owned: false, close: async () => {} };
   if (options?.multiRegion !== undefined) return createMultiRegionBackend(options.multiRegion, logger);
+  if (options?.sql !== undefined) return createSqlBackend(options.sql, logger);
   if (options?.redis === undefined) {
     return { store: createMemoryStore(options?.memory), owned: true, close: async () => {} };
   }

@@ -8,6 +8,7 @@ import type { FailMode } from 'sluice/rules';
 import { envoyServiceOptions, isEnvoyStart } from '../../app/envoy-settings.js';
 import type { StoreOptions } from '../../app/service-options.js';
 import { strayEnvoySettingsWarning } from '../../app/stray-envoy-settings.js';
+import { sqlKind } from '../../backends/sql-backend.js';
 import type { LogLevel, ServiceOptions } from '../../index.js';
 import { LOG_LEVELS } from '../../index.js';
 import { otelMetricsFromEnv } from '../../observability/otel-metrics/otel-metrics-options.js';
@@ -22,6 +23,7 @@ const SERVE_FLAGS = {
   'redis-cluster': { type: 'string' },
   'redis-prefix': { type: 'string' },
   'redis-timeout': { type: 'string' },
+  store: { type: 'string' },
   upstream: { type: 'string' },
   adaptive: { type: 'string' },
   host: { type: 'string' },
@@ -100,7 +102,7 @@ function storeOf(options: ServiceOptions): StoreOptions {
   return store;
 }
 
-/** `--redis`, `--redis-cluster`, `--redis-prefix`, `--redis-timeout`, the region flags, `--memory-*`. */
+/** `--redis`, `--redis-cluster`, `--redis-prefix`, `--redis-timeout`, the region flags, `--store`, `--memory-*`. */
 function applyStoreFlags(values: Values, env: NodeJS.ProcessEnv, options: ServiceOptions): void {
   const store = storeOf(options);
   const redisUrl = values.redis ?? env.REDIS_URL;
@@ -130,8 +132,22 @@ function applyStoreFlags(values: Values, env: NodeJS.ProcessEnv, options: Servic
   const redis = store.multiRegion ?? store.redis;
   if (redis !== undefined && prefix !== undefined) redis.prefix = prefix;
   if (redis !== undefined && timeoutMs !== undefined) redis.timeoutMs = timeoutMs;
+  applySqlStoreFlag(values, env, store);
   applyMemoryFlags(values, store);
   if (Object.keys(store).length === 0) delete options.store;
+}
+
+/** `--store postgres://…|mysql://…|sqlite:PATH` (or SLUICE_STORE): a SQL store instead of Redis. */
+function applySqlStoreFlag(values: Values, env: NodeJS.ProcessEnv, store: StoreOptions): void {
+  const url = values.store ?? env.SLUICE_STORE;
+  if (url === undefined || url === '') return;
+  if (url.length > 4096) throw new UsageError('--store: a URL of at most 4096 characters');
+  if (values.redis !== undefined || values['redis-cluster'] !== undefined || store.multiRegion !== undefined)
+    throw new UsageError('give --store or --redis / --redis-cluster / --region, not both');
+  sqlKind(url);
+  // A REDIS_URL left in the environment does not compete with an explicit SQL store.
+  delete store.redis;
+  store.sql = { url };
 }
 
 function applyMemoryFlags(values: Values, store: StoreOptions): void {

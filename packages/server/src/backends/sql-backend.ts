@@ -1,0 +1,81 @@
+/**
+ * The SQL backend of `sluice serve --store`: opens PostgreSQL (`postgres://`), MySQL/MariaDB (`mysql://`) or SQLite
+ * (`sqlite:PATH`) from a URL, builds sluice's store on it, and pings the database for health.
+ */
+import { SluiceError } from 'sluice';
+import type { Logger } from '../observability/logger.js';
+import type { StoreBackend } from './redis-backend.js';
+
+/** `--store`: the database the counters live in. */
+export interface SqlStoreOptions {
+  /** `postgres://user@host:port/db`, `mysql://user@host:port/db` or `sqlite:PATH`. */
+  url: string;
+  /** Longest wait for the database per decision, in ms; then the failure policy answers. @default 500 */
+  timeoutMs?: number;
+  /** How long to wait for the database at start before starting anyway (degraded). @default 5000 */
+  connectTimeoutMs?: number;
+}
+
+/** Connections the service's pool opens to PostgreSQL or MySQL. */
+const POOL_SIZE = 8;
+
+/** The URL with its password hidden, for logs and errors. */
+export function redactStoreUrl(url: string): string {
+  return url.replace(/^([a-z]+:\/\/[^:/@]*:)[^@]*@/i, '$1***@');
+}
+
+/** Which database a `--store` URL names, or a coded error for anything else. */
+export function sqlKind(url: string): 'postgres' | 'mysql' | 'sqlite' {
+  if (/^postgres(ql)?:\/\//i.test(url)) return 'postgres';
+  if (/^(mysql|mariadb):\/\//i.test(url)) return 'mysql';
+  if (/^sqlite:./i.test(url)) return 'sqlite';
+  throw new SluiceError(
+    'ERR_SLUICE_STORE_UNSUPPORTED',
+    `--store: ${JSON.stringify(redactStoreUrl(url).slice(0, 200))} is not a store URL; use postgres://…, mysql://… or sqlite:PATH`,
+    { option: 'store' },
+  );
+}
+
+/** The store on one database, its health ping and its close. */
+async function openDatabase(options: SqlStoreOptions): Promise<StoreBackend> {
+  const timeoutMs = options.timeoutMs ?? 500;
+  const kind = sqlKind(options.url);
+  if (kind === 'postgres') {
+    const { default: pg } = await import('pg');
+    const { createPostgresStore } = await import('sluice/postgres');
+    const pool = new pg.Pool({ connectionString: options.url, max: POOL_SIZE, connectionTimeoutMillis: timeoutMs });
+    // A connection lost while idle (the database restarted) is dropped by the pool, not thrown at the process.
+    pool.on('error', () => {});
+    const store = createPostgresStore({ client: pool, timeoutMs });
+    return { store, owned: true, ping: () => pool.query('SELECT 1'), close: () => pool.end() };
+  }
+  if (kind === 'mysql') {
+    const mysql = await import('mysql2/promise');
+    const { createMySqlStore } = await import('sluice/mysql');
+    const uri = options.url.replace(/^mariadb:/i, 'mysql:');
+    const pool = mysql.createPool({ uri, connectionLimit: POOL_SIZE, multipleStatements: true, connectTimeout: 5000 });
+    const store = createMySqlStore({ client: pool, timeoutMs });
+    return { store, owned: true, ping: () => pool.query('SELECT 1'), close: () => pool.end() };
+  }
+  const { default: Database } = await import('better-sqlite3');
+  const { createSqliteStore } = await import('sluice/sqlite');
+  const db = new Database(options.url.replace(/^sqlite:(\/\/)?/i, ''));
+  const store = createSqliteStore({ db, timeoutMs });
+  return { store, owned: true, close: async () => void db.close() };
+}
+
+/** Opens the database and waits for it up to `connectTimeoutMs`; past that the service starts degraded and retries per decision. */
+export async function createSqlBackend(options: SqlStoreOptions, logger: Logger): Promise<StoreBackend> {
+  const backend = await openDatabase(options);
+  const store = backend.store as { ready?: (ms?: number) => Promise<void> };
+  try {
+    await store.ready?.(options.connectTimeoutMs ?? 5000);
+    logger.info({ store: redactStoreUrl(options.url) }, 'store ready');
+  } catch (error) {
+    logger.warn(
+      { store: redactStoreUrl(options.url), code: (error as SluiceError).code, err: (error as Error).message },
+      'store not ready; starting degraded (the failure policy answers until it is)',
+    );
+  }
+  return backend;
+}
