@@ -242,6 +242,59 @@ describe('envoy ratelimit metrics in envoy mode', () => {
     }
   });
 
+  it('SHADOW_MODE counts global_shadow_mode; a refused reload config_load_error, a good one config_load_success', async () => {
+    const receiver = await statsdReceiver();
+    const runtime = createRuntime(RULES);
+    const token = 'envoy-metrics-admin-token-0123456789';
+    const svc = await startEnvoy({
+      ...runtime.env,
+      SHADOW_MODE: 'true',
+      SLUICE_ADMIN_TOKEN: token,
+      STATSD_HOST: '127.0.0.1',
+      STATSD_PORT: String(receiver.port),
+      STATS_FLUSH_INTERVAL: '100ms',
+    });
+    const reload = () =>
+      fetch(`http://127.0.0.1:${svc.sluice.http}/admin/reload`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: '{}',
+      }).then((r) => r.json() as Promise<{ ok: boolean }>);
+    try {
+      const codes: string[] = [];
+      for (let i = 0; i < 5; i++) codes.push((await svc.ask('api', [[['k', 'v']]])).overallCode ?? '');
+      assert.deepEqual(codes, ['OK', 'OK', 'OK', 'OK', 'OK'], 'the global shadow mode lets the fifth through');
+      runtime.write('bad.yaml', 'domain: [');
+      assert.equal((await reload()).ok, false);
+      runtime.remove('bad.yaml');
+      assert.equal((await reload()).ok, true);
+      const name = (n: string) => `ratelimit.service.${n}`;
+      await receiver.until((lines) => {
+        const { counters } = tally(lines);
+        // The file watcher may reload too, as well as /admin/reload: at least one of each after the start's.
+        return (
+          (counters.get(name('config_load_error')) ?? 0) >= 1 && (counters.get(name('config_load_success')) ?? 0) >= 2
+        );
+      });
+      const { counters } = tally(receiver.lines);
+      assert.equal(counters.get(name('global_shadow_mode')), 1);
+      assert.equal(
+        counters.get(name('rate_limit.api.k.over_limit')),
+        1,
+        'envoy counts the shadowed hit over the limit',
+      );
+      assert.equal(
+        counters.get(name('rate_limit.api.k.shadow_mode')),
+        undefined,
+        'shadow_mode is for shadow_mode rules',
+      );
+    } finally {
+      assert.equal(await svc.stop(), 0);
+      runtime.dispose();
+      receiver.close();
+    }
+  });
+
   it('huge and many descriptor values: bounded keys, counted under _overflow_', async () => {
     const receiver = await statsdReceiver();
     const runtime = createRuntime(RULES);
