@@ -22,18 +22,22 @@ export interface CaptureRecorder {
   ): void;
 }
 
+/** FNV-1a of `s` continued from `h`, then a separator (no closure: this runs for every decision). */
+function mix(h: number, s: string): number {
+  let x = h;
+  for (let i = 0; i < s.length; i++) x = Math.imul(x ^ s.charCodeAt(i), 0x01000193);
+  return Math.imul(x ^ 0x1f, 0x01000193);
+}
+
 /** FNV-1a over the request's domain and entries: the same key always lands on the same side of the sample. */
 function keyHash(request: RateLimitRequest): number {
-  let h = 0x811c9dc5;
-  const mix = (s: string) => {
-    for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
-    h = Math.imul(h ^ 0x1f, 0x01000193);
-  };
-  mix(request.domain);
-  for (const d of request.descriptors) {
-    for (const e of d.entries) {
-      mix(e.key);
-      mix(e.value);
+  let h = mix(0x811c9dc5, request.domain);
+  const descriptors = request.descriptors;
+  for (let d = 0; d < descriptors.length; d++) {
+    const entries = (descriptors[d] as RateLimitRequest['descriptors'][number]).entries;
+    for (let e = 0; e < entries.length; e++) {
+      const entry = entries[e] as { key: string; value: string };
+      h = mix(mix(h, entry.key), entry.value);
     }
   }
   return (h >>> 0) / 2 ** 32;
