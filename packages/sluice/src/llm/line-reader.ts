@@ -48,8 +48,27 @@ export function createLineReader(maxLineBytes: number, onLine: (line: string) =>
     held += piece.length;
   };
 
+  /** Lines ended by LF only, in a chunk with no CR: found by a native search, each decoded in one call. */
+  const pushLf = (buf: Uint8Array) => {
+    let start = 0;
+    for (let i = buf.indexOf(LF); i !== -1; i = buf.indexOf(LF, start)) {
+      if (held > 0 || overflow) {
+        keep(buf.subarray(start, i));
+        finishLine();
+      } else if (i - start > maxLineBytes) dropped++;
+      else onLine(textOf(decoder, buf, start, i));
+      start = i + 1;
+    }
+    if (start < buf.length) keep(buf.subarray(start));
+  };
+
   return {
     push(chunk) {
+      // The usual stream: LF line ends only. A CR anywhere (or one ending the last chunk) takes the byte loop.
+      if (!afterCr && chunk.indexOf(CR) === -1) {
+        pushLf(chunk);
+        return;
+      }
       let start = 0;
       for (let i = 0; i < chunk.length; i++) {
         const byte = chunk[i];
@@ -76,6 +95,16 @@ export function createLineReader(maxLineBytes: number, onLine: (line: string) =>
       return dropped;
     },
   };
+}
+
+/** Node's Buffer where there is one: it decodes a slice in one call, with no view made for it. */
+const NodeBuffer = (globalThis as { Buffer?: typeof Buffer }).Buffer;
+
+/** The UTF-8 text of `buf[start, end)`, without a leading byte-order mark (as TextDecoder reads it). */
+function textOf(decoder: TextDecoder, buf: Uint8Array, start: number, end: number): string {
+  if (NodeBuffer === undefined || !(buf instanceof NodeBuffer)) return decoder.decode(buf.subarray(start, end));
+  const bom = end - start >= 3 && buf[start] === 0xef && buf[start + 1] === 0xbb && buf[start + 2] === 0xbf;
+  return buf.toString('utf8', bom ? start + 3 : start, end);
 }
 
 function joinParts(parts: readonly Uint8Array[], length: number): Uint8Array {

@@ -69,7 +69,7 @@ export function createUsageTap(options: UsageReadOptions): UsageTap {
   let eventBytes = 0;
 
   const dispatch = () => {
-    const text = eventData.join('\n');
+    const text = eventData.length === 1 ? (eventData[0] as string) : eventData.join('\n');
     eventData = [];
     eventBytes = 0;
     if (text === '' || text === '[DONE]') return;

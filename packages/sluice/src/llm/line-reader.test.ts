@@ -1,0 +1,56 @@
+// Tests of the line splitter under the usage reader: every chunking of a stream gives the same lines.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { createLineReader } from './line-reader.js';
+
+/** The lines of `text` as server-sent events define them (LF, CRLF or a lone CR ends one). */
+const reference = (text: string) => {
+  const lines = text.split(/\r\n|\r|\n/);
+  lines.pop();
+  return lines;
+};
+
+function read(bytes: Uint8Array, cuts: number[], maxLineBytes = 1024, asBuffer = true) {
+  const lines: string[] = [];
+  const reader = createLineReader(maxLineBytes, (line) => lines.push(line));
+  let at = 0;
+  for (const cut of [...cuts, bytes.length]) {
+    const piece = bytes.subarray(at, cut);
+    reader.push(asBuffer ? Buffer.from(piece) : new Uint8Array(piece));
+    at = cut;
+  }
+  reader.end();
+  return { lines, dropped: reader.droppedLines };
+}
+
+describe('createLineReader', () => {
+  const text =
+    'data: {"a":"é ünï"}\n\ndata: x\r\n\r\nevent: y\rdata: 😀 z\n\n\ufeffdata: bom\n' +
+    'data: {"choices":[{"delta":{"content":"abc "}}]}\n\n';
+  const bytes = new TextEncoder().encode(text);
+
+  it('gives the same lines for every chunking, from Buffers and from plain Uint8Arrays', () => {
+    const expected = reference(text).map((l) => (l.startsWith('\ufeff') ? l.slice(1) : l));
+    let seed = 7;
+    const random = () => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed / 2147483648;
+    };
+    for (let run = 0; run < 300; run++) {
+      const cuts = Array.from({ length: Math.floor(random() * 6) }, () => Math.floor(random() * bytes.length)).sort(
+        (a, b) => a - b,
+      );
+      assert.deepEqual(read(bytes, cuts, 1024, run % 2 === 0).lines, expected, `cuts ${cuts.join(',')}`);
+    }
+  });
+
+  it('drops a line over the bound whole, in one chunk or across chunks, and keeps the next', () => {
+    const long = `data: ${'x'.repeat(2000)}\ndata: ok\n`;
+    const b = new TextEncoder().encode(long);
+    for (const cuts of [[], [10], [1500, 2003]]) {
+      const { lines, dropped } = read(b, cuts);
+      assert.deepEqual(lines, ['data: ok']);
+      assert.equal(dropped, 1);
+    }
+  });
+});
