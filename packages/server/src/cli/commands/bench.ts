@@ -96,115 +96,59 @@ function format(r: BenchResult): string {
   ].join('\n');
 }
 
+/** The flags of `sluice bench`. */
+const OPTIONS = {
+  grpc: { type: 'string' },
+  client: { type: 'string' },
+  http: { type: 'string' },
+  endpoint: { type: 'string' },
+  duration: { type: 'string' },
+  warmup: { type: 'string' },
+  concurrency: { type: 'string' },
+  threads: { type: 'string' },
+  connections: { type: 'string' },
+  domain: { type: 'string' },
+  descriptor: { type: 'string' },
+  keys: { type: 'string' },
+  limit: { type: 'string' },
+  period: { type: 'string' },
+  json: { type: 'boolean' },
+} as const;
+
+type BenchValues = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; strict: true }>>['values'];
+
+/** A run as the flags ask for it. */
+interface BenchPlan {
+  readonly target: LoadTarget;
+  readonly concurrency: number;
+  readonly threads: number;
+  readonly durationMs: number;
+  readonly warmupMs: number;
+}
+
 /** `sluice bench`. */
 export const benchCommand: Command = {
   name: 'bench',
   summary: 'load a running service over gRPC or HTTP; report decisions/s and latency percentiles',
   help: HELP,
   async run(argv, io) {
-    let values: Record<string, string | boolean | undefined>;
+    let values: BenchValues;
     try {
-      values = parseArgs({
-        args: [...argv],
-        strict: true,
-        options: {
-          grpc: { type: 'string' },
-          client: { type: 'string' },
-          http: { type: 'string' },
-          endpoint: { type: 'string' },
-          duration: { type: 'string' },
-          warmup: { type: 'string' },
-          concurrency: { type: 'string' },
-          threads: { type: 'string' },
-          connections: { type: 'string' },
-          domain: { type: 'string' },
-          descriptor: { type: 'string' },
-          keys: { type: 'string' },
-          limit: { type: 'string' },
-          period: { type: 'string' },
-          json: { type: 'boolean' },
-        },
-      }).values;
+      values = parseArgs({ args: [...argv], strict: true, options: OPTIONS }).values;
     } catch (error) {
       io.err(`sluice bench: ${(error as Error).message}\n\n${HELP}`);
       return 2;
     }
     let result: BenchResult;
     try {
-      if (values.grpc !== undefined && values.http !== undefined) {
-        throw new UsageError('give --grpc or --http, not both');
-      }
-      const durationMs = parseDuration((values.duration as string | undefined) ?? '10s', '--duration');
-      const warmupMs = parseDuration((values.warmup as string | undefined) ?? '1s', '--warmup');
-      if (durationMs < 100) throw new UsageError('--duration: at least 100ms');
-      const concurrency = int(values.concurrency as string | undefined, '--concurrency', 64);
-      const threads = int(values.threads as string | undefined, '--threads', 1);
-      if (threads > concurrency) throw new UsageError('--threads: at most --concurrency');
-      const keys = int(values.keys as string | undefined, '--keys', 10_000);
-      const [key = 'remote_address', prefix = ''] = (
-        (values.descriptor as string | undefined) ?? 'remote_address'
-      ).split('=', 2);
-      const endpoint = ((values.endpoint as string | undefined) ?? 'json') as 'json' | 'check';
-      if (endpoint !== 'json' && endpoint !== 'check') throw new UsageError('--endpoint: json or check');
-      const client = (values.client as string | undefined) ?? 'h2';
-      if (client !== 'h2' && client !== 'grpc-js') throw new UsageError('--client: h2 or grpc-js');
-      const http = values.http as string | undefined;
-      let origin = '';
-      if (http !== undefined) {
-        try {
-          origin = new URL(http).origin;
-        } catch {
-          throw new UsageError(`--http: '${http}' is not a URL`);
-        }
-      }
-      // Connections are per thread: a connection cannot be shared between threads.
-      const target: LoadTarget = {
-        protocol: http === undefined ? 'grpc' : 'http',
-        target: http === undefined ? ((values.grpc as string | undefined) ?? '127.0.0.1:8081') : origin,
-        endpoint,
-        client,
-        connections: Math.max(
-          1,
-          Math.ceil(
-            int(values.connections as string | undefined, '--connections', http === undefined ? 1 : concurrency) /
-              threads,
-          ),
-        ),
-        domain: (values.domain as string | undefined) ?? 'example',
-        key,
-        prefix,
-        keys,
-        limit: int(values.limit as string | undefined, '--limit', 100),
-        period: (values.period as string | undefined) ?? '1m',
-      };
-      // One call first: a wrong target or domain should fail fast with its reason, not after the run.
-      const probe = createCaller({ ...target, connections: 1 });
-      await probe.call(0).then(
-        () => probe.close(),
-        (error: unknown) => {
-          probe.close();
-          throw new UsageError(`cannot reach ${target.target}: ${(error as Error).message}`);
-        },
-      );
-      const bar = progressBar(io, durationMs);
-      const startedAt = Date.now() + warmupMs;
-      const progress = (count: number) => {
-        const elapsed = Date.now() - startedAt;
-        if (elapsed >= 0) bar(Math.min(durationMs, elapsed), count);
-      };
-      let measured: ReturnType<typeof summarize>;
-      if (threads === 1) {
-        const caller = createCaller(target);
-        measured = summarize([await runLoad(caller.call, concurrency, warmupMs, durationMs, progress)]);
-        caller.close();
-      } else {
-        measured = await runLoadThreads({ target, concurrency, warmupMs, durationMs }, threads, progress);
-      }
-      bar(durationMs, measured.decisions);
+      const plan = planOf(values);
+      await probe(plan.target);
+      const measured = await measure(plan, io);
+      const { target, concurrency, threads } = plan;
       result = {
         target: target.target,
         protocol: target.protocol,
-        endpoint: http === undefined ? 'ShouldRateLimit' : endpoint,
+        endpoint: target.protocol === 'grpc' ? 'ShouldRateLimit' : target.endpoint,
         concurrency,
         connections: target.connections * threads,
         threads,
@@ -221,3 +165,79 @@ export const benchCommand: Command = {
     return result.errors > 0 && result.decisions === 0 ? 1 : 0;
   },
 };
+
+/** The run the flags describe, checked (a UsageError says which flag is wrong). */
+function planOf(values: BenchValues): BenchPlan {
+  if (values.grpc !== undefined && values.http !== undefined) {
+    throw new UsageError('give --grpc or --http, not both');
+  }
+  const durationMs = parseDuration(values.duration ?? '10s', '--duration');
+  const warmupMs = parseDuration(values.warmup ?? '1s', '--warmup');
+  if (durationMs < 100) throw new UsageError('--duration: at least 100ms');
+  const concurrency = int(values.concurrency, '--concurrency', 64);
+  const threads = int(values.threads, '--threads', 1);
+  if (threads > concurrency) throw new UsageError('--threads: at most --concurrency');
+  const [key = 'remote_address', prefix = ''] = (values.descriptor ?? 'remote_address').split('=', 2);
+  const endpoint = (values.endpoint ?? 'json') as 'json' | 'check';
+  if (endpoint !== 'json' && endpoint !== 'check') throw new UsageError('--endpoint: json or check');
+  const client = values.client ?? 'h2';
+  if (client !== 'h2' && client !== 'grpc-js') throw new UsageError('--client: h2 or grpc-js');
+  const http = values.http;
+  let origin = '';
+  if (http !== undefined) {
+    try {
+      origin = new URL(http).origin;
+    } catch {
+      throw new UsageError(`--http: '${http}' is not a URL`);
+    }
+  }
+  // Connections are per thread: a connection cannot be shared between threads.
+  const connections = int(values.connections, '--connections', http === undefined ? 1 : concurrency);
+  const target: LoadTarget = {
+    protocol: http === undefined ? 'grpc' : 'http',
+    target: http === undefined ? (values.grpc ?? '127.0.0.1:8081') : origin,
+    endpoint,
+    client,
+    connections: Math.max(1, Math.ceil(connections / threads)),
+    domain: values.domain ?? 'example',
+    key,
+    prefix,
+    keys: int(values.keys, '--keys', 10_000),
+    limit: int(values.limit, '--limit', 100),
+    period: values.period ?? '1m',
+  };
+  return { target, concurrency, threads, durationMs, warmupMs };
+}
+
+/** One call first: a wrong target or domain should fail fast with its reason, not after the run. */
+async function probe(target: LoadTarget): Promise<void> {
+  const caller = createCaller({ ...target, connections: 1 });
+  await caller.call(0).then(
+    () => caller.close(),
+    (error: unknown) => {
+      caller.close();
+      throw new UsageError(`cannot reach ${target.target}: ${(error as Error).message}`);
+    },
+  );
+}
+
+/** The run itself, on one thread or several, with a progress bar. */
+async function measure(plan: BenchPlan, io: Parameters<Command['run']>[1]): Promise<ReturnType<typeof summarize>> {
+  const { target, concurrency, threads, durationMs, warmupMs } = plan;
+  const bar = progressBar(io, durationMs);
+  const startedAt = Date.now() + warmupMs;
+  const progress = (count: number) => {
+    const elapsed = Date.now() - startedAt;
+    if (elapsed >= 0) bar(Math.min(durationMs, elapsed), count);
+  };
+  let measured: ReturnType<typeof summarize>;
+  if (threads === 1) {
+    const caller = createCaller(target);
+    measured = summarize([await runLoad(caller.call, concurrency, warmupMs, durationMs, progress)]);
+    caller.close();
+  } else {
+    measured = await runLoadThreads({ target, concurrency, warmupMs, durationMs }, threads, progress);
+  }
+  bar(durationMs, measured.decisions);
+  return measured;
+}
