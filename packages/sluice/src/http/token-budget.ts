@@ -5,7 +5,7 @@
  */
 import { SluiceError } from '../core/errors.js';
 import type { LimiterDecision } from '../limiter/limiter-decision.js';
-import { estimateInputTokens } from '../llm/estimate-input-tokens.js';
+import type { BudgetTools } from '../llm/budget-tools.js';
 import { checkProvider, MAX_TOKEN_COUNT } from '../llm/usage.js';
 import type { ClientIpOptions } from './client-ip.js';
 import { createIdentity } from './identity.js';
@@ -15,6 +15,9 @@ import { createRenderer, type RenderOptions, rejectionInfo } from './rejection.j
 import type { Awaitable, RequestAccess } from './request.js';
 import type { TokenBudgetOptions } from './token-budget-options.js';
 import { createTokenMeter, type TokenMeter } from './token-meter.js';
+
+/** The registered symbol sluice/llm keeps its body readers under (llm/budget-tools.ts). */
+const TOOLS = Symbol.for('sluice.llm.budgetTools');
 
 /** The token budget of one middleware. */
 export interface TokenBudget<Req> {
@@ -36,7 +39,7 @@ function fail(option: string, message: string): never {
 function checkOptions<Req>(o: TokenBudgetOptions<Req>): number {
   if (o === null || typeof o !== 'object') fail('limiter', 'expected { limiter: createTokenLimiter({...}) }');
   const l = o.limiter as Partial<TokenBudgetOptions<Req>['limiter']> | undefined;
-  if (typeof l?.reserve !== 'function' || typeof l.headers !== 'function')
+  if (typeof l?.reserve !== 'function' || typeof l.headers !== 'function' || !(TOOLS in l))
     fail('limiter', "expected a token limiter from sluice/llm's createTokenLimiter");
   for (const name of ['key', 'body', 'onSettle'] as const)
     if (o[name] !== undefined && typeof o[name] !== 'function') fail(name, 'expected a function');
@@ -96,6 +99,7 @@ export function createTokenBudget<Req>(
   const defaultMax = checkOptions(budget);
   const read = { provider: checkProvider(budget.provider ?? 'openai', 'tokenBudget.provider') };
   const limiter = budget.limiter;
+  const tools = (limiter as unknown as Record<symbol, BudgetTools>)[TOOLS] as BudgetTools;
   const identity = createIdentity(options, access, options.peerAddress ?? access.peer);
   const render = createRenderer(options, (req: Req) => access.header(req, 'accept'));
   const status = options.statusCode ?? 429;
@@ -110,14 +114,21 @@ export function createTokenBudget<Req>(
     const key = await keyOf(req);
     if (key === null || key === undefined) return outcome;
     const body = bodyValue(bodyOf === undefined ? undefined : await bodyOf(req));
-    const inputTokens = Math.min(body === undefined ? 0 : estimateInputTokens(body), MAX_TOKEN_COUNT);
+    const inputTokens = Math.min(body === undefined ? 0 : tools.estimateInputTokens(body), MAX_TOKEN_COUNT);
     const reservation = await limiter.reserve(String(key), {
       inputTokens,
       maxOutputTokens: maxOutputOf(body, defaultMax),
     });
     const headers = mergeHeaders(outcome.headers, limiter.headers(reservation.decision));
     if (reservation.allowed) {
-      const meter: TokenMeter = createTokenMeter(budget, read, req, String(key), reservation, inputTokens);
+      const meter: TokenMeter = createTokenMeter(
+        budget,
+        tools.createUsageTap(read),
+        req,
+        String(key),
+        reservation,
+        inputTokens,
+      );
       return { ...outcome, headers, meter };
     }
     // A refused request consumes nothing: what the rate limits took for it goes back.

@@ -4,7 +4,7 @@
  */
 import type { TokenReservation } from '../llm/create-token-limiter.js';
 import { MAX_TOKEN_COUNT, type Usage } from '../llm/usage.js';
-import { createUsageTap, type UsageReading, type UsageReadOptions } from '../llm/usage-tap.js';
+import type { UsageReading, UsageTap } from '../llm/usage-tap.js';
 import type { TokenBudgetOptions } from './token-budget-options.js';
 
 /** What an adapter feeds with the response it sends. */
@@ -38,13 +38,12 @@ export function producedUsage(reading: UsageReading, inputEstimate: number, stat
 /** A meter settling `reservation` (made for `req` under `key`, with `inputEstimate` input tokens). */
 export function createTokenMeter<Req>(
   options: TokenBudgetOptions<Req>,
-  read: UsageReadOptions,
+  tap: UsageTap,
   req: Req,
   key: string,
   reservation: TokenReservation,
   inputEstimate: number,
 ): TokenMeter {
-  const tap = createUsageTap(read);
   let done = false;
   return {
     push(chunk) {

@@ -19,6 +19,7 @@ import {
 } from '../limiter/reservations.js';
 import { createMemoryStore } from '../stores/memory/memory-store.js';
 import type { Store, StoreItem } from '../stores/store.js';
+import { BUDGET_TOOLS, type BudgetTools, budgetTools } from './budget-tools.js';
 import { TOKEN_DIMENSIONS, type TokenDimension } from './token-dimension.js';
 import { tokenHeaders } from './token-headers.js';
 import { type CostLimitOptions, createPricing, MAX_COST } from './token-price.js';
@@ -59,6 +60,8 @@ export interface TokenLimiter {
   readonly dimensions: readonly TokenDimension[];
   /** `x-ratelimit-*-{requests,tokens}` and the IETF `RateLimit`/`RateLimit-Policy` for a decision of this limiter. */
   headers(decision: LimiterDecision): Record<string, string>;
+  /** The body readers, for the middleware's `tokenBudget` (internal). */
+  readonly [BUDGET_TOOLS]: BudgetTools;
 }
 
 /** A reservation of tokens: its decision carries one result per dimension (named as the dimension). */
@@ -176,5 +179,6 @@ export function createTokenLimiter(options: TokenLimiterOptions): TokenLimiter {
     },
     dimensions: limits.map((l) => l.name),
     headers: (decision) => tokenHeaders(decision, periods),
+    [BUDGET_TOOLS]: budgetTools,
   };
 }
