@@ -4,6 +4,7 @@
  * end, says what the request used — or why it cannot, with what was seen so far.
  */
 import { SluiceError } from '../core/errors.js';
+import { chatDeltaChars } from './chat-delta-text.js';
 import { createJsonUsageScanner, type JsonUsageScanner } from './json-usage-scanner.js';
 import { createLineReader, type LineReader } from './line-reader.js';
 import { applyStreamEvent, applyUsageObject, emptyUsageState, type UsageState } from './provider-usage.js';
@@ -73,6 +74,11 @@ export function createUsageTap(options: UsageReadOptions): UsageTap {
     eventData = [];
     eventBytes = 0;
     if (text === '' || text === '[DONE]') return;
+    const deltaChars = provider === 'openai' ? chatDeltaChars(text) : undefined;
+    if (deltaChars !== undefined) {
+      state.producedChars += deltaChars;
+      return;
+    }
     let data: unknown;
     try {
       data = JSON.parse(text);
