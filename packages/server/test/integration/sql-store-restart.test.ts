@@ -93,6 +93,10 @@ describe(
         during.every((r) => r?.allowed === true && r.degraded === true),
         JSON.stringify(during[0]),
       );
+      // Failing open, /healthcheck stays 200 and says the store is unreachable.
+      const health = await fetch(`http://127.0.0.1:${service.http}/healthcheck`);
+      const report = (await health.json()) as { status: string; storeReachable: boolean };
+      assert.deepEqual([health.status, report.status, report.storeReachable], [200, 'degraded', false]);
       await startDb();
       let again = await burst(unique('again'), 30);
       // The pool's connections died with the database: the first answers may still be degraded while it reconnects.
