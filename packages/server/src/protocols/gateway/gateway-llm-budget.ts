@@ -7,12 +7,15 @@ import type { IncomingMessage } from 'node:http';
 import type { Clock, Store } from 'sluice';
 import { createTokenLimiter, type LlmProvider, type TokenLimiter } from 'sluice/llm';
 import type { RuleSet } from 'sluice/rules';
+import { createLlmDebts, type LlmDebts } from './gateway-llm-debt.js';
 
 /** The budget of one rule set. */
 export interface LlmBudget {
   readonly provider: LlmProvider;
   readonly keyHeader: string;
   readonly limiter: TokenLimiter;
+  /** Extras its settles could not take, carried to each key's next request. */
+  readonly debts: LlmDebts;
 }
 
 /** Reservations of an unsettled stream lapse after this (charged in full): a crashed gateway leaks nothing. */
@@ -49,7 +52,7 @@ export function createLlmBudgets(store: Store, clock: Clock): LlmBudgets {
         Object.entries(llm.limits).map(([name, l]) => [name, { limit: l.limit, period: l.periodMs }]),
       );
       const limiter = createTokenLimiter({ ...limits, store, clock, reservationTtl: LLM_RESERVATION_TTL });
-      budget = { provider: llm.provider, keyHeader: llm.keyHeader, limiter };
+      budget = { provider: llm.provider, keyHeader: llm.keyHeader, limiter, debts: createLlmDebts() };
       break;
     }
     budgets.set(ruleSet, budget);

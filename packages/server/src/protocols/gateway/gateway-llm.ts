@@ -17,6 +17,7 @@ import { forwardableRaw, upstreamHeaderList } from './forwarding.js';
 import type { Admitted } from './gateway-admission.js';
 import { errorAnswer, failureAnswer, type GatewayAnswer } from './gateway-answer.js';
 import { type LlmBudget, llmKeyOf } from './gateway-llm-budget.js';
+import { type OwingReservation, reserveOwing } from './gateway-llm-debt.js';
 import { type LlmRequest, llmRequestOf, readLlmBody } from './gateway-llm-request.js';
 
 /** What the LLM proxy needs from its gateway. */
@@ -75,7 +76,9 @@ async function reserveAndForward(options: LlmProxyOptions, target: UpstreamTarge
     return;
   }
   const request = llmRequestOf(body);
-  const reservation = await budget.limiter.reserve(key, request);
+  // The key's debt (extras earlier settles could not take) rides on this reservation.
+  const owing = await reserveOwing(budget.limiter, budget.debts, key, request);
+  const reservation = owing.reservation;
   if (options.hub !== undefined) publish(options.hub, key, reservation);
   const headers = { ...call.admitted.headers, ...budget.limiter.headers(reservation.decision) };
   if (!reservation.allowed) {
@@ -88,10 +91,10 @@ async function reserveAndForward(options: LlmProxyOptions, target: UpstreamTarge
   }
   if (res.destroyed) {
     options.llmMetrics.settled('cancelled');
-    await reservation.cancel();
+    await owing.cancel();
     return;
   }
-  forward(options, target, call, { request, reservation, headers });
+  forward(options, target, call, { request, reservation: owing, headers });
 }
 
 /** One decision event per limit of a reservation, under the hashed key: `llm:requests`, `llm:totalTokens`, ... */
@@ -111,7 +114,7 @@ const limitOf = (d: { limit: number; remaining: number; resetMs: number }) => ({
 
 interface Reserved {
   readonly request: LlmRequest;
-  readonly reservation: TokenReservation;
+  readonly reservation: OwingReservation;
   readonly headers: Record<string, string>;
 }
 
