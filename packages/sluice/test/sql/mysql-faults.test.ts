@@ -7,8 +7,8 @@ import { after, describe, it } from 'node:test';
 import mysql from 'mysql2/promise';
 import { isSluiceError } from '../../src/core/errors.js';
 import { resolvePolicy } from '../../src/core/policy.js';
-import { createLimiter } from '../../src/limiter/create-limiter.js';
 import { createMySqlStore } from '../../src/stores/sql/mysql.js';
+import { checkFailurePolicies, checkHostileKeys, HOSTILE_KEYS } from './store-faults.js';
 
 const connection = { host: '127.0.0.1', port: 3306, user: 'root', database: 'test' };
 const pool = mysql.createPool({ ...connection, connectionLimit: 4 });
@@ -26,23 +26,9 @@ describe('mysql store: faults and bounds', () => {
   it('stores hostile keys apart and safely: SQL-looking, NUL and lone surrogates, 1 MB long', async () => {
     const store = createMySqlStore({ client: pool, table, timeoutMs: 5000 });
     await store.ready();
-    const p = resolvePolicy({ limit: 2, period: '1h' });
-    const keys = [
-      "'; DROP TABLE mysql.user; --",
-      "\\' OR 1=1 #",
-      'a\u0000b',
-      'a\u0000c',
-      '\ud800',
-      '\udc00',
-      'x'.repeat(1 << 20),
-      `${'x'.repeat(1 << 20)}y`,
-    ];
-    for (const key of keys)
-      assert.equal((await store.check(key, p, 1, Date.now(), true)).remaining, 1, key.slice(0, 20));
-    for (const key of keys)
-      assert.equal((await store.check(key, p, 1, Date.now(), true)).remaining, 0, key.slice(0, 20));
+    await checkHostileKeys(store);
     assert.ok((await count(`SELECT max(length(id)) AS n FROM ${table}`)) <= 512, 'ids are bounded');
-    assert.equal(await count(`SELECT count(*) AS n FROM ${table}`), keys.length);
+    assert.equal(await count(`SELECT count(*) AS n FROM ${table}`), HOSTILE_KEYS.length);
   });
 
   it('a missing table with createTable: false is ERR_SLUICE_STORE_TABLE_MISSING naming the migration', async () => {
@@ -76,14 +62,7 @@ describe('mysql store: faults and bounds', () => {
       // Another transaction holds every row and gap of the table: each decision waits past timeoutMs.
       await holder.query('START TRANSACTION');
       await holder.query(`SELECT * FROM ${table} FOR UPDATE`);
-      const open = createLimiter({ limit: 1, period: '1h', store, fail: 'open' });
-      const closed = createLimiter({ limit: 1, period: '1h', store, fail: 'closed' });
-      const a = await open.check('stuck');
-      assert.equal(a.allowed, true);
-      assert.equal(a.degraded, true);
-      const b = await closed.check('stuck');
-      assert.equal(b.allowed, false);
-      assert.equal(b.degraded, true);
+      await checkFailurePolicies(store);
     } finally {
       await holder.query('ROLLBACK');
       holder.release();

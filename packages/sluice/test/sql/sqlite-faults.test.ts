@@ -11,8 +11,8 @@ import { after, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { isSluiceError } from '../../src/core/errors.js';
 import { resolvePolicy } from '../../src/core/policy.js';
-import { createLimiter } from '../../src/limiter/create-limiter.js';
 import { createSqliteStore } from '../../src/stores/sql/sqlite.js';
+import { checkFailurePolicies, checkHostileKeys, HOSTILE_KEYS } from './store-faults.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'sluice-sqlite-faults-'));
 const file = join(dir, 'limits.db');
@@ -27,22 +27,9 @@ after(() => {
 describe('sqlite store: faults and bounds', () => {
   it('stores hostile keys apart and safely: SQL-looking, NUL and lone surrogates, 1 MB long', async () => {
     const store = createSqliteStore({ db, table: 'hostile' });
-    const p = resolvePolicy({ limit: 2, period: '1h' });
-    const keys = [
-      "'; DROP TABLE hostile; --",
-      'a\u0000b',
-      'a\u0000c',
-      '\ud800',
-      '\udc00',
-      'x'.repeat(1 << 20),
-      `${'x'.repeat(1 << 20)}y`,
-    ];
-    for (const key of keys)
-      assert.equal((await store.check(key, p, 1, Date.now(), true)).remaining, 1, key.slice(0, 20));
-    for (const key of keys)
-      assert.equal((await store.check(key, p, 1, Date.now(), true)).remaining, 0, key.slice(0, 20));
+    await checkHostileKeys(store);
     assert.ok(count('SELECT max(length(id)) AS n FROM hostile') <= 512, 'ids are bounded');
-    assert.equal(count('SELECT count(*) AS n FROM hostile'), keys.length);
+    assert.equal(count('SELECT count(*) AS n FROM hostile'), HOSTILE_KEYS.length);
   });
 
   it('a missing table with createTable: false is ERR_SLUICE_STORE_TABLE_MISSING naming the migration', async () => {
@@ -76,10 +63,7 @@ describe('sqlite store: faults and bounds', () => {
         async () => store.check('stuck', resolvePolicy({ limit: 1, period: '1h' }), 1, Date.now(), true),
         (e: unknown) => isSluiceError(e, 'ERR_SLUICE_STORE_TIMEOUT'),
       );
-      const open = createLimiter({ limit: 1, period: '1h', store, fail: 'open' });
-      const closed = createLimiter({ limit: 1, period: '1h', store, fail: 'closed' });
-      assert.deepEqual([(await open.check('stuck')).allowed, (await open.check('stuck')).degraded], [true, true]);
-      assert.deepEqual([(await closed.check('stuck')).allowed, (await closed.check('stuck')).degraded], [false, true]);
+      await checkFailurePolicies(store);
     } finally {
       holder.exec('ROLLBACK');
       holder.close();
