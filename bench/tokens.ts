@@ -29,7 +29,11 @@ const OVERHEAD_REQUESTS = 1000;
 const OVERHEAD_CONCURRENCY = 50;
 const OVERHEAD_TOKENS = 200;
 
-/** The upstream: an OpenAI-style stream of n one-token words, 16 a chunk, usage last; tokens served per mode and minute. */
+/**
+ * The upstream: an OpenAI-style stream of n one-token words, 16 a chunk, usage last; tokens served per
+ * mode and minute. Unpaced, it wrote a whole answer into the socket before it saw a client's close: the
+ * tokens of a stream the gateway had already cut counted as served (most of the overshoot measured).
+ */
 const UPSTREAM = `
 const http = require('node:http');
 const served = {};
@@ -39,6 +43,7 @@ http.createServer((req, res) => {
   if (url.pathname === '/served') { res.end(JSON.stringify(served)); return; }
   req.resume();
   const n = Number(url.searchParams.get('n'));
+  const paced = req.headers['x-bench-mode'] !== 'overhead';
   const at = (req.headers['x-bench-mode'] || 'none') + '@' + Math.floor(Date.now() / 60000);
   const add = (t) => { served[at] = (served[at] || 0) + t; };
   add(${PROMPT_TOKENS});
@@ -55,7 +60,10 @@ http.createServer((req, res) => {
       return;
     }
     res.write(chunk);
-    setImmediate(step);
+    // The budget runs generate at a pace (16 tokens a millisecond, still far above a real model's), so a
+    // client's leaving stops the output as it would stop a model; the overhead run goes flat out.
+    if (paced) setTimeout(step, 1);
+    else setImmediate(step);
   };
   step();
 }).listen(0, '127.0.0.1', function () { console.log(JSON.stringify({ port: this.address().port })); });
