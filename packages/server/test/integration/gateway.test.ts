@@ -170,6 +170,26 @@ describe('gateway', () => {
     assert.equal(seen.filter((u) => u === '/limited').length - before, 2, 'the upstream saw only the two that passed');
   });
 
+  it('answers its 429 as problem details naming the violated policy when Accept asks for it (issue 41)', async () => {
+    // Over the limit since the test above; other clients keep the JSON body.
+    const accept = 'application/problem+json, application/json;q=0.5';
+    const limited = await fetch(`${gateway}/limited`, { headers: { accept } });
+    assert.equal(limited.status, 429);
+    assert.equal(limited.headers.get('content-type'), 'application/problem+json');
+    assert.equal(limited.headers.get('cache-control'), 'no-store');
+    assert.equal(limited.headers.get('x-ratelimit-limit'), '2');
+    assert.match(limited.headers.get('retry-after') ?? '', /^\d+$/);
+    const problem = (await limited.json()) as Record<string, unknown>;
+    assert.equal(problem.status, 429);
+    assert.equal(problem.type, 'https://iana.org/assignments/http-problem-types#quota-exceeded');
+    assert.equal(problem.code, 'RATE_LIMIT_EXCEEDED');
+    assert.match(String(problem.detail), /limited-path/);
+    assert.deepEqual(problem['violated-policies'], ['limited-path']);
+    const refused = await fetch(`${gateway}/limited`, { headers: { accept: 'application/problem+json;q=0' } });
+    assert.equal(refused.headers.get('content-type'), 'application/json; charset=utf-8', 'q=0 refuses problem+json');
+    assert.equal(((await refused.json()) as { error: { code: string } }).error.code, 'RATE_LIMIT_EXCEEDED');
+  });
+
   it('replaces the forwarding headers an untrusted client sends with what the gateway saw', async () => {
     const res = await fetch(`${gateway}/echo-headers`, {
       headers: {

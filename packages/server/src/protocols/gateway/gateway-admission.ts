@@ -4,7 +4,8 @@
  * wait is needed, else as a promise.
  */
 import type { IncomingMessage } from 'node:http';
-import { normalizePath } from 'sluice/rules';
+import { acceptsProblem } from 'sluice/http';
+import { normalizePath, type RateLimitResponse } from 'sluice/rules';
 import type { Logger } from '../../observability/logger.js';
 import type { ClientSlots } from './client-slots.js';
 import { errorAnswer, failureAnswer, type GatewayAnswer, refusal, type Verdict } from './gateway-answer.js';
@@ -50,11 +51,21 @@ export function createAdmission(options: AdmissionOptions): (req: IncomingMessag
     { 'retry-after': '1' },
   );
 
-  /** The admission of a decided request whose client holds a slot (given back here when it is refused). */
-  function admitted(verdict: Verdict, target: string, ip: string, key: string): Admission {
+  /**
+   * The admission of a decided request whose client holds a slot (given back here when it is refused);
+   * `response`: the one domain's decision, whose over-limit statuses a problem-details 429 names.
+   */
+  function admitted(
+    verdict: Verdict,
+    req: IncomingMessage,
+    target: string,
+    ip: string,
+    key: string,
+    response?: RateLimitResponse,
+  ): Admission {
     let refused: GatewayAnswer | undefined;
     try {
-      refused = refusal(verdict);
+      refused = verdict.verdict === 'pass' ? undefined : refusal(verdict, acceptsProblem(req.headers.accept), response);
     } catch (error) {
       return failed(key, error);
     }
@@ -83,10 +94,12 @@ export function createAdmission(options: AdmissionOptions): (req: IncomingMessag
       return failed(key, error);
     }
     if (!(decision instanceof Promise)) {
-      return admitted('verdict' in decision ? decision : verdictOf(decision), target, ip, key);
+      return 'verdict' in decision
+        ? admitted(decision, req, target, ip, key)
+        : admitted(verdictOf(decision), req, target, ip, key, decision);
     }
     return decision.then(
-      (v) => admitted('verdict' in v ? v : verdictOf(v), target, ip, key),
+      (v) => ('verdict' in v ? admitted(v, req, target, ip, key) : admitted(verdictOf(v), req, target, ip, key, v)),
       (error: unknown) => failed(key, error),
     );
   };

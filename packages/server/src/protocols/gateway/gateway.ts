@@ -13,6 +13,7 @@ import type { DecisionHub } from '../../observability/decision-events.js';
 import { registerLlmMetrics } from '../../observability/llm-metrics.js';
 import type { Logger } from '../../observability/logger.js';
 import type { ServiceMetrics } from '../../observability/metrics.js';
+import { sendProblem } from '../http/problem-answer.js';
 import { sendJsonText } from '../http/respond.js';
 import { createClientSlots } from './client-slots.js';
 import { createProxy } from './exchange.js';
@@ -75,7 +76,8 @@ export function createGateway(options: GatewayOptions): Server {
   });
   const answer = (res: ServerResponse, a: GatewayAnswer): void => {
     if (res.headersSent || res.destroyed) return;
-    sendJsonText(res, a.status, a.body, a.headers);
+    if (a.problem) sendProblem(res, a.body, a.headers);
+    else sendJsonText(res, a.status, a.body, a.headers);
     metrics.gateway(a.status);
   };
   const llmBudget = options.llm && createLlmBudgets(options.llm.store, options.llm.clock);
