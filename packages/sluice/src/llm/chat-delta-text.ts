@@ -5,8 +5,8 @@
  */
 
 /** Words whose presence sends an event to the full parse: usage, refusals, tool calls, Responses events, escapes. */
-const PARSE_MARKERS = ['"usage"', 'refusal', 'tool_calls', '"type"', '"message"', '\\'];
-const CONTENT = /"content":\s*"([^"]*)"/g;
+const PARSE_MARKERS = /"usage"|refusal|tool_calls|"type"|"message"|\\/;
+const CONTENT_KEY = '"content":';
 
 /**
  * The generated characters of a Chat Completions delta event, or undefined when the event needs the full
@@ -16,8 +16,16 @@ const CONTENT = /"content":\s*"([^"]*)"/g;
 export function chatDeltaChars(text: string): number | undefined {
   if (text.charCodeAt(0) !== 0x7b || text.charCodeAt(text.length - 1) !== 0x7d || !text.includes('"choices"'))
     return undefined;
-  for (const marker of PARSE_MARKERS) if (text.includes(marker)) return undefined;
+  if (PARSE_MARKERS.test(text)) return undefined;
   let chars = 0;
-  for (const match of text.matchAll(CONTENT)) chars += (match[1] as string).length;
+  for (let at = text.indexOf(CONTENT_KEY); at !== -1; at = text.indexOf(CONTENT_KEY, at)) {
+    at += CONTENT_KEY.length;
+    while (text.charCodeAt(at) === 0x20) at++;
+    if (text.charCodeAt(at) !== 0x22) continue; // null, or an array (logprobs): no generated text
+    const end = text.indexOf('"', at + 1);
+    if (end === -1) return undefined;
+    chars += end - at - 1;
+    at = end + 1;
+  }
   return chars;
 }
