@@ -105,15 +105,7 @@ export function resolvePolicy(
   if (options === null || typeof options !== 'object') {
     throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${path || 'options'}: expected an object`);
   }
-  for (const key of Object.keys(options)) {
-    if (!POLICY_KEYS.has(key) && !extraKeys.has(key)) {
-      throw new SluiceError(
-        'ERR_SLUICE_UNKNOWN_OPTION',
-        `${path}${key}: unknown option (known: ${[...POLICY_KEYS, ...extraKeys].join(', ')})`,
-        { option: `${path}${key}` },
-      );
-    }
-  }
+  checkKnownKeys(options, path, extraKeys);
   const algorithm = options.algorithm ?? 'fixed-window';
   if (!isAlgorithmName(algorithm)) {
     throw new SluiceError(
@@ -143,25 +135,7 @@ export function resolvePolicy(
       { option: `${path}period` },
     );
   }
-  let burst = limit;
-  if (options.burst !== undefined) {
-    const b = options.burst;
-    if (!isBucketAlgorithm(algorithm)) {
-      throw new SluiceError(
-        'ERR_SLUICE_INVALID_BURST',
-        `${path}burst: only token-bucket, leaky-bucket and gcra take a burst, not ${algorithm}`,
-        { option: `${path}burst` },
-      );
-    }
-    if (typeof b !== 'number' || !Number.isInteger(b) || b < 1 || b > MAX_LIMIT) {
-      throw new SluiceError(
-        'ERR_SLUICE_INVALID_BURST',
-        `${path}burst: ${String(b)} is not a whole number between 1 and ${MAX_LIMIT}`,
-        { option: `${path}burst` },
-      );
-    }
-    burst = b;
-  }
+  const burst = options.burst === undefined ? limit : checkBurst(options.burst, algorithm, path);
   if (algorithm === 'sliding-log' && limit > MAX_SLIDING_LOG_LIMIT) {
     throw new SluiceError(
       'ERR_SLUICE_SLIDING_LOG_TOO_LARGE',
@@ -179,20 +153,7 @@ export function resolvePolicy(
   }
   const capacity = limit === 0 ? 0 : burst;
   const { scale, intervalTicks } = ticksFor(limit, periodMs);
-  // Keep every intermediate an exact double (see ResolvedPolicy): the bucket size in ticks, and
-  // counts × period for the sliding window's weighted estimate. Fixed windows and logs only count.
-  const magnitude = isBucketAlgorithm(algorithm)
-    ? capacity * intervalTicks
-    : algorithm === 'sliding-window'
-      ? limit * periodMs
-      : 0;
-  if (magnitude > MAX_MAGNITUDE) {
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_LIMIT',
-      `${path}limit: ${limit} per ${periodMs} ms${burst !== limit ? ` with burst ${burst}` : ''} is too large to count exactly; use a shorter period or a smaller limit`,
-      { option: `${path}limit` },
-    );
-  }
+  checkMagnitude(algorithm, limit, periodMs, burst, capacity * intervalTicks, path);
   const id = `${ALGORITHM_IDS[algorithm]}${limit}/${periodMs}${burst !== limit ? `b${burst}` : ''}`;
   return {
     algorithm,
@@ -206,6 +167,64 @@ export function resolvePolicy(
     capacityTicks: capacity * intervalTicks,
     id,
   };
+}
+
+/** Every option is a policy option or one the caller accepts alongside (`extraKeys`). */
+function checkKnownKeys(options: PolicyOptions, path: string, extraKeys: ReadonlySet<string>): void {
+  for (const key of Object.keys(options)) {
+    if (!POLICY_KEYS.has(key) && !extraKeys.has(key)) {
+      throw new SluiceError(
+        'ERR_SLUICE_UNKNOWN_OPTION',
+        `${path}${key}: unknown option (known: ${[...POLICY_KEYS, ...extraKeys].join(', ')})`,
+        { option: `${path}${key}` },
+      );
+    }
+  }
+}
+
+/** A burst given with the policy: a whole number ≥ 1, for a bucket algorithm only. */
+function checkBurst(b: unknown, algorithm: AlgorithmName, path: string): number {
+  if (!isBucketAlgorithm(algorithm)) {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_BURST',
+      `${path}burst: only token-bucket, leaky-bucket and gcra take a burst, not ${algorithm}`,
+      { option: `${path}burst` },
+    );
+  }
+  if (typeof b !== 'number' || !Number.isInteger(b) || b < 1 || b > MAX_LIMIT) {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_BURST',
+      `${path}burst: ${String(b)} is not a whole number between 1 and ${MAX_LIMIT}`,
+      { option: `${path}burst` },
+    );
+  }
+  return b;
+}
+
+/**
+ * Keeps every intermediate an exact double (see ResolvedPolicy): the bucket size in ticks, and counts × period
+ * for the sliding window's weighted estimate. Fixed windows and logs only count.
+ */
+function checkMagnitude(
+  algorithm: AlgorithmName,
+  limit: number,
+  periodMs: number,
+  burst: number,
+  capacityTicks: number,
+  path: string,
+): void {
+  const magnitude = isBucketAlgorithm(algorithm)
+    ? capacityTicks
+    : algorithm === 'sliding-window'
+      ? limit * periodMs
+      : 0;
+  if (magnitude > MAX_MAGNITUDE) {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_LIMIT',
+      `${path}limit: ${limit} per ${periodMs} ms${burst !== limit ? ` with burst ${burst}` : ''} is too large to count exactly; use a shorter period or a smaller limit`,
+      { option: `${path}limit` },
+    );
+  }
 }
 
 const ALGORITHM_IDS: Record<AlgorithmName, string> = {
