@@ -5,6 +5,7 @@ import { byId, fmtClock, setText } from './dom.js';
 import { createListsPanel } from './lists.js';
 import { renderRegions } from './regions.js';
 import { createDescriber, renderCards, renderRules, renderTopKeys } from './tables.js';
+import { createWhyPanel } from './why.js';
 
 const POLL_MS = 1000;
 const RETRY_MS = 2000;
@@ -12,6 +13,7 @@ const RETRY_MS = 2000;
 const charts = createCharts();
 const describe = createDescriber();
 const lists = createListsPanel();
+const why = createWhyPanel();
 const live = byId('live');
 let rulesVersion;
 
@@ -31,6 +33,7 @@ async function poll() {
   if (version !== rulesVersion) {
     rulesVersion = version;
     describe.setRules(data.rules);
+    why.setRules(data.rules);
   }
   charts.update(data.stats, describe);
   renderRules(data.rules, data.config, charts);

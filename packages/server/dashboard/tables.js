@@ -190,6 +190,15 @@ export function renderTopKeys(keys, trackedKeys, describe) {
       h('td', { class: 'num' }, fmtDuration(k.resetInMs)),
       h('td', { class: 'num' }, k.rejected ? fmtInt(k.rejected) : ''),
       h('td', { class: 'num muted' }, k.lastSeenMsAgo < 1000 ? 'now' : `${fmtDuration(k.lastSeenMsAgo)} ago`),
+      h(
+        'td',
+        {},
+        h(
+          'button',
+          { type: 'button', class: 'why-button', dataset: { why: '', domain: k.domain, rule: k.rule, key: k.key } },
+          'why',
+        ),
+      ),
     );
   });
   setRows(byId('top-keys').querySelector('tbody'), rows);

@@ -215,6 +215,19 @@ describe('dashboard in Chromium', { skip: existsSync(CHROMIUM) ? false : `no Chr
         timeout: 10_000,
       });
 
+      // "why" on the over-limit key: the page asks POST /admin/explain with the token and shows the answer.
+      await hot.locator('button[data-why]').click();
+      const verdict = page.locator('#why [data-testid="why-verdict"]');
+      await verdict.waitFor({ timeout: 10_000 });
+      assert.match(await verdict.innerText(), /^OVER_LIMIT — decided by: over-limit$/);
+      const described = page.locator('#why [data-testid="why-descriptor"][data-outcome="limited"]');
+      assert.match(await described.locator('[data-testid="why-walk"]').innerText(), /api_key=key-hot → api_key/);
+      assert.match(await described.locator('[data-testid="why-rule"]').innerText(), /rule: api_key \(.+:\d+\)/);
+      const binding = described.locator('[data-testid="why-limit"][data-binding="true"]');
+      assert.equal(await binding.count(), 1, 'one limit binds');
+      assert.match(await binding.innerText(), /120 per .*: 0 left, resets in .*refuses.*binding/s);
+      await page.click('#why-close');
+
       await page.selectOption('#entry-list', 'deny');
       await page.fill('#entry-value', 'leaked-key');
       await page.fill('#entry-key', 'api_key');
