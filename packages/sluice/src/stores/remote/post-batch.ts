@@ -40,8 +40,10 @@ export interface PostContext {
 
 const encoder = new TextEncoder();
 
+/** Sends `units` as one POST and settles each with its own results, or all with one coded error. */
 export function postBatch(context: PostContext, units: Unit[]): void {
-  const { url, headers, timeoutMs, maxResponseBytesPerCheck, stats, inFlight, fail } = context;
+  // `fetch` taken out of the context: called as context.fetch(), its `this` would be the context.
+  const { url, headers, timeoutMs, maxResponseBytesPerCheck, stats, inFlight, fail, fetch: fetchFn } = context;
   const items = units.flatMap((u) => u.items);
   stats.requests++;
   stats.operations += items.length;
@@ -60,7 +62,7 @@ export function postBatch(context: PostContext, units: Unit[]): void {
     // ACK (13 ms per request on loopback, 4 ms as bytes). Not an explicit Content-Length too, though
     // faster still: with it, requests on a busy machine lost their effect (the conformance suite).
     const body = encoder.encode(JSON.stringify({ checks: items }));
-    sent = context.fetch(url, {
+    sent = fetchFn(url, {
       method: 'POST',
       headers,
       body,
