@@ -36,7 +36,11 @@ export function createServiceGateway(options: GatewayServiceOptions | undefined,
     ipv6Subnet: options.ipv6Subnet ?? 56,
   });
   const trustsPeer = createTrustCheck(options.trustProxy);
-  const adaptive = options.adaptive === undefined ? undefined : createAdaptiveLimiter(options.adaptive);
+  // The rules' `http.priorities` name these (most important first); a request no route names is batch.
+  const adaptive =
+    options.adaptive === undefined
+      ? undefined
+      : createAdaptiveLimiter({ priorities: { critical: 0.5, normal: 0.3, batch: 0.2 }, ...options.adaptive });
   const { store, clock, hub, ...shared } = parts;
   const server: Server = createGateway({
     ...shared,

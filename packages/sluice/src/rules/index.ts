@@ -56,6 +56,7 @@ export type {
   LlmRules,
   LoadResult,
   ParseOptions,
+  PriorityRoute,
   RuleIssue,
   RuleLimit,
   RuleSet,

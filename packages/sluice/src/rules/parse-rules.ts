@@ -125,7 +125,7 @@ function parseSource(source: RuleSource, issues: IssueList, lines: LineCounter):
   const fail = failField ? parseFail(r, failField, 'fail') : undefined;
   // Descriptors are validated even without a domain, so their problems are reported too.
   const root = parseDescriptors(r, f.get('descriptors'), 'descriptors', { domain: domain ?? '', parentPath: [], fail });
-  const { rateLimits: http, pathMatching } = parseHttp(r, f.get('http'));
+  const { rateLimits: http, pathMatching, priorityRoutes } = parseHttp(r, f.get('http'));
   const llm = parseLlm(r, f.get('llm'));
   issues.merge(r.issues);
   if (!domain) return undefined;
@@ -138,6 +138,7 @@ function parseSource(source: RuleSource, issues: IssueList, lines: LineCounter):
       root,
       http,
       ...(pathMatching === undefined ? {} : { pathMatching }),
+      ...(priorityRoutes === undefined ? {} : { priorityRoutes }),
       ...(llm === undefined ? {} : { llm }),
     },
     at: { line, column: col },

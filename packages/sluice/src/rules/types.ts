@@ -125,6 +125,18 @@ export interface DomainRules {
   readonly pathMatching?: PathFolding;
   /** The gateway's token budget (`llm:`), if any. */
   readonly llm?: LlmRules;
+  /** `http.priorities`: which priority of the gateway's adaptive limit a route's requests take. */
+  readonly priorityRoutes?: readonly PriorityRoute[];
+}
+
+/** One `http.priorities` entry: requests whose path starts with `pathPrefix` (and of `method`, if given). */
+export interface PriorityRoute {
+  readonly pathPrefix: string;
+  /** Upper-case; any method when absent. */
+  readonly method?: string;
+  readonly priority: 'critical' | 'normal' | 'batch';
+  readonly file: string;
+  readonly line: number;
 }
 
 /** A rule file's `llm:` section: the gateway's token budget per key. */

@@ -6,7 +6,9 @@ import { isMap, isScalar } from 'yaml';
 import { RULE_ISSUE_CODES as C } from '../codes.js';
 import { DEFAULT_PATH_FOLDING, type PathFolding } from '../http/normalize-path.js';
 import type { HttpAction, HttpRateLimit } from '../http/types.js';
+import type { PriorityRoute } from '../types.js';
 import { parseHeaderMatchers, parseQueryMatchers } from './parse-matchers.js';
+import { parsePriorityRoutes } from './parse-priorities.js';
 import { type Field, joinPath, type Node, type Reader } from './reader.js';
 
 /** Action names and the fields each takes. `query_parameter` is an alias of Envoy's `query_parameters`. */
@@ -23,13 +25,22 @@ const ACTIONS: Readonly<Record<string, readonly string[]>> = {
   method: ['descriptor_key'],
 };
 
-/** Validates the top-level `http:` section: `{ rate_limits: [{ actions: [...], hits_addend? }] }`. */
-export function parseHttp(
-  r: Reader,
-  field: Field | undefined,
-): { rateLimits: HttpRateLimit[]; pathMatching?: PathFolding } {
+interface ParsedHttp {
+  rateLimits: HttpRateLimit[];
+  pathMatching?: PathFolding;
+  priorityRoutes?: PriorityRoute[];
+}
+
+/** Validates the top-level `http:` section: `{ rate_limits: [...], path_matching?, priorities? }`. */
+export function parseHttp(r: Reader, field: Field | undefined): ParsedHttp {
   if (field?.value === undefined) return { rateLimits: [] };
-  const f = r.fields(field.value, 'http', ['rate_limits', 'path_matching'], field.at);
+  const f = r.fields(field.value, 'http', ['rate_limits', 'path_matching', 'priorities'], field.at);
+  const parsed = parseRateLimits(r, f);
+  const priorityRoutes = parsePriorityRoutes(r, f?.get('priorities'));
+  return priorityRoutes === undefined ? parsed : { ...parsed, priorityRoutes };
+}
+
+function parseRateLimits(r: Reader, f: Map<string, Field> | undefined): ParsedHttp {
   const pathMatching = parsePathMatching(r, f?.get('path_matching'));
   const rateLimits = f?.get('rate_limits');
   if (f === undefined || rateLimits === undefined)
