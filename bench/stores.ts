@@ -171,7 +171,10 @@ async function sqlite(): Promise<void> {
   };
   await compare(
     'SQLite (better-sqlite3, one file each, WAL)',
-    { decide: async (key) => store.check(key, policy, 1, Date.now(), true), size: size(ours, 'sluice_state', 'sluice.db') },
+    {
+      decide: async (key) => store.check(key, policy, 1, Date.now(), true),
+      size: size(ours, 'sluice_state', 'sluice.db'),
+    },
     { decide: (key) => rlf.consume(key, 1), size: size(theirs, 'bench_rlf', 'rlf.db') },
   );
   await store.close();
