@@ -3,6 +3,7 @@
  * so a flood on one key does not become load on the shared store.
  */
 import type { Decision } from '../../core/decision.js';
+import { SluiceError } from '../../core/errors.js';
 import type { ResolvedPolicy } from '../../core/policy.js';
 
 /**
@@ -101,4 +102,19 @@ export class LocalCache {
   get size(): number {
     return this.entries.size;
   }
+}
+
+/**
+ * The `localCache` option of the Redis and remote stores: false turns the cache off (undefined), true or `{}` keeps
+ * 10,000 keys, `{ maxKeys }` that many (a whole number ≥ 1).
+ */
+export function localCacheKeys(option: boolean | { maxKeys?: number } | undefined): number | undefined {
+  if (option === false) return undefined;
+  const maxKeys = typeof option === 'object' ? (option.maxKeys ?? 10_000) : 10_000;
+  if (!Number.isInteger(maxKeys) || maxKeys < 1) {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'localCache.maxKeys: expected a whole number ≥ 1', {
+      option: 'localCache.maxKeys',
+    });
+  }
+  return maxKeys;
 }

@@ -2,6 +2,7 @@
 import { SluiceError } from '../../core/errors.js';
 import type { RedisClientLike } from './client.js';
 import { validatePrefix } from './keys.js';
+import { localCacheKeys } from './local-cache.js';
 
 /** Options of {@link createRedisStore}. */
 export interface RedisStoreOptions {
@@ -87,19 +88,13 @@ export function resolveRedisStoreOptions(options: RedisStoreOptions): ResolvedRe
   if (options.onError !== undefined && typeof options.onError !== 'function') {
     throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'onError: expected a function', { option: 'onError' });
   }
-  const cacheOption = options.localCache ?? true;
-  const cacheKeys = typeof cacheOption === 'object' ? (cacheOption.maxKeys ?? 10_000) : 10_000;
-  if (!Number.isInteger(cacheKeys) || cacheKeys < 1) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'localCache.maxKeys: expected a whole number ≥ 1', {
-      option: 'localCache.maxKeys',
-    });
-  }
+  const cacheKeys = localCacheKeys(options.localCache);
   return {
     prefix,
     serverClock: clock === 'server',
     timeoutMs,
     connectTimeoutMs,
-    cacheKeys: cacheOption === false ? undefined : cacheKeys,
+    cacheKeys,
     batch: options.batch ?? true,
   };
 }

@@ -1,5 +1,6 @@
 /** The remote store's options checked (coded errors naming the option) and filled in with their defaults. */
 import { SluiceError } from '../../core/errors.js';
+import { localCacheKeys } from '../redis/local-cache.js';
 import type { FetchLike } from './post-batch.js';
 
 /** Options of {@link createRemoteStore}. */
@@ -118,13 +119,7 @@ export function resolveRemoteStoreOptions(options: RemoteStoreOptions): Resolved
       throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${name}: expected a function`, { option: name });
     }
   }
-  const cacheOption = options.localCache ?? true;
-  const cacheKeys = typeof cacheOption === 'object' ? (cacheOption.maxKeys ?? 10_000) : 10_000;
-  if (!Number.isInteger(cacheKeys) || cacheKeys < 1) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'localCache.maxKeys: expected a whole number ≥ 1', {
-      option: 'localCache.maxKeys',
-    });
-  }
+  const cacheKeys = localCacheKeys(options.localCache);
   return {
     url,
     timeoutMs,
@@ -132,7 +127,7 @@ export function resolveRemoteStoreOptions(options: RemoteStoreOptions): Resolved
     maxBatch,
     maxResponseBytesPerCheck,
     fetch: fetchFn,
-    cacheKeys: cacheOption === false ? undefined : cacheKeys,
+    cacheKeys,
   };
 }
 
