@@ -32,9 +32,12 @@ describe('redis store: lease ids', () => {
     assert.ok(mine.lease && theirs.lease);
     const id = mine.lease.id;
     const dot = id.lastIndexOf('.');
+    // Ids next to mine: the last character changed (to one it is not: 128 bits in base64url end in A, Q, g or
+    // w, so a fixed 'A' was my own id a quarter of the time), or the old `<ms>.<seq>` form's next sequence numbers.
+    const others = [...'ABCD'].filter((c) => c !== id.at(-1)).slice(0, 3);
     const guesses = [1, 2, 3].map((d) =>
       dot === -1
-        ? `${id.slice(0, -1)}${'ABC'[d - 1]}`
+        ? `${id.slice(0, -1)}${others[d - 1]}`
         : `${id.slice(0, dot + 1)}${(Number.parseInt(id.slice(dot + 1), 36) + d).toString(36)}`,
     );
     for (const guess of guesses) {
@@ -42,6 +45,7 @@ describe('redis store: lease ids', () => {
       assert.equal(await store.release({ key: 'job', id: guess, expiresAt: 0 }, now), false);
     }
     assert.equal(await store.release(theirs.lease, now), true, 'their lease was still held');
+    assert.equal(await store.release(mine.lease, now), true, 'my lease was still held');
     for (const lease of [mine.lease, theirs.lease]) assert.match(lease.id, /^[A-Za-z0-9_-]{22}$/);
   });
 });
