@@ -3,7 +3,7 @@
  * requests are admitted while batch ones are shed (counted at an upstream that holds every request).
  */
 import assert from 'node:assert/strict';
-import { createServer, type ServerResponse } from 'node:http';
+import { createServer, request, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { type SluiceProcess, startSluice, tempFile } from './helpers.js';
@@ -18,6 +18,18 @@ http:
 descriptors:
   - { key: generic_key, value: everyone, rate_limit: { unit: day, requests_per_unit: 1000000 } }
 `;
+
+/** A POST sent with its target exactly as written (fetch would resolve the dot segments itself); its status. */
+function rawPost(url: string, target: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(url + target, { method: 'POST', path: target }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
 
 /** Waits (a few ms between looks) until `done()`; fails after 10 s. */
 async function until(done: () => boolean, what: string): Promise<void> {
@@ -77,6 +89,17 @@ describe('gateway --adaptive with http.priorities', { timeout: 60_000 }, () => {
     const batchShed = (statuses['/report'] as number[]).filter((s) => s === 503).length;
     assert.equal(batchShed, (statuses['/report'] as number[]).length, 'only 503s answered while the upstream holds');
     assert.ok(batchShed >= 15, `${batchShed} batch requests shed`);
+    // A path that only spells its way under /pay is not on it: the upstream would get /report, so it is batch
+    // (shed, batch being full) — taken for critical, it would have reached the upstream with room to spare.
+    const reportsBefore = arrived['/report'] ?? 0;
+    let dotStatus: number | undefined;
+    const dot = rawPost(gateway, '/pay/../report').then((status) => {
+      dotStatus = status;
+    });
+    await until(() => dotStatus !== undefined || (arrived['/report'] ?? 0) > reportsBefore, 'the dot-segment request');
+    assert.equal(arrived['/report'] ?? 0, reportsBefore, 'the dot-segment request reached the upstream as critical');
+    await dot;
+    assert.equal(dotStatus, 503);
     // The critical route's share is kept for it: 9 more all reach the upstream, none is shed.
     for (let i = 0; i < 9; i++) sent.push(send('/pay', 'POST'));
     await until(() => arrived['/pay'] === 10 || (statuses['/pay'] as number[]).length > 0, 'critical settled');
@@ -86,6 +109,7 @@ describe('gateway --adaptive with http.priorities', { timeout: 60_000 }, () => {
     const get = await fetch(`${gateway}/pay`);
     await get.arrayBuffer();
     assert.equal(get.status, 503);
+    // A path that only spells its way under /pay is not on it: the upstream would get /report (batch, full).
     for (const res of held.splice(0)) res.end('ok');
     await Promise.all(sent);
     assert.ok((statuses['/pay'] as number[]).every((s) => s === 200));

@@ -7,7 +7,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AdaptiveLimiter } from 'sluice/adaptive';
-import type { RuleSet } from 'sluice/rules';
+import { DEFAULT_PATH_FOLDING, foldPath, type RuleSet } from 'sluice/rules';
 import { errorAnswer, type GatewayAnswer } from './gateway-answer.js';
 
 /** Takes a place for the request behind `res`, or answers what to send instead (503). */
@@ -16,8 +16,9 @@ export function takeUpstreamPlace(
   req: IncomingMessage,
   res: ServerResponse,
   ruleSet: RuleSet,
+  target: string,
 ): GatewayAnswer | undefined {
-  const priority = priorityOf(ruleSet, req);
+  const priority = priorityOf(ruleSet, req.method, target);
   const permit = limiter.tryAcquire(limiter.priorities.includes(priority) ? { priority } : {});
   if (!permit.allowed) {
     const seconds = Math.max(1, Math.ceil(permit.retryAfterMs / 1000));
@@ -33,14 +34,24 @@ export function takeUpstreamPlace(
   return undefined;
 }
 
-/** The priority of the first `http.priorities` route (file by file, in order) that `req` is on; else batch. */
-export function priorityOf(ruleSet: RuleSet, req: IncomingMessage): string {
-  const url = req.url ?? '/';
-  const q = url.indexOf('?');
-  const path = q === -1 ? url : url.slice(0, q);
+/**
+ * The priority of the first `http.priorities` route (file by file, in order) that the request is on; else batch.
+ * `target` is the admitted one — its path normalised, as the rules see it and the upstream gets it — so that
+ * `/pay/../report` is not taken for a request on `/pay`; the domain's `path_matching` folding applies as to rules.
+ */
+export function priorityOf(ruleSet: RuleSet, method: string | undefined, target: string): string {
+  const q = target.indexOf('?');
+  const path = q === -1 ? target : target.slice(0, q);
   for (const rules of ruleSet.domains.values()) {
-    for (const route of rules.priorityRoutes ?? []) {
-      if ((route.method === undefined || route.method === req.method) && path.startsWith(route.pathPrefix))
+    const routes = rules.priorityRoutes;
+    if (routes === undefined || routes.length === 0) continue;
+    const folding = rules.pathMatching ?? DEFAULT_PATH_FOLDING;
+    const folded = foldPath(path, folding);
+    for (const route of routes) {
+      if (
+        (route.method === undefined || route.method === method) &&
+        folded.startsWith(foldPath(route.pathPrefix, folding))
+      )
         return route.priority;
     }
   }

@@ -115,7 +115,8 @@ export function createGateway(options: GatewayOptions): Server {
       slots.release(admission.key);
       return;
     }
-    const shed = options.adaptive && takeUpstreamPlace(options.adaptive, req, res, options.engine.ruleSet);
+    const shed =
+      options.adaptive && takeUpstreamPlace(options.adaptive, req, res, options.engine.ruleSet, admission.target);
     if (shed === undefined) {
       const budget = llmBudget?.(options.engine.ruleSet);
       if (budget !== undefined && llmProxy !== undefined) llmProxy(req, res, admission, budget);
