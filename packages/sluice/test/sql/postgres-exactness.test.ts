@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { ALGORITHMS } from '../../src/core/policy.js';
-import { type LineChild, spawnLineChild } from './child-processes.js';
+import { type LineChild, spawnLineChild, stopLineChildren } from './child-processes.js';
 
 const WORKER = fileURLToPath(new URL('./sql-worker.ts', import.meta.url));
 const table = `sluice_exact_${process.pid}`;
@@ -21,24 +21,7 @@ for (const kind of ['postgres', 'postgres-js'])
       for (const child of children) assert.equal(await child.next(), 'ready');
     });
     after(async () => {
-      for (const child of children) {
-        child.send('exit');
-        child.process.stdin?.end();
-      }
-      // A child that does not leave within 10 s is stopped (by its own PID): the test never hangs a run.
-      await Promise.all(
-        children.map(
-          (c) =>
-            new Promise((resolve) => {
-              if (c.process.exitCode !== null) return resolve(undefined);
-              const timer = setTimeout(() => c.process.kill('SIGKILL'), 10_000);
-              c.process.once('exit', () => {
-                clearTimeout(timer);
-                resolve(undefined);
-              });
-            }),
-        ),
-      );
+      await stopLineChildren(children);
       await admin.query(`DROP TABLE IF EXISTS ${table}`);
       await admin.end();
     });
