@@ -123,7 +123,9 @@ export async function startRedisSentinel(options: StartSentinelOptions = {}): Pr
                 'tls-replication yes',
               ]),
           ...(options.password === undefined ? [] : [`sentinel auth-pass ${masterName} ${options.password}`]),
-          `sentinel down-after-milliseconds ${masterName} 2000`,
+          // Failovers here are asked for (failover()); a long grace keeps a machine stalled by load from
+          // starting one of its own, which could promote a replica mid-resync and lose the counts.
+          `sentinel down-after-milliseconds ${masterName} 60000`,
           `sentinel failover-timeout ${masterName} 10000`,
           ...(options.sentinelPassword === undefined ? [] : [`requirepass ${options.sentinelPassword}`]),
           '',
