@@ -31,7 +31,10 @@ http:
         - query_parameters: { query_parameter_name: api_key, descriptor_key: api_key }
 `;
 
-/** An Express upstream (case-insensitive routing, as Express's default) that answers websocket and h2c switches. */
+/**
+ * An Express upstream (case-insensitive routing, as Express's default, path parameters dropped as Java
+ * servers do) that answers websocket and h2c switches.
+ */
 async function startUpstream(): Promise<{
   server: Server;
   logins: () => number;
@@ -42,6 +45,15 @@ async function startUpstream(): Promise<{
   let searches = 0;
   const tunnels = new Set<Socket>();
   const app = express();
+  // Path parameters dropped and the dot segments they hid resolved, as Tomcat, Jetty and Spring do:
+  // `/login;x` and `/x/..;/login` are served as `/login`.
+  app.use((req, _res, next) => {
+    if (req.url.includes(';')) {
+      const url = new URL(req.url.replace(/;[^/?]*/g, ''), 'http://upstream');
+      req.url = url.pathname + url.search;
+    }
+    next();
+  });
   app.get('/login', (_req, res) => {
     logins++;
     res.send('login page');
@@ -163,6 +175,9 @@ describe('gateway: no way past the decision', () => {
       '/login%23x', // an escaped `#` is no fragment: a path of its own, for both
       '/login?#',
       '/login??a',
+      '/login;jsessionid=1', // path parameters, dropped by this upstream
+      '/LOGIN;x/',
+      '/x/..;/login',
     ];
     for (const [n, path] of spellings.entries()) {
       const client = `198.51.100.${100 + n}`;

@@ -184,6 +184,10 @@ descriptors:
       '/LOGIN',
       '/Login/',
       '/login//',
+      '/login;jsessionid=1',
+      '/Login;x/',
+      '/x/..;/login',
+      '/x;a/..;b/login;c',
     ]) {
       assert.deepEqual(entriesFor(path, req({ path: `${spelling}?x=1` })), [['path=/login']], spelling);
     }
@@ -194,12 +198,17 @@ descriptors:
     );
     const exact = rules(`domain: edge
 http:
-  path_matching: { ignore_case: false, ignore_trailing_slash: false }
+  path_matching: { ignore_case: false, ignore_trailing_slash: false, ignore_path_parameters: false }
   rate_limits:
     - actions:
         - path: {}
         - header_value_match: { descriptor_value: hit, headers: [{ name: ":path", exact_match: "/Login/?q=1" }] }
 `);
+    const keepParameters = rules(
+      'domain: edge\nhttp:\n  path_matching: { ignore_path_parameters: false }\n  rate_limits:\n    - actions: [{ path: {} }]\n',
+    );
+    const [kept] = httpDescriptorsFor(keepParameters, req({ path: '/Login;x' }));
+    assert.equal(kept?.descriptors[0]?.entries[0]?.value, '/login;x', 'path parameters kept when asked');
     const [edge] = httpDescriptorsFor(exact, req({ path: '//Login/?q=1' }));
     assert.deepEqual(
       edge?.descriptors.map((d) => d.entries.map((e) => `${e.key}=${e.value}`)),

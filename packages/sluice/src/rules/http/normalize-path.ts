@@ -9,12 +9,24 @@ export interface PathFolding {
   readonly ignoreCase: boolean;
   /** `/login/` counts as `/login` (the root `/` stays). @default true */
   readonly ignoreTrailingSlash: boolean;
+  /**
+   * `/login;jsessionid=1` counts as `/login`: path parameters (`;…` to the end of a segment) are dropped
+   * for matching, and dot segments they hid (`/x/..;/login`) removed again, as Tomcat, Jetty and Spring
+   * resolve them. @default true
+   */
+  readonly ignorePathParameters: boolean;
 }
 
-/** The folding a rules file gets when it says nothing: both on, since a limit that is too wide fails safe. */
-export const DEFAULT_PATH_FOLDING: PathFolding = { ignoreCase: true, ignoreTrailingSlash: true };
+/** The folding a rules file gets when it says nothing: all on, since a limit that is too wide fails safe. */
+export const DEFAULT_PATH_FOLDING: PathFolding = {
+  ignoreCase: true,
+  ignoreTrailingSlash: true,
+  ignorePathParameters: true,
+};
 
 const UNRESERVED = /[A-Za-z0-9\-._~]/;
+/** A path parameter: from `;` to the end of its segment. */
+const PATH_PARAMETERS = /;[^/]*/g;
 const NEEDS_WORK = /%|\/\/|\/\.|\\/;
 
 /**
@@ -62,9 +74,17 @@ export function normalizePath(path: string): string | undefined {
   return `/${out.join('/')}`;
 }
 
-/** Applies `folding` to a normalised path: lower case, and no trailing slash but on the root. */
+/**
+ * Applies `folding` to a normalised path: no path parameters, lower case, and no trailing slash but on
+ * the root.
+ */
 export function foldPath(path: string, folding: PathFolding): string {
-  let out = folding.ignoreCase ? path.toLowerCase() : path;
+  let out = path;
+  if (folding.ignorePathParameters && out.includes(';')) {
+    // An upstream that drops `;…` would serve `/login;x` as `/login`: match it so, or the limit is dodged.
+    out = normalizePath(out.replace(PATH_PARAMETERS, '')) ?? out;
+  }
+  if (folding.ignoreCase) out = out.toLowerCase();
   if (folding.ignoreTrailingSlash) {
     let end = out.length;
     while (end > 1 && out.charCodeAt(end - 1) === 47) end--;

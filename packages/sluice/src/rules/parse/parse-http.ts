@@ -78,18 +78,27 @@ function parseRateLimits(r: Reader, f: Map<string, Field> | undefined): ParsedHt
 }
 
 /**
- * `http.path_matching: { ignore_case, ignore_trailing_slash }` — both default to true: a limit written
- * for `/login` also holds for `/Login` and `/login/`, which many servers (Express by default) treat alike.
+ * `http.path_matching: { ignore_case, ignore_trailing_slash, ignore_path_parameters }` — all default to
+ * true: a limit written for `/login` also holds for `/Login`, `/login/` (which many servers, Express by
+ * default, treat alike) and `/login;x` (which Tomcat, Jetty and Spring serve as `/login`).
  */
 function parsePathMatching(r: Reader, field: Field | undefined): PathFolding | undefined {
   if (field?.value === undefined) return undefined;
-  const f = r.fields(field.value, 'http.path_matching', ['ignore_case', 'ignore_trailing_slash'], field.at);
+  const f = r.fields(
+    field.value,
+    'http.path_matching',
+    ['ignore_case', 'ignore_trailing_slash', 'ignore_path_parameters'],
+    field.at,
+  );
   if (f === undefined) return undefined;
   return {
     ignoreCase: r.boolean(f.get('ignore_case'), 'http.path_matching.ignore_case') ?? DEFAULT_PATH_FOLDING.ignoreCase,
     ignoreTrailingSlash:
       r.boolean(f.get('ignore_trailing_slash'), 'http.path_matching.ignore_trailing_slash') ??
       DEFAULT_PATH_FOLDING.ignoreTrailingSlash,
+    ignorePathParameters:
+      r.boolean(f.get('ignore_path_parameters'), 'http.path_matching.ignore_path_parameters') ??
+      DEFAULT_PATH_FOLDING.ignorePathParameters,
   };
 }
 
