@@ -212,7 +212,7 @@ describe('POST /admin/explain', () => {
     const first = await run('--domain', 'ex', '--descriptor', `user=${user}`, '--hits', '2');
     assert.equal(first.code, 0, first.err);
     assert.match(first.out, /^OK — decided by: within-limits/);
-    assert.match(first.out, /per-user: 2 per 24 h \(fixed-window\): 2 left/);
+    assert.match(first.out, /per-user: 2 per 24 h \(fixed-window\): 2 left, unused, passes/);
     assert.match(first.out, new RegExp(`walk: user=${user} → user \\(key\\)`));
     const over = await run('--domain', 'ex', '--descriptor', `user=${user}`, '--hits', '3', '--output', 'json');
     assert.equal(over.code, 1);

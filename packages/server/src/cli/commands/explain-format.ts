@@ -16,12 +16,15 @@ function duration(ms: unknown): string {
   return `${Math.round(ms / 3_600_000)} h`;
 }
 
+/** When a counter refills: an unused one (nothing taken, so nothing to reset) says so. */
+const resetText = (resetMs: unknown) => (resetMs === 0 ? 'unused' : `resets in ${duration(resetMs)}`);
+
 function limitLine(l: Json): string {
   const name = l.name === undefined ? '' : `${String(l.name)}: `;
   const state = l.allowed === true ? 'passes' : `refuses (${String(l.reason ?? 'over')})`;
   const retry = l.allowed === true ? '' : `, passes again in ${duration(l.retryAfterMs)}`;
   const flags = `${l.binding === true ? ' [binding]' : ''}${l.degraded === true ? ' [degraded: failure policy]' : ''}`;
-  return `      ${name}${String(l.limit)} per ${duration(l.periodMs)} (${String(l.algorithm)}): ${String(l.remaining)} left, resets in ${duration(l.resetMs)}, ${state}${retry}${flags}`;
+  return `      ${name}${String(l.limit)} per ${duration(l.periodMs)} (${String(l.algorithm)}): ${String(l.remaining)} left, ${resetText(l.resetMs)}, ${state}${retry}${flags}`;
 }
 
 function descriptorLines(d: Json, i: number): string[] {
@@ -47,7 +50,7 @@ function descriptorLines(d: Json, i: number): string[] {
 function checkLine(c: Json, i: number): string {
   if (c.error !== undefined) return `  check ${i}: invalid: ${String((c.error as Json).message)}`;
   const p = (c.policy ?? {}) as Json;
-  const state = c.remaining === undefined ? '' : `, ${String(c.remaining)} left, resets in ${duration(c.resetMs)}`;
+  const state = c.remaining === undefined ? '' : `, ${String(c.remaining)} left, ${resetText(c.resetMs)}`;
   return `  check ${i} ${String(c.key)}: ${String(c.verdict)} (${String(p.limit)} per ${duration(p.periodMs)}, ${String(p.algorithm)})${state}`;
 }
 
