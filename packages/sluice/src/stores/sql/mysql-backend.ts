@@ -1,10 +1,12 @@
 /**
- * The MySQL / MariaDB backend of the store kit: a transaction per decision on a pooled connection, made exact across
- * processes by row locks — every id is first upserted (`INSERT … ON DUPLICATE KEY UPDATE`, a placeholder row for a
- * new key), which locks it exclusively, in a fixed order, so rows not written yet are serialised too.
+ * The MySQL / MariaDB backend of the store kit: decisions grouped into transactions (group commit) on pooled
+ * connections, made exact across processes by row locks — every id is first upserted (`INSERT … ON DUPLICATE KEY
+ * UPDATE`, a placeholder row for a new key), which locks it exclusively, in a fixed order, so rows not written yet are
+ * serialised too. Two round trips per transaction however many decisions share it.
  */
 import { SluiceError } from '../../core/errors.js';
-import type { StateBackend, StateStep, StateWrite } from '../kit/state-backend.js';
+import type { StateBackend, StateStep } from '../kit/state-backend.js';
+import { type BatchEntry, type BatchRows, createBatcher, runSteps } from './group-commit.js';
 import type { MySqlClient } from './mysql-sessions.js';
 import { idHex, sqlNumber, stateLiteral } from './sql-text.js';
 
@@ -17,7 +19,14 @@ export interface MySqlBackendOptions {
   /** Most ms a transaction waits for another's row lock (rounded up to whole seconds, as InnoDB counts). */
   lockTimeoutMs: number;
   createTable: boolean;
+  /** Answers a decision only once its commit is on disk (false: once its writes are sent, the commit after). */
+  durable: boolean;
+  /** Most transactions this process runs at once (decisions arriving meanwhile share the next ones). */
+  maxInFlight: number;
 }
+
+/** Most decisions sharing one transaction. */
+const MAX_BATCH = 128;
 
 /** The table the MySQL store keeps its rows in (also the documented migration). */
 export function mySqlTableSql(table: string): string {
@@ -67,20 +76,16 @@ function readStatements(table: string, hexes: readonly string[], lockSeconds: nu
   ];
 }
 
-/** The step's writes, the placeholders it left unwritten deleted, and the commit. */
-function writeStatements(
-  table: string,
-  hexes: readonly string[],
-  writes: readonly StateWrite[],
-  placeholders: Set<string>,
-) {
+/** The rows as the steps left them (each once), the placeholders they left unwritten deleted, and the commit. */
+function writeStatements(table: string, rows: BatchRows, placeholders: ReadonlySet<string>): string[] {
   const upserts: string[] = [];
   const deletes: string[] = [];
-  writes.forEach((w, i) => {
-    const hex = hexes[i] as string;
-    if (w === null || (w === undefined && placeholders.has(hex))) deletes.push(hexLiteral(hex));
-    else if (w !== undefined) upserts.push(`(${hexLiteral(hex)}, ${stateLiteral(w.state)}, ${sqlNumber(w.expiresAt)})`);
-  });
+  for (const hex of new Set([...rows.dirty, ...placeholders])) {
+    const row = rows.rows.get(hex);
+    if (row !== undefined)
+      upserts.push(`(${hexLiteral(hex)}, ${stateLiteral(row.state)}, ${sqlNumber(row.expiresAt)})`);
+    else deletes.push(hexLiteral(hex));
+  }
   const statements: string[] = [];
   if (upserts.length > 0)
     statements.push(
@@ -89,6 +94,20 @@ function writeStatements(
   if (deletes.length > 0) statements.push(`DELETE FROM ${table} WHERE id IN (${deletes.join(',')})`);
   statements.push('COMMIT');
   return statements;
+}
+
+/** The locked rows as the steps see them (a placeholder as absent), which of them are placeholders, and the clock. */
+function readRows(read: readonly Record<string, unknown>[]) {
+  const rows: BatchRows = { rows: new Map(), dirty: new Set() };
+  const placeholders = new Set<string>();
+  let dbNow = Number.NaN;
+  for (const row of read) {
+    const hex = String(row.id).toLowerCase();
+    dbNow = Number(row.now);
+    if (String(row.state) === '') placeholders.add(hex);
+    else rows.rows.set(hex, { state: String(row.state), expiresAt: Number(row.expires_at) });
+  }
+  return { rows, placeholders, dbNow };
 }
 
 /** Creates the MySQL backend (createMySqlStore wraps it in the kit). */
@@ -114,29 +133,28 @@ export function createMySqlBackend(options: MySqlBackendOptions): StateBackend {
     return prepared;
   };
 
-  /** One transaction: lock and read, decide, write, commit; rolled back (or the connection dropped) on failure. */
-  async function once<T>(hexes: readonly string[], nowMs: number, step: StateStep<T>): Promise<T> {
+  /**
+   * One transaction for a batch: lock and read every row it touches, run the steps, write, commit; rolled back (or
+   * the connection dropped) on failure. Not durable: the decisions are answered once the writes are sent, while the
+   * commit waits for the log flush (the rows stay locked until it is done, so the next decision on them sees them).
+   */
+  async function once(entries: readonly BatchEntry[], hexes: readonly string[]): Promise<void> {
     const session = await client.session();
     try {
       const results = await session.run(readStatements(table, hexes, session.fresh ? lockSeconds : undefined));
-      const read = (results[results.length - 1] ?? []) as Record<string, unknown>[];
-      const byId = new Map(read.map((row) => [String(row.id).toLowerCase(), row]));
-      const placeholders = new Set<string>();
-      let dbNow = Number.NaN;
-      const states = hexes.map((hex) => {
-        const row = byId.get(hex);
-        if (row === undefined) return undefined;
-        dbNow = Number(row.now);
-        if (String(row.state) === '') {
-          placeholders.add(hex);
-          return undefined;
-        }
-        return { state: String(row.state), expiresAt: Number(row.expires_at) };
-      });
-      const { writes, result } = step(states, clock === 'database' && Number.isFinite(dbNow) ? dbNow : nowMs);
-      await session.run(writeStatements(table, hexes, writes, placeholders));
+      const read = readRows((results[results.length - 1] ?? []) as Record<string, unknown>[]);
+      const at = clock === 'database' && Number.isFinite(read.dbNow) ? () => read.dbNow : (e: BatchEntry) => e.nowMs;
+      const outcomes = runSteps(entries, read.rows, at);
+      const answer = () =>
+        outcomes.forEach((o, i) => {
+          if (o.ok) entries[i]?.resolve(o.value);
+          else entries[i]?.reject(o.error);
+        });
+      const committed = session.run(writeStatements(table, read.rows, read.placeholders));
+      if (!options.durable) answer();
+      await committed;
       session.release(false);
-      return result;
+      if (options.durable) answer();
     } catch (error) {
       const broken = await session.run(['ROLLBACK']).then(
         () => false,
@@ -147,18 +165,25 @@ export function createMySqlBackend(options: MySqlBackendOptions): StateBackend {
     }
   }
 
-  async function update<T>(ids: readonly string[], nowMs: number, step: StateStep<T>): Promise<T> {
+  /** A batch, retried whole when InnoDB picks it as a deadlock's victim (nothing was answered then). */
+  async function runBatch(entries: BatchEntry[]): Promise<void> {
     await prepare();
-    const hexes = ids.map(idHex);
+    const hexes = [...new Set(entries.flatMap((e) => e.hexes))];
     for (let attempt = 0; ; attempt++) {
       try {
-        return await once(hexes, nowMs, step);
+        return await once(entries, hexes);
       } catch (error) {
         if ((error as { errno?: unknown })?.errno !== 1213 || attempt >= DEADLOCK_RETRIES)
           throw mySqlError(error, table);
       }
     }
   }
+  const enqueue = createBatcher(runBatch, { maxBatch: MAX_BATCH, maxInFlight: options.maxInFlight });
+
+  const update = <T>(ids: readonly string[], nowMs: number, step: StateStep<T>) =>
+    new Promise<T>((resolve, reject) => {
+      enqueue({ hexes: ids.map(idHex), nowMs, step, resolve: resolve as (v: unknown) => void, reject });
+    });
 
   return {
     name: 'mysql',
@@ -177,6 +202,7 @@ export function createMySqlBackend(options: MySqlBackendOptions): StateBackend {
       }
     },
     ready: prepare,
-    async close() {},
+    // Decisions answered before their commit (durable: false) are on disk once close resolves.
+    close: () => enqueue.drained(),
   };
 }

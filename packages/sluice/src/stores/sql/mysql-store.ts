@@ -5,6 +5,7 @@
  */
 import { SluiceError } from '../../core/errors.js';
 import { createKitStore, type KitStore, type KitStoreOptions } from '../kit/kit-store.js';
+import { groupCommitInFlight } from './group-commit.js';
 import { createMySqlBackend } from './mysql-backend.js';
 import { mySqlClient } from './mysql-sessions.js';
 import { tableName } from './sql-text.js';
@@ -27,6 +28,14 @@ export interface MySqlStoreOptions extends KitStoreOptions {
   clock?: 'database' | 'client';
   /** Most ms a decision waits for another's row lock (InnoDB counts whole seconds: rounded up). @default timeoutMs */
   lockTimeoutMs?: number;
+  /**
+   * Answer a decision only once its commit is on disk. Off by default: a decision is answered once it is made on its
+   * locked rows and its writes are sent; the commit (and the server's log flush, with the default
+   * `innodb_flush_log_at_trx_commit = 1`) completes after, the rows locked until then, so decisions stay exact between
+   * processes. A crash of the server (or a lost connection) before the commit forgets those last counts — as
+   * sluice/postgres's and Redis's defaults do. @default false
+   */
+  durable?: boolean;
 }
 
 /** A checked table name quoted for MySQL (backticks). */
@@ -34,8 +43,8 @@ const mySqlTableName = (name: string) => tableName(name).replace(/"/g, '`');
 
 /**
  * Creates a store that keeps counters in MySQL or MariaDB (InnoDB), shared by every process that uses the table.
- * A decision is one transaction: its keys' rows are locked (a placeholder row for a new key), read, decided on and
- * written. Rows are kept only for admitted requests and blocks; expired rows are deleted now and then in the
+ * A decision is a transaction: its keys' rows are locked (a placeholder row for a new key), read, decided on and
+ * written; decisions that arrive while transactions run share the next ones (group commit). Rows are kept only for admitted requests and blocks; expired rows are deleted now and then in the
  * background (`sweepEvery`), never by a timer per key.
  * @example
  * import mysql from 'mysql2/promise';
@@ -66,6 +75,9 @@ export function createMySqlStore(options: MySqlStoreOptions): KitStore {
     clock,
     lockTimeoutMs,
     createTable: options.createTable ?? true,
+    durable: options.durable ?? false,
+    // Decisions arriving while these run share the next ones.
+    maxInFlight: groupCommitInFlight(client.size),
   });
   return createKitStore(backend, options);
 }

@@ -5,7 +5,7 @@
  */
 import { SluiceError } from '../../core/errors.js';
 import type { StateBackend, StateStep } from '../kit/state-backend.js';
-import { type BatchEntry, type BatchRows, createBatcher, runSteps } from './postgres-batch.js';
+import { type BatchEntry, type BatchRows, createBatcher, runSteps } from './group-commit.js';
 import { idHex, lockHash, sqlNumber, stateLiteral } from './sql-text.js';
 
 /** A connection that runs SQL text (several statements at once) and gives back each statement's rows. */

@@ -4,6 +4,7 @@
  */
 import { SluiceError } from '../../core/errors.js';
 import { createKitStore, type KitStore, type KitStoreOptions } from '../kit/kit-store.js';
+import { groupCommitInFlight } from './group-commit.js';
 import { createPostgresBackend } from './postgres-backend.js';
 import { postgresClientKind, postgresClientSize, postgresSessions } from './postgres-sessions.js';
 import { tableName } from './sql-text.js';
@@ -67,8 +68,8 @@ export function createPostgresStore(options: PostgresStoreOptions): KitStore {
     lockTimeoutMs: options.lockTimeoutMs ?? options.timeoutMs ?? 500,
     createTable: options.createTable ?? true,
     durable: options.durable ?? false,
-    // Half the client's connections (at most 4) run transactions; decisions arriving meanwhile share the next ones.
-    maxInFlight: Math.max(1, Math.min(4, Math.floor(postgresClientSize(options.client, kind) / 2))),
+    // Decisions arriving while these run share the next ones.
+    maxInFlight: groupCommitInFlight(postgresClientSize(options.client, kind)),
   });
   return createKitStore(backend, options);
 }

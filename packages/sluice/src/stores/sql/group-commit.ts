@@ -1,6 +1,6 @@
 /**
- * Group commit for the PostgreSQL backend: decisions that arrive while transactions are running wait and then share
- * one transaction, their steps run one after another on the rows as the earlier ones left them.
+ * Group commit for the SQL backends (PostgreSQL, MySQL): decisions that arrive while transactions are running wait and
+ * then share one transaction, their steps run one after another on the rows as the earlier ones left them.
  */
 import type { StateStep, StateWrite, StoredState } from '../kit/state-backend.js';
 
@@ -41,6 +41,15 @@ export function runSteps(entries: readonly BatchEntry[], rows: BatchRows, now: (
   });
 }
 
+/**
+ * How many transactions a client of `connections` connections runs at once: half of them (so sweeps and the user's
+ * own queries still find one), at most 4 — past that, decisions gain more from sharing a transaction than from
+ * another connection.
+ */
+export function groupCommitInFlight(connections: number): number {
+  return Math.max(1, Math.min(4, Math.floor(connections / 2)));
+}
+
 /** Options of {@link createBatcher}. */
 export interface BatcherOptions {
   /** Most decisions in one transaction (a bound on one statement's size and one lock set). */
@@ -52,10 +61,12 @@ export interface BatcherOptions {
 /**
  * A queue of decisions run `maxBatch` at a time by `run` (one transaction each), at most `maxInFlight` at once: one
  * caller alone gets its own transaction at once; many callers share transactions instead of queueing for connections.
+ * `drained()` resolves once nothing is queued or running (a close waits for the last commits).
  */
 export function createBatcher(run: (entries: BatchEntry[]) => Promise<void>, options: BatcherOptions) {
   const waiting: BatchEntry[] = [];
   let inFlight = 0;
+  const idle: (() => void)[] = [];
   const pump = () => {
     while (inFlight < options.maxInFlight && waiting.length > 0) {
       const entries = waiting.splice(0, options.maxBatch);
@@ -69,9 +80,13 @@ export function createBatcher(run: (entries: BatchEntry[]) => Promise<void>, opt
           pump();
         });
     }
+    if (inFlight === 0 && waiting.length === 0) for (const done of idle.splice(0)) done();
   };
-  return (entry: BatchEntry) => {
+  const enqueue = (entry: BatchEntry) => {
     waiting.push(entry);
     pump();
   };
+  const drained = () =>
+    inFlight === 0 && waiting.length === 0 ? Promise.resolve() : new Promise<void>((done) => idle.push(done));
+  return Object.assign(enqueue, { drained });
 }
