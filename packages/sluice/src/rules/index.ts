@@ -46,8 +46,10 @@ export type {
 export type { LoadRulesOptions } from './load-rules.js';
 export { loadRules } from './load-rules.js';
 export type { MetricLevel } from './metric-key.js';
+export { DEFAULT_GATEWAY_PRIORITIES } from './parse/parse-priorities.js';
 export { parseRules } from './parse-rules.js';
 export type {
+  AdaptivePriorities,
   DescriptorLevel,
   DescriptorNode,
   DescriptorPathEntry,

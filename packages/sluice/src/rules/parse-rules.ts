@@ -10,6 +10,7 @@ import { parseDescriptors } from './parse/parse-descriptors.js';
 import { parseFail } from './parse/parse-fail.js';
 import { parseHttp } from './parse/parse-http.js';
 import { parseLlm } from './parse/parse-llm.js';
+import { checkGatewayPriorities } from './parse/parse-priorities.js';
 import { Reader } from './parse/reader.js';
 import type { DomainRules, LoadResult, ParseOptions, RuleSource } from './types.js';
 
@@ -55,6 +56,7 @@ export function parseRules(sources: readonly RuleSource[], options: ParseOptions
     }
     domains.set(rules.domain, rules);
   }
+  checkGatewayPriorities(domains.values(), issues);
   if (issues.size > 0) return { ok: false, issues: issues.toArray(), files };
   return { ok: true, ruleSet: { domains, files }, files };
 }
@@ -125,7 +127,7 @@ function parseSource(source: RuleSource, issues: IssueList, lines: LineCounter):
   const fail = failField ? parseFail(r, failField, 'fail') : undefined;
   // Descriptors are validated even without a domain, so their problems are reported too.
   const root = parseDescriptors(r, f.get('descriptors'), 'descriptors', { domain: domain ?? '', parentPath: [], fail });
-  const { rateLimits: http, pathMatching, priorityRoutes } = parseHttp(r, f.get('http'));
+  const { rateLimits: http, pathMatching, priorityRoutes, adaptivePriorities } = parseHttp(r, f.get('http'));
   const llm = parseLlm(r, f.get('llm'));
   issues.merge(r.issues);
   if (!domain) return undefined;
@@ -139,6 +141,7 @@ function parseSource(source: RuleSource, issues: IssueList, lines: LineCounter):
       http,
       ...(pathMatching === undefined ? {} : { pathMatching }),
       ...(priorityRoutes === undefined ? {} : { priorityRoutes }),
+      ...(adaptivePriorities === undefined ? {} : { adaptivePriorities }),
       ...(llm === undefined ? {} : { llm }),
     },
     at: { line, column: col },

@@ -127,6 +127,15 @@ export interface DomainRules {
   readonly llm?: LlmRules;
   /** `http.priorities`: which priority of the gateway's adaptive limit a route's requests take. */
   readonly priorityRoutes?: readonly PriorityRoute[];
+  /** `http.adaptive.priorities`: the gateway's own priority names and shares (one file of a set at most). */
+  readonly adaptivePriorities?: AdaptivePriorities;
+}
+
+/** The gateway adaptive limit's priorities as a rules file names them, most important first. */
+export interface AdaptivePriorities {
+  readonly priorities: readonly { readonly name: string; readonly share: number }[];
+  readonly file: string;
+  readonly line: number;
 }
 
 /** One `http.priorities` entry: requests whose path starts with `pathPrefix` (and of `method`, if given). */
@@ -134,7 +143,8 @@ export interface PriorityRoute {
   readonly pathPrefix: string;
   /** Upper-case; any method when absent. */
   readonly method?: string;
-  readonly priority: 'critical' | 'normal' | 'batch';
+  /** One of the gateway's priorities: `http.adaptive.priorities`' names, or critical, normal, batch. */
+  readonly priority: string;
   readonly file: string;
   readonly line: number;
 }

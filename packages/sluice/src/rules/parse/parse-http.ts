@@ -6,9 +6,9 @@ import { isMap, isScalar } from 'yaml';
 import { RULE_ISSUE_CODES as C } from '../codes.js';
 import { DEFAULT_PATH_FOLDING, type PathFolding } from '../http/normalize-path.js';
 import type { HttpAction, HttpRateLimit } from '../http/types.js';
-import type { PriorityRoute } from '../types.js';
+import type { AdaptivePriorities, PriorityRoute } from '../types.js';
 import { parseHeaderMatchers, parseQueryMatchers } from './parse-matchers.js';
-import { parsePriorityRoutes } from './parse-priorities.js';
+import { parseAdaptivePriorities, parsePriorityRoutes } from './parse-priorities.js';
 import { type Field, joinPath, type Node, type Reader } from './reader.js';
 
 /** Action names and the fields each takes. `query_parameter` is an alias of Envoy's `query_parameters`. */
@@ -29,15 +29,21 @@ interface ParsedHttp {
   rateLimits: HttpRateLimit[];
   pathMatching?: PathFolding;
   priorityRoutes?: PriorityRoute[];
+  adaptivePriorities?: AdaptivePriorities;
 }
 
-/** Validates the top-level `http:` section: `{ rate_limits: [...], path_matching?, priorities? }`. */
+/** Validates the top-level `http:` section: `{ rate_limits: [...], path_matching?, priorities?, adaptive? }`. */
 export function parseHttp(r: Reader, field: Field | undefined): ParsedHttp {
   if (field?.value === undefined) return { rateLimits: [] };
-  const f = r.fields(field.value, 'http', ['rate_limits', 'path_matching', 'priorities'], field.at);
+  const f = r.fields(field.value, 'http', ['rate_limits', 'path_matching', 'priorities', 'adaptive'], field.at);
   const parsed = parseRateLimits(r, f);
   const priorityRoutes = parsePriorityRoutes(r, f?.get('priorities'));
-  return priorityRoutes === undefined ? parsed : { ...parsed, priorityRoutes };
+  const adaptivePriorities = parseAdaptivePriorities(r, f?.get('adaptive'));
+  return {
+    ...parsed,
+    ...(priorityRoutes === undefined ? {} : { priorityRoutes }),
+    ...(adaptivePriorities === undefined ? {} : { adaptivePriorities }),
+  };
 }
 
 function parseRateLimits(r: Reader, f: Map<string, Field> | undefined): ParsedHttp {
