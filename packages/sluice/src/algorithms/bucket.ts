@@ -5,6 +5,7 @@
  */
 import { type Decision, rejection } from '../core/decision.js';
 import type { ResolvedPolicy } from '../core/policy.js';
+import { MAX_DEBT } from './debt.js';
 import type { Algorithm, Slots } from './types.js';
 
 // Slots: [level in ticks, last update in ms]. The level is what the bucket holds: for a leaky bucket
@@ -20,8 +21,9 @@ function levelAt(s: Slots, o: number, now: number, p: ResolvedPolicy): number {
 
 const ceilDiv = (a: number, b: number) => Math.ceil(a / b);
 
-/** Unit-cost requests that fit on top of `level`. */
-const remainingOf = (p: ResolvedPolicy, level: number) => Math.floor((p.capacityTicks - level) / p.intervalTicks);
+/** Unit-cost requests that fit on top of `level` (0 for a bucket in debt: its level past the capacity). */
+const remainingOf = (p: ResolvedPolicy, level: number) =>
+  Math.max(0, Math.floor((p.capacityTicks - level) / p.intervalTicks));
 
 /** The rejection of a request that does not fit in the bucket (`after`: its level if admitted). */
 function rejected(p: ResolvedPolicy, level: number, after: number, cost: number): Decision {
@@ -82,6 +84,13 @@ export function createBucket(name: 'token-bucket' | 'leaky-bucket', shaping: boo
     // property after it is made): with both in one step, its bytecode was over what V8 inlines into
     // an awaited check along with the store's path.
     check: shaping ? leakyCheck : tokenCheck,
+
+    charge(s, o, now, p, cost) {
+      // Past the capacity is debt: the level drains at the same rate, so later requests wait until it has.
+      s[o] = Math.min(levelAt(s, o, now, p) + cost * p.intervalTicks, p.capacityTicks + MAX_DEBT);
+      s[o + 1] = Math.max(now, s[o + 1] as number);
+      return (shaping ? leakyCheck : tokenCheck)(s, o, now, p, 0, false);
+    },
 
     refund(s, o, now, p, cost) {
       s[o] = Math.max(0, levelAt(s, o, now, p) - cost * p.intervalTicks);

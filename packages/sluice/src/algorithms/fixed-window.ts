@@ -4,6 +4,7 @@
  */
 import { costExceedsCapacity, type Decision } from '../core/decision.js';
 import type { ResolvedPolicy } from '../core/policy.js';
+import { MAX_DEBT } from './debt.js';
 import type { Algorithm } from './types.js';
 
 // Slots: [window index, count in that window]. Windows are aligned to the epoch: floor(now / period).
@@ -37,6 +38,15 @@ export const fixedWindow: Algorithm = {
     };
   },
 
+  charge(s, o, now, p, cost) {
+    // A count past the limit is debt until the window ends: the window's state holds no more.
+    const window = Math.floor(now / p.periodMs);
+    const count = s[o] === window ? (s[o + 1] as number) : 0;
+    s[o] = window;
+    s[o + 1] = Math.min(count + cost, p.limit + MAX_DEBT);
+    return fixedWindow.check(s, o, now, p, 0, false);
+  },
+
   refund(s, o, now, p, cost) {
     const window = Math.floor(now / p.periodMs);
     if (s[o] === window) s[o + 1] = Math.max(0, (s[o + 1] as number) - cost);
@@ -58,7 +68,7 @@ function rejected(p: ResolvedPolicy, count: number, cost: number, window: number
   return {
     allowed: false,
     limit: p.limit,
-    remaining: Math.floor(p.limit - count),
+    remaining: Math.max(0, Math.floor(p.limit - count)),
     resetMs: windowEndMs,
     retryAfterMs: windowEndMs,
   };

@@ -4,6 +4,7 @@
  */
 import { type Decision, rejection } from '../core/decision.js';
 import type { ResolvedPolicy } from '../core/policy.js';
+import { MAX_DEBT } from './debt.js';
 import type { Algorithm } from './types.js';
 
 // Slots: [theoretical arrival time (TAT), in ticks since the epoch]. One number per key.
@@ -35,6 +36,14 @@ export const gcra: Algorithm = {
     };
   },
 
+  charge(s, o, now, p, cost) {
+    // A TAT past now + τ is debt: every request is refused until the clock has caught up with it.
+    const nowTicks = now * p.scale;
+    const held = Math.max(s[o] as number, nowTicks) - nowTicks;
+    s[o] = nowTicks + Math.min(held + cost * p.intervalTicks, p.capacityTicks + MAX_DEBT);
+    return gcra.check(s, o, now, p, 0, false);
+  },
+
   refund(s, o, now, p, cost) {
     const nowTicks = now * p.scale;
     s[o] = Math.max(nowTicks, Math.max(s[o] as number, nowTicks) - cost * p.intervalTicks);
@@ -47,7 +56,7 @@ export const gcra: Algorithm = {
 
 /** The rejection of a request over the tolerance (`after`: its backlog if admitted, in ticks). */
 function rejected(p: ResolvedPolicy, backlog: number, after: number, cost: number): Decision {
-  const remaining = Math.floor((p.capacityTicks - backlog) / p.intervalTicks);
+  const remaining = Math.max(0, Math.floor((p.capacityTicks - backlog) / p.intervalTicks));
   const resetMs = Math.ceil(backlog / p.scale);
   return rejection(p.limit, p.capacity, cost, remaining, resetMs, Math.ceil((after - p.capacityTicks) / p.scale));
 }

@@ -10,6 +10,7 @@ import { slidingWindow } from './sliding-window.js';
 import { tokenBucket } from './token-bucket.js';
 import type { Algorithm } from './types.js';
 
+export { MAX_DEBT } from './debt.js';
 export { fixedWindow } from './fixed-window.js';
 export { gcra } from './gcra.js';
 export { leakyBucket } from './leaky-bucket.js';

@@ -69,6 +69,16 @@ export const slidingLog: Algorithm<SlidingLogState> = {
     };
   },
 
+  charge(log, _o, now, p, cost) {
+    // Logged like an admission, past the limit: the window refuses until enough entries have left it.
+    // At most one limit of debt (2 × limit units in the log): see MAX_DEBT.
+    const expired = expiredUnits(log, now, p.periodMs);
+    drop(log, expired.index, expired.units);
+    const taken = Math.min(cost, Math.max(0, 2 * p.limit - log.total));
+    if (taken > 0) append(log, now, taken);
+    return slidingLog.check(log, 0, now, p, 0, false);
+  },
+
   refund(log, _o, now, p, cost) {
     const expired = expiredUnits(log, now, p.periodMs);
     drop(log, expired.index, expired.units);
@@ -112,7 +122,7 @@ function rejected(
   return {
     allowed: false,
     limit: p.limit,
-    remaining: p.limit - count,
+    remaining: Math.max(0, p.limit - count),
     resetMs: resetOf(log, now, p, count),
     retryAfterMs: Math.ceil((log.entries[i - 2] as number) + p.periodMs - now),
   };

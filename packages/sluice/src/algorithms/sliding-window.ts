@@ -4,6 +4,7 @@
  */
 import { type Decision, rejection } from '../core/decision.js';
 import type { ResolvedPolicy } from '../core/policy.js';
+import { MAX_DEBT } from './debt.js';
 import type { Algorithm } from './types.js';
 
 // Slots: [window index, count of the previous window, count of that window].
@@ -40,6 +41,19 @@ export const slidingWindow: Algorithm = {
       resetMs: resetOf(P, prev, curr + taken, elapsed),
       retryAfterMs: 0,
     };
+  },
+
+  charge(s, o, now, p, cost) {
+    // Past the limit is debt: it weighs on this window and, fading, on the next (two windows hold no more).
+    const P = p.periodMs;
+    const window = Math.floor(now / P);
+    const stored = s[o] as number;
+    const prev = stored === window ? (s[o + 1] as number) : stored === window - 1 ? (s[o + 2] as number) : 0;
+    const curr = stored === window ? (s[o + 2] as number) : 0;
+    s[o] = window;
+    s[o + 1] = prev;
+    s[o + 2] = Math.min(curr + cost, p.limit + Math.floor(MAX_DEBT / P));
+    return slidingWindow.check(s, o, now, p, 0, false);
   },
 
   refund(s, o, now, p, cost) {

@@ -23,6 +23,13 @@ export type Slots = { [index: number]: number };
 export interface Algorithm<S = Slots> {
   readonly name: AlgorithmName;
   check(state: S, offset: number, nowMs: number, policy: ResolvedPolicy, cost: number, commit: boolean): Decision;
+  /**
+   * Takes `cost` units whether or not they fit — a settle's extra, owed for a request that already ran. The state
+   * may go past the limit (debt, at most MAX_DEBT of debt.ts), and later checks are refused until it is paid off.
+   * Returns what a cost-0 look sees afterwards: allowed iff the key is not in debt, `retryAfterMs` the time until
+   * its debt is paid, `remaining` never below 0.
+   */
+  charge(state: S, offset: number, nowMs: number, policy: ResolvedPolicy, cost: number): Decision;
   /** Gives back `cost` units taken earlier (never beyond full capacity). */
   refund(state: S, offset: number, nowMs: number, policy: ResolvedPolicy, cost: number): void;
   /** The instant (ms since the epoch) from which this state equals a fresh one and can be forgotten. */

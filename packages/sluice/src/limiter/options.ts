@@ -35,6 +35,14 @@ export interface LimiterOptions extends Partial<PolicyOptions>, FailureOptions {
   reservationTtl?: ReservationOptions['reservationTtl'];
   /** What an unsettled reservation costs once its time is up: all it reserved, or nothing. @default 'charge' */
   onExpire?: ReservationOptions['onExpire'];
+  /**
+   * Records of pending reservations kept in the store (`createRedisReservationRecords` of `sluice/redis`), so a
+   * reservation settles by id from any process and one a crashed process left is still handled by `onExpire`.
+   * @default none: reservations live in this process
+   */
+  reservationStore?: ReservationOptions['reservationStore'];
+  /** Reservations held at once; past it the oldest expires early (by `onExpire`). @default 100000 */
+  maxOutstanding?: ReservationOptions['maxOutstanding'];
 }
 
 /** A limit after validation. */
@@ -61,6 +69,8 @@ const LIMITER_KEYS = new Set([
   'insuranceShare',
   'reservationTtl',
   'onExpire',
+  'reservationStore',
+  'maxOutstanding',
 ]);
 const LIMIT_KEYS = new Set(['name']);
 

@@ -16,6 +16,11 @@ export interface ReservableLimiter {
   readonly clock: Clock;
   check(key: LimiterKey, options: { cost: number }): Promise<LimiterDecision>;
   refund(key: LimiterKey, options: { cost: number }): Promise<void>;
+  /**
+   * Takes `cost` on every limit even past them (debt; limiter/charge.ts), `took` false when it could not (the store
+   * failed). Without it a settle's extra is taken by `check`, only as far as it fits.
+   */
+  charge?(key: LimiterKey, options: { cost: number }): Promise<{ decision: LimiterDecision; took: boolean }>;
 }
 
 /** Options of {@link createReservations}. */
@@ -109,6 +114,20 @@ function resolveOptions(options: ReservationOptions) {
       `maxOutstanding must be a whole number ≥ 1 (got ${String(max)})`,
       { option: 'maxOutstanding' },
     );
+  const records = options.reservationStore;
+  if (
+    records !== undefined &&
+    (records === null ||
+      typeof records !== 'object' ||
+      typeof records.add !== 'function' ||
+      typeof records.take !== 'function' ||
+      typeof records.takeExpired !== 'function')
+  )
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      'reservationStore must be a ReservationRecords (add, take, takeExpired), e.g. createRedisReservationRecords({ client }) of sluice/redis',
+      { option: 'reservationStore' },
+    );
   return { ttlMs, onExpire, max };
 }
 
@@ -133,8 +152,13 @@ export function createReservations(
         await account.giveBack(key, reserved - actual);
         return { charged: actual, refunded: reserved - actual, extra: undefined };
       }
-      // More than reserved: the extra is taken if the limits allow it now; when they do not, it is not
-      // (the request already ran) — the overshoot of one request over its reservation.
+      // More than reserved: the request already ran, so its extra is owed. Charged past the limits if need be
+      // (debt: later requests wait until it is paid), so over a window a key gets at most its limit plus one
+      // request's overshoot. A limiter without charge takes it only while the limits allow it.
+      if (limiter.charge !== undefined) {
+        const { decision, took } = await limiter.charge(key, { cost: actual - reserved });
+        return { charged: took ? actual : reserved, refunded: 0, extra: decision };
+      }
       const extra = await limiter.check(key, { cost: actual - reserved });
       return { charged: extra.allowed ? actual : reserved, refunded: 0, extra };
     },

@@ -86,14 +86,23 @@ describe('createTokenLimiter', () => {
     }
   });
 
-  it('a settle above the reservation takes the extra while the limit allows it, never more', async () => {
-    const { limiter } = setup();
+  it('a settle above the reservation takes the whole extra, past the limit if need be: the key owes it', async () => {
+    const { clock, limiter } = setup();
     const a = await limiter.reserve('key', { inputTokens: 100, maxOutputTokens: 100 });
     const s = await a.settle({ inputTokens: 100, outputTokens: 450 });
-    assert.ok(s.ok && s.charged.outputTokens === 450);
+    assert.ok(s.ok && s.charged.outputTokens === 450 && s.extra?.allowed === true);
     const b = await limiter.reserve('key', { inputTokens: 0, maxOutputTokens: 10 });
     const over = await b.settle({ inputTokens: 0, outputTokens: 200 });
-    assert.ok(over.ok && over.charged.outputTokens === 10 && over.extra?.allowed === false);
+    // 650 output tokens against 500 a minute: 150 owed, every dimension charged at once.
+    assert.ok(over.ok && over.charged.outputTokens === 200 && over.charged.totalTokens === 200);
+    assert.equal(over.extra?.allowed, false, 'in debt');
+    const owedMs = over.extra?.retryAfterMs ?? 0;
+    // Fixed windows (the default): a count past the limit is owed until the window ends, 40 s from T0.
+    assert.equal(owedMs, 40_000);
+    const refused = await limiter.reserve('key', { inputTokens: 0, maxOutputTokens: 0 });
+    assert.equal(refused.allowed, false, 'even a request of no output waits out the debt');
+    clock.advance(owedMs);
+    assert.equal((await limiter.reserve('key', { inputTokens: 0, maxOutputTokens: 0 })).allowed, true);
   });
 
   it('headers in OpenAI convention beside the IETF fields naming each policy', async () => {

@@ -8,6 +8,7 @@ import { systemClock } from '../core/clock.js';
 import type { Decision } from '../core/decision.js';
 import { SluiceError } from '../core/errors.js';
 import { type PolicyOptions, type ResolvedPolicy, resolvePolicy } from '../core/policy.js';
+import { chargeItems } from '../limiter/charge.js';
 import { combineDecisions, decisionWithResults } from '../limiter/combine.js';
 import type { LimiterDecision } from '../limiter/limiter-decision.js';
 import {
@@ -124,20 +125,29 @@ export function createTokenLimiter(options: TokenLimiterOptions): TokenLimiter {
       const now = clock.now();
       const charged = { ...actual } as Record<TokenDimension, number>;
       const refunded = { ...NOTHING };
-      const extras: Decision[] = [];
+      const over: { name: TokenDimension; item: StoreItem }[] = [];
       for (const { name, policy } of limits) {
         const diff = actual[name] - reserved[name];
         if (diff < 0) {
           await store.refund(key, policy, -diff, now);
           refunded[name] = -diff;
-        } else if (diff > 0) {
-          // Taken only while the limit allows it: the request already ran, its overshoot is bounded by it.
-          const extra = await store.check(key, policy, diff, now, true);
-          extras.push(extra);
-          if (!extra.allowed) charged[name] = reserved[name];
-        }
+        } else if (diff > 0) over.push({ name, item: { key, policy, cost: diff } });
       }
-      return { charged, refunded, extra: extras.length === 0 ? undefined : combineDecisions(extras) };
+      if (over.length === 0) return { charged, refunded, extra: undefined };
+      // The request already ran: its extra is owed on every dimension at once, past the limits if need be (debt,
+      // which later requests wait out). A store without charge takes it only while every limit has room.
+      const { decisions, took } = await chargeItems(
+        store,
+        undefined,
+        over.map((o) => o.item),
+        now,
+      );
+      if (!took) for (const { name } of over) charged[name] = reserved[name];
+      const extra = decisionWithResults(
+        combineDecisions(decisions),
+        decisions.map((decision, i) => ({ name: (over[i] as (typeof over)[number]).name, key, decision })),
+      );
+      return { charged, refunded, extra };
     },
     invalid: (actual) => {
       const a = actual as Partial<TokenCost> | null;

@@ -53,6 +53,15 @@ export interface Store {
    * Returns one decision per item, in order.
    */
   checkMany(items: readonly StoreItem[], nowMs: number, commit: boolean): MaybePromise<Decision[]>;
+  /**
+   * Takes each item's cost even past its limit, all items in one atomic step: a settle's extra, owed for a request
+   * that already ran. A key past its limit is in debt (see `charge` in algorithms/types.ts): its later checks are
+   * refused until the debt is paid off, so over a window it gets at most its limit plus one request's overshoot.
+   * Returns per item what a cost-0 look sees afterwards: `allowed` iff the key is not in debt, `retryAfterMs` until
+   * its debt is paid. Blocks are neither checked nor written. Absent on a store that cannot (a multi-region store):
+   * the limiter then takes the extra with an ordinary check, as far as it fits.
+   */
+  charge?(items: readonly StoreItem[], nowMs: number): MaybePromise<Decision[]>;
   /** Gives back units a check took (e.g. the request turned out not to count). */
   refund(key: string, policy: ResolvedPolicy, cost: number, nowMs: number): MaybePromise<void>;
   /** Forgets the key's counter and block under this policy. */

@@ -2,8 +2,8 @@
  * Token reservations from many processes on one key (issue 40), on a real Redis: 4 child processes
  * reserve random requests 8 at a time and settle them at random (under, over, aborted part-way,
  * cancelled). Whatever the interleaving, the counter holds exactly what was charged — no refund or
- * extra lost — and nothing charged exceeds the limit; a request that used more than its reservation
- * when the limit had no room is the one overshoot, and is counted apart.
+ * extra lost, every extra charged (debt) — and the window admits at most its limit plus the overshoots
+ * of the requests in flight when it filled (at most 100 tokens each, 32 at a time).
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -59,7 +59,7 @@ describe('token reservations: 4 processes on one key (Redis)', () => {
   });
 
   for (const base of [1]) {
-    it(`the counter holds exactly what was charged, never over the limit (seeds ${base}…${base + 3})`, async () => {
+    it(`the counter holds exactly what was charged, at most the limit plus the in-flight overshoots (seeds ${base}…${base + 3})`, async () => {
       const prefix = `tokproc${base}:`;
       const answers = await Promise.all([0, 1, 2, 3].map((i) => runChild(server.port, base + i, prefix)));
       for (const a of answers) assert.equal(a.error, undefined, a.error);
@@ -67,7 +67,10 @@ describe('token reservations: 4 processes on one key (Redis)', () => {
       const admitted = answers.reduce((n, a) => n + a.admitted, 0);
       assert.ok(admitted > 20, `enough requests were admitted to mean something (${admitted})`);
       assert.ok(charged > LIMIT / 2, `the limit was approached (${charged} of ${LIMIT})`);
-      assert.ok(charged <= LIMIT, `charged ${charged} ≤ ${LIMIT}`);
+      const used = answers.reduce((n, a) => n + a.used, 0);
+      assert.equal(charged, used, 'every token used was charged: no extra dropped');
+      const bound = LIMIT + 32 * 100;
+      assert.ok(charged <= bound, `charged ${charged} ≤ the limit + the in-flight overshoots (${bound})`);
       for (const a of answers) assert.equal(a.outstanding, 0, 'every reservation was settled or cancelled');
 
       const client = new Redis(server.port, '127.0.0.1');
@@ -80,7 +83,13 @@ describe('token reservations: 4 processes on one key (Redis)', () => {
         });
         const r = await probe.reserve('shared', { inputTokens: 0, maxOutputTokens: 0 });
         const left = r.decision.results?.find((x) => x.name === 'totalTokens')?.decision.remaining;
-        assert.equal(left, LIMIT - charged, 'the store counted exactly what the processes were charged');
+        assert.equal(left, Math.max(0, LIMIT - charged), 'remaining never below 0');
+        // The window's count, as stored ("window:count" on the client clock): exactly what was charged.
+        const keys = await client.keys(`${prefix}*`);
+        assert.equal(keys.length, 1, 'one key: the window of totalTokens');
+        const [stateKey] = keys;
+        const stored = String(await client.get(stateKey as string)).split(':')[1];
+        assert.equal(Number(stored), charged, 'the store counted exactly what the processes were charged');
       } finally {
         client.disconnect();
       }

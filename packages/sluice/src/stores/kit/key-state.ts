@@ -83,6 +83,17 @@ export function decideOnState(
   return decision;
 }
 
+/** Takes `cost` on `state` even past the limit (Store.charge); blocks are neither checked nor written. */
+export function chargeOnState(state: KeyState, p: ResolvedPolicy, cost: number, nowMs: number): Decision {
+  if (p.algorithm !== 'sliding-log') return NUMERIC_ALGORITHMS[p.algorithm].charge(state.s, 0, nowMs, p, cost);
+  const log = new SlidingLogState();
+  log.entries = state.log ?? [];
+  for (let i = 1; i < log.entries.length; i += 2) log.total += log.entries[i] as number;
+  const decision = slidingLog.charge(log, 0, nowMs, p, cost);
+  state.log = log.entries.slice(log.head);
+  return decision;
+}
+
 /** Gives back `cost` units on `state` at `nowMs` (never beyond full capacity). */
 export function refundOnState(state: KeyState, p: ResolvedPolicy, cost: number, nowMs: number): void {
   if (p.algorithm !== 'sliding-log') {

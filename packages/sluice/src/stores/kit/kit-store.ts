@@ -10,6 +10,7 @@ import { randomLeaseId } from '../lease-id.js';
 import { LocalCache } from '../redis/local-cache.js';
 import type { Lease, LeaseDecision, Store, StoreItem } from '../store.js';
 import {
+  chargeOnState,
   decideOnState,
   decodeKeyState,
   encodeKeyState,
@@ -146,6 +147,25 @@ export function createKitStore(backend: StateBackend, options: KitStoreOptions =
     return decisions;
   }
 
+  /** Every item's cost taken past its limit if need be, in one atomic update of their rows (Store.charge). */
+  async function charge(items: readonly StoreItem[], nowMs: number): Promise<Decision[]> {
+    if (items.length === 0) return [];
+    const ids = [...new Set(items.map((item) => stateId(item.policy, item.key)))];
+    for (const id of ids) cache?.forget(id);
+    const decisions = await update<Decision[]>(ids, nowMs, (rows, now) => {
+      const states = ids.map((_id, i) => liveState(rows[i], now));
+      const stateOf = (item: StoreItem) => states[ids.indexOf(stateId(item.policy, item.key))] as KeyState;
+      const result = items.map((item) => chargeOnState(stateOf(item), item.policy, item.cost, now));
+      const policyOf = new Map(items.map((item) => [stateId(item.policy, item.key), item.policy]));
+      const writesOut = states.map((state, i) =>
+        writeOf(rows[i], state, policyOf.get(ids[i] as string) as ResolvedPolicy, now),
+      );
+      return { writes: writesOut, result };
+    });
+    wrote(nowMs);
+    return decisions;
+  }
+
   async function refund(key: string, p: ResolvedPolicy, cost: number, nowMs: number): Promise<void> {
     const id = stateId(p, key);
     cache?.forget(id);
@@ -174,6 +194,7 @@ export function createKitStore(backend: StateBackend, options: KitStoreOptions =
     synchronous: false,
     check,
     checkMany,
+    charge,
     refund,
     reset,
     acquire,

@@ -81,6 +81,39 @@ export class MemoryDecider {
     return this.decideAt(context as PolicyContext, slot, p, cost, nowMs, commit);
   }
 
+  /**
+   * Takes `cost` even past the limit (Store.charge): the key is stored whatever it held, its debt kept until paid.
+   * Blocks are neither checked nor written.
+   */
+  charge(key: string, p: ResolvedPolicy, cost: number, nowMs: number): Decision {
+    if (this.closed) throw closedError();
+    if (nowMs > (this.latest[0] as number)) this.latest[0] = nowMs;
+    let slot = this.find(p, key, nowMs);
+    if (cost <= 0 && slot === -1) {
+      // Nothing to take and nothing stored: a fresh key's look, without storing it.
+      return p.algorithm === 'sliding-log'
+        ? slidingLog.check(new SlidingLogState(), 0, nowMs, p, 0, false)
+        : NUMERIC_ALGORITHMS[p.algorithm as NumericName].check(new Float64Array(SLOT_WIDTH), 0, nowMs, p, 0, false);
+    }
+    if (slot === -1) slot = this.store(key, p);
+    const slab = this.slab;
+    let decision: Decision;
+    if (p.algorithm === 'sliding-log') {
+      const log = slab.logs[slot] ?? new SlidingLogState();
+      slab.logs[slot] = log;
+      decision = slidingLog.charge(log, 0, nowMs, p, cost);
+      slab.expiresAt[slot] = slidingLog.expiresAt(log, 0, p);
+      slab.setBytes(slot, keyBytes(key) + logBytes(log));
+    } else {
+      const algorithm = NUMERIC_ALGORITHMS[p.algorithm as NumericName];
+      decision = algorithm.charge(slab.state, slot * SLOT_WIDTH, nowMs, p, cost);
+      slab.expiresAt[slot] = algorithm.expiresAt(slab.state, slot * SLOT_WIDTH, p);
+    }
+    slab.touch(slot, decision.remaining === 0);
+    this.fitBytes(slot);
+    return decision;
+  }
+
   /** Gives `cost` units back to a stored key. */
   refund(key: string, p: ResolvedPolicy, cost: number, nowMs: number): void {
     const slot = this.find(p, key, nowMs);

@@ -104,7 +104,7 @@ if cost > capacity then
 end
 if count + cost > limit then
   -- In the next window the count starts at 0 and cost <= limit, so it fits there.
-  ok, remaining, reset, retry = 0, limit - count, toEnd, toEnd
+  ok, remaining, reset, retry = 0, max(0, limit - count), toEnd, toEnd
   break
 end
 local taken = 0
@@ -238,7 +238,7 @@ elseif count + cost > limit then
     freed = freed + u
     i = i + ${E}
   end
-  ok, remaining, retry = 0, limit - count, ${entryTime('blob', `i - ${E}`)} + period - NOW
+  ok, remaining, retry = 0, max(0, limit - count), ${entryTime('blob', `i - ${E}`)} + period - NOW
 else
   ok = 1
   if commit then taken = cost end
@@ -310,7 +310,8 @@ else
     end
   end
 end
-remaining = floor((capT - held) / T)
+-- Never below 0: a bucket in debt (a charge, Store.charge) holds more than its capacity.
+remaining = max(0, floor((capT - held) / T))
 reset = ceil(held / scale)
 `;
 

@@ -39,6 +39,7 @@ export const ALGORITHM_CODES = {
   gcra: 6,
 } as const;
 
+import { CHARGE_FUNCTIONS } from './lua-charges.js';
 import {
   CHECK_SNIPPETS,
   fmt,
@@ -264,7 +265,7 @@ return out
 
 /** Helpers of the less frequent scripts (several limits, refunds), where clarity beats speed. */
 const HELPERS = `
-local CHECK, REFUND = {}, {}
+local CHECK, REFUND, CHARGE = {}, {}, {}
 local function fmt(x) return ${fmt('x')} end
 local function nums2(v)
   local i = find(v, ':', 1, true)
@@ -421,7 +422,7 @@ export function checkScriptSource(code: number, baked?: BakedPolicy): string {
 
 /** Script sources by name. */
 export const SCRIPT_SOURCES = {
-  many: PRELUDE + HELPERS + CHECK_FUNCTIONS + REFUND_FUNCTIONS + MANY,
+  many: PRELUDE + HELPERS + CHECK_FUNCTIONS + REFUND_FUNCTIONS + CHARGE_FUNCTIONS + MANY,
   refund: PRELUDE + HELPERS + REFUND_FUNCTIONS + REFUNDS,
   acquire: PRELUDE + HELPERS + ACQUIRE,
   release: PRELUDE + HELPERS + RELEASE,

@@ -23,6 +23,8 @@ export interface ManyItem {
 /** What the store's checkMany and refunds run on. */
 export interface ManyChecks {
   checkMany(items: readonly StoreItem[], nowMs: number, commit: boolean): Promise<Decision[]>;
+  /** Store.charge: one script per slot (one round trip on a single Redis). */
+  charge(items: readonly StoreItem[], nowMs: number): Promise<Decision[]>;
   runRefunds(group: readonly ManyItem[], nowMs: number): Promise<unknown>;
 }
 
@@ -42,19 +44,23 @@ export function createManyChecks(
     fields: [String(item.cost)],
   });
 
-  /** Runs the all-or-nothing script on items that share a slot; with `wantLooks`, also the looks. */
+  /**
+   * Runs the all-or-nothing script on items that share a slot; with `wantLooks`, also the looks; with `charging`,
+   * the script's charge instead (Store.charge).
+   */
   function runMany(
     group: readonly ManyItem[],
     nowMs: number,
     commit: boolean,
     wantLooks: boolean,
+    charging = false,
   ): Promise<{ decisions: Decision[]; looks: Decision[] }> {
     const items = group.map(toScriptItem);
     // The request's header (commit, looks, item count) goes before its first item's fields.
     items[0] = {
       ...(items[0] as ScriptItem),
       fields: [
-        commit ? '1' : '0',
+        charging ? '2' : commit ? '1' : '0',
         wantLooks ? '1' : '0',
         String(items.length),
         String((group[0] as ManyItem).item.cost),
@@ -89,12 +95,42 @@ export function createManyChecks(
     return runner.call(REFUND_SCRIPT, scriptCall(REFUND_SCRIPT, [nowArg(nowMs), grace], group.map(toScriptItem)));
   }
 
-  async function checkMany(items: readonly StoreItem[], nowMs: number, commit: boolean): Promise<Decision[]> {
-    if (items.length === 0) return [];
-    const all: ManyItem[] = items.map((item) => {
+  const manyItems = (items: readonly StoreItem[]): ManyItem[] =>
+    items.map((item) => {
       const tag = tagOf(prefix, item.key);
       return { key: stateKey(tag, keyIdOf(item.policy)), bkey: blockKey(tag, keyIdOf(item.policy)), item };
     });
+
+  /**
+   * Every item charged in one script per slot, sent together. On a Cluster with keys in several slots, a slot that
+   * failed makes the slots that charged give it back: the caller's failure policy answers for all of them.
+   */
+  async function charge(items: readonly StoreItem[], nowMs: number): Promise<Decision[]> {
+    if (items.length === 0) return [];
+    const all = manyItems(items);
+    // The cache knows the key before its debt: it would end a rejection too early.
+    for (const m of all) cache?.forget(m.key);
+    const groups = groupBySlot(all, transport.cluster);
+    const settled = await Promise.allSettled(groups.map((g) => runMany(g, nowMs, true, false, true)));
+    const failure = settled.find((s) => s.status === 'rejected');
+    if (failure !== undefined) {
+      const back = groups.filter((_, i) => settled[i]?.status === 'fulfilled').map((g) => runRefunds(g, nowMs));
+      await Promise.allSettled(back);
+      throw (failure as PromiseRejectedResult).reason;
+    }
+    const byItem = new Map<ManyItem, Decision>();
+    groups.forEach((g, i) => {
+      const s = settled[i] as PromiseFulfilledResult<{ decisions: Decision[] }>;
+      g.forEach((m, j) => {
+        byItem.set(m, s.value.decisions[j] as Decision);
+      });
+    });
+    return all.map((m) => byItem.get(m) as Decision);
+  }
+
+  async function checkMany(items: readonly StoreItem[], nowMs: number, commit: boolean): Promise<Decision[]> {
+    if (items.length === 0) return [];
+    const all = manyItems(items);
     if (cache !== undefined && all.every((m) => m.item.policy.blockMs === 0)) {
       // Only when every limit is known to reject: the answer must be the one Redis would give for all.
       const cached = all.map((m) => cache.get(m.key, m.item.policy, m.item.cost, nowMs));
@@ -116,7 +152,7 @@ export function createManyChecks(
     return result;
   }
 
-  return { checkMany, runRefunds };
+  return { checkMany, charge, runRefunds };
 }
 
 /** One slot's all-or-nothing script and its refund. */

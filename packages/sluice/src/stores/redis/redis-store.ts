@@ -45,6 +45,7 @@ export interface RedisStore extends Store {
   check(key: string, policy: ResolvedPolicy, cost: number, nowMs: number, commit: boolean): Promise<Decision>;
   checkMany(items: readonly StoreItem[], nowMs: number, commit: boolean): Promise<Decision[]>;
   refund(key: string, policy: ResolvedPolicy, cost: number, nowMs: number): Promise<void>;
+  charge(items: readonly StoreItem[], nowMs: number): Promise<Decision[]>;
   reset(key: string, policy: ResolvedPolicy): Promise<void>;
   acquire(key: string, limit: number, leaseMs: number, nowMs: number): Promise<LeaseDecision>;
   release(lease: Lease, nowMs: number): Promise<boolean>;
@@ -97,6 +98,11 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
       if (runner.closed) return Promise.reject(closedError());
       counts.decisions += items.length;
       return many.checkMany(items, nowMs, commit);
+    },
+
+    charge(items, nowMs) {
+      if (runner.closed) return Promise.reject(closedError());
+      return many.charge(items, nowMs);
     },
 
     async refund(key, policy, cost, nowMs) {

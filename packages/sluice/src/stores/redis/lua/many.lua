@@ -2,8 +2,8 @@
 -- store's checkMany: look at every limit first, consume only when all allow, and when one (key, policy)
 -- appears twice and the second does not fit, give back what the first ones took. The requests are
 -- independent (the same as that many separate calls, in one round trip); a script runs alone, so each is
--- atomic. ARGV[3] = policy count, then per request: commit (1/0), also return the looks (1/0), item
--- count, then per item: cost, policy index; then the policies.
+-- atomic. ARGV[3] = policy count, then per request: commit (1/0, or 2: charge), also return the looks (1/0),
+-- item count, then per item: cost, policy index; then the policies.
 local function many(items, commit)
   local looks, ok = {}, true
   for n, it in ipairs(items) do
@@ -34,10 +34,20 @@ local function many(items, commit)
   end
   return taken, looks
 end
+-- A charge (Store.charge): every item's cost taken even past its limit (debt), then what a cost-0 look sees.
+-- Blocks are neither checked nor written. Per item, charge then look, as the memory store does.
+local function charge(items)
+  local out = {}
+  for n, it in ipairs(items) do
+    CHARGE[it[3].alg](it[1], it[3], it[4])
+    out[n] = CHECK[it[3].alg](it[1], it[3], 0, false)
+  end
+  return out, out
+end
 local ps, nargs = read_policies()
 local out, k, i = {}, 1, 4
 while i <= nargs do
-  local commit, wantLooks, count = ARGV[i] == '1', ARGV[i + 1] == '1', tonumber(ARGV[i + 2])
+  local charging, commit, wantLooks, count = ARGV[i] == '2', ARGV[i] == '1', ARGV[i + 1] == '1', tonumber(ARGV[i + 2])
   i = i + 3
   local items = {}
   for n = 1, count do
@@ -45,7 +55,8 @@ while i <= nargs do
     i = i + 2
     k = k + 2
   end
-  local result, looks = many(items, commit)
+  local result, looks
+  if charging then result, looks = charge(items) else result, looks = many(items, commit) end
   for _, d in ipairs(result) do for j = 1, 6 do out[#out + 1] = d[j] end end
   if wantLooks then
     for _, d in ipairs(looks) do for j = 1, 6 do out[#out + 1] = d[j] end end
