@@ -61,7 +61,29 @@ async function openDatabase(options: SqlStoreOptions): Promise<StoreBackend> {
   const { createSqliteStore } = await import('sluice/sqlite');
   const db = new Database(options.url.replace(/^sqlite:(\/\/)?/i, ''));
   const store = createSqliteStore({ db, timeoutMs });
-  return { store, owned: true, close: async () => void db.close() };
+  return { store, owned: true, ping: async () => sqliteWritable(db, timeoutMs), close: async () => void db.close() };
+}
+
+/** Longest the health ping waits for SQLite's write lock: it blocks the event loop (better-sqlite3 is synchronous). */
+const SQLITE_PING_WAIT_MS = 25;
+
+/**
+ * Health for SQLite: can this process take the file's write lock now (an empty write transaction)? Another process
+ * holding it past a short wait, or a file that cannot be written, is the store being down. Synchronous, so no
+ * decision's transaction on this connection can be open meanwhile.
+ */
+function sqliteWritable(
+  db: { pragma(text: string): unknown; exec(text: string): unknown },
+  lockTimeoutMs: number,
+): void {
+  db.pragma(`busy_timeout = ${SQLITE_PING_WAIT_MS}`);
+  try {
+    db.exec('BEGIN IMMEDIATE');
+    db.exec('ROLLBACK');
+  } finally {
+    // Back to the store's own wait (createSqliteStore sets lockTimeoutMs, which is timeoutMs here).
+    db.pragma(`busy_timeout = ${Math.ceil(lockTimeoutMs)}`);
+  }
 }
 
 /** Opens the database and waits for it up to `connectTimeoutMs`; past that the service starts degraded and retries per decision. */
