@@ -1,6 +1,7 @@
 /**
  * Debt on every store (issue 40): a charge past the limit delays later requests exactly as the algorithm says, and
- * every store — memory, Redis (client and server clock), PostgreSQL and SQLite through the kit — decides the same.
+ * every store — memory, Redis, PostgreSQL and SQLite through the kit, remote (a real `sluice serve`, op `charge`) —
+ * decides the same (all on the client clock: the test drives time).
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -11,8 +12,10 @@ import Database from 'better-sqlite3';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { type RedisServerHandle, startRedis } from '../../../../test/helpers/redis-server.js';
+import { startSluice } from '../../../server/test/integration/helpers.js';
 import { createMemoryStore } from '../../src/stores/memory/memory-store.js';
 import { createRedisStore } from '../../src/stores/redis/index.js';
+import { createRemoteStore } from '../../src/stores/remote/index.js';
 import { createPostgresStore } from '../../src/stores/sql/postgres.js';
 import { createSqliteStore } from '../../src/stores/sql/sqlite.js';
 import type { Store } from '../../src/stores/store.js';
@@ -121,6 +124,18 @@ sameAsMemory('SQLite', async () => {
       await store.close();
       db.close();
       rmSync(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+sameAsMemory('remote (sluice serve, op charge)', async () => {
+  const service = await startSluice(['--client-clock']);
+  const store = createRemoteStore({ url: `http://127.0.0.1:${service.http}`, clock: 'client', timeoutMs: 5000 });
+  return {
+    store,
+    close: async () => {
+      await store.close();
+      await service.stop();
     },
   };
 });

@@ -12,7 +12,7 @@ import { outcomeOf } from '../../observability/decision-events.js';
 import type { ServiceMetrics } from '../../observability/metrics.js';
 import { CHECK_KEY_PREFIX, type CheckFallback, createCheckFallback } from './check-fallback.js';
 import { groupsOf, inGroup, sequential } from './check-groups.js';
-import { decideGroup, type GroupMember, releaseArgs } from './check-ops.js';
+import { chargeItems, decideGroup, type GroupMember, releaseArgs } from './check-ops.js';
 import { createCheckParser, type ParsedCheck } from './check-parse.js';
 import { type CheckReservations, createCheckReservations } from './check-reservations.js';
 import { type CheckResult, deniedDecision, errorResult, resultOf } from './check-results.js';
@@ -172,6 +172,14 @@ async function storeOp(context: CheckContext, p: ParsedCheck): Promise<CheckResu
       case 'reset':
         await store.reset(stored, p.policy as ResolvedPolicy);
         return { ok: true };
+      case 'charge': {
+        const [charged] = await chargeItems(
+          store,
+          [{ key: stored, policy: p.policy as ResolvedPolicy, cost: p.cost }],
+          p.atMs,
+        );
+        return resultOf(charged as Decision);
+      }
       case 'acquire': {
         const { limit, leaseMs } = p.lease as { limit: number; leaseMs: number };
         if (context.lists.match('', 'key', p.key) === 'deny') return resultOf(deniedDecision(limit));
@@ -251,7 +259,14 @@ async function decideGroupItems(
   }));
   let decisions: Decision[];
   try {
-    decisions = await decideGroup(context.store, members, first.atMs, commit);
+    decisions =
+      first.op === 'charge'
+        ? await chargeItems(
+            context.store,
+            members.map((m) => m.item),
+            first.atMs,
+          )
+        : await decideGroup(context.store, members, first.atMs, commit);
   } catch (error) {
     if (isStoreError(error)) context.metrics.observeStore(0, true);
     const fallbacks = valid.map((p) =>

@@ -4,12 +4,25 @@
  * `reserve`, `settle`, `cancel` —
  * a `name` that keeps a caller's counters apart, a `group` of items decided all or nothing, and, when the
  * service runs with `--client-clock`, the caller's `nowMs`. All of it optional: a plain check is as before.
+ * `charge` takes a cost even past the limit (a settle's extra: debt that later checks wait out), `sluice/remote`'s
+ * Store.charge.
  */
 import type { Decision, Lease, ResolvedPolicy, Store, StoreItem } from 'sluice';
 import { SluiceError } from 'sluice';
 
 /** The operations of an item; `check` when absent. */
-export const OPS = ['check', 'peek', 'refund', 'reset', 'acquire', 'release', 'reserve', 'settle', 'cancel'] as const;
+export const OPS = [
+  'check',
+  'peek',
+  'refund',
+  'reset',
+  'acquire',
+  'release',
+  'reserve',
+  'settle',
+  'cancel',
+  'charge',
+] as const;
 export type CheckOp = (typeof OPS)[number];
 
 /** Item fields beyond the policy, `key` and `cost`. */
@@ -114,6 +127,15 @@ export function releaseArgs(item: Record<string, unknown>, path: string, storedK
     }
   }
   return { key: storedKey, id, expiresAt: 0 };
+}
+
+/**
+ * `charge`: every item's cost taken even past its limit, in one step of the store (Store.charge); a store without
+ * charge (multi-region) takes it as a check, only as far as it fits.
+ */
+export function chargeItems(store: Store, items: readonly StoreItem[], atMs: number): Promise<Decision[]> {
+  const charged = store.charge === undefined ? store.checkMany(items, atMs, true) : store.charge(items, atMs);
+  return Promise.resolve(charged);
 }
 
 /** One member of a group, validated. */

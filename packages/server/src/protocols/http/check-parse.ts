@@ -66,8 +66,11 @@ export function createCheckParser(
     const op = opOf(item, path);
     const at = timeOf(item, path, atMs, options.clientClock);
     const group = groupOf(item, path);
-    if (group !== undefined && op !== 'check' && op !== 'peek') {
-      throw new SluiceError('ERR_SLUICE_INVALID_REQUEST', `${path}group: only checks and peeks are decided in groups`);
+    if (group !== undefined && op !== 'check' && op !== 'peek' && op !== 'charge') {
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_REQUEST',
+        `${path}group: only checks, peeks and charges are decided in groups`,
+      );
     }
     const key = item.key;
     // Object literals, not spreads of a shared base (nor a spread in the decision event): with them,

@@ -30,6 +30,7 @@ export interface RemoteStore extends Store {
   check(key: string, policy: ResolvedPolicy, cost: number, nowMs: number, commit: boolean): Promise<Decision>;
   checkMany(items: readonly StoreItem[], nowMs: number, commit: boolean): Promise<Decision[]>;
   refund(key: string, policy: ResolvedPolicy, cost: number, nowMs: number): Promise<void>;
+  charge(items: readonly StoreItem[], nowMs: number): Promise<Decision[]>;
   reset(key: string, policy: ResolvedPolicy): Promise<void>;
   acquire(key: string, limit: number, leaseMs: number, nowMs: number): Promise<LeaseDecision>;
   release(lease: Lease, nowMs: number): Promise<boolean>;
@@ -111,6 +112,26 @@ export function createRemoteStore(options: RemoteStoreOptions): RemoteStore {
         });
       }
       return decisions;
+    },
+
+    // The service's op `charge`: several items as one group, charged in one step of its store.
+    async charge(items, nowMs) {
+      if (items.length === 0) return [];
+      for (const item of items) cache?.forget(idOf(item.key, item.policy));
+      const group = items.length > 1 ? batcher.nextGroup() : undefined;
+      const wire = items.map((item) =>
+        at(
+          {
+            key: item.key,
+            op: 'charge',
+            cost: item.cost,
+            ...(group === undefined ? {} : { group }),
+            ...policyPart(item.policy),
+          },
+          nowMs,
+        ),
+      );
+      return (await batcher.send(wire)).map(toDecision);
     },
 
     async refund(key, policy, cost, nowMs) {

@@ -9,7 +9,7 @@ import type { Lease, LeaseDecision } from '../store.js';
 import { checkResult } from './check-result.js';
 
 /** The operations of a `/v1/check` item; `check` when absent. */
-export type WireOp = 'check' | 'peek' | 'refund' | 'reset' | 'acquire' | 'release';
+export type WireOp = 'check' | 'peek' | 'refund' | 'reset' | 'acquire' | 'release' | 'charge';
 
 /** One item of a `/v1/check` request. */
 export interface WireItem {
@@ -144,7 +144,11 @@ export function resultError(r: WireResult): SluiceError {
   ) {
     return new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `the sluice service could not decide: ${message}`);
   }
-  if (code === 'ERR_SLUICE_UNKNOWN_OPTION' && /\b(op|group|name|nowMs|lease|leaseMs)\b/.test(message)) {
+  if (
+    (code === 'ERR_SLUICE_UNKNOWN_OPTION' && /\b(op|group|name|nowMs|lease|leaseMs)\b/.test(message)) ||
+    // A service from before an op (`charge`) names the ops it knows.
+    (code === 'ERR_SLUICE_INVALID_REQUEST' && /\bop: expected one of\b/.test(message))
+  ) {
     return new SluiceError(
       'ERR_SLUICE_SERVICE_TOO_OLD',
       `the sluice service does not know this /v1/check field (${message}); upgrade sluice-server`,
