@@ -3,6 +3,7 @@
  * member's text (bounded) — a long completion's text is never held. Also notes a top-level `error`
  * member, so a missing usage can be explained.
  */
+import { createUsageCapture } from './usage-capture.js';
 
 /** A scanner fed chunk by chunk. */
 export interface JsonUsageScanner {
@@ -19,102 +20,83 @@ export interface JsonUsageScanner {
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
+const COLON = 0x3a;
+const COMMA = 0x2c;
 const OPEN = new Set([0x7b, 0x5b]);
 const CLOSE = new Set([0x7d, 0x5d]);
+/** Only short top-level keys matter (usage, error): a longer top-level string is not held. */
+const MAX_KEY_BYTES = 16;
 
 /** A scanner that keeps at most `maxUsageBytes` of the usage member. */
 export function createJsonUsageScanner(maxUsageBytes: number): JsonUsageScanner {
   const decoder = new TextDecoder();
+  const capture = createUsageCapture(maxUsageBytes, decoder);
   let depth = 0;
   let inString = false;
   let escaped = false;
   let keyBytes: number[] | undefined; // a top-level string being read (it may be a key)
   let lastString = '';
-  let capturing = false;
-  let captured: number[] = [];
-  let usageText: string | undefined;
-  let usageTooLong = false;
   let sawError = false;
   let complete = false;
 
-  const capture = (byte: number) => {
-    if (!capturing) return;
-    if (captured.length >= maxUsageBytes) {
-      usageTooLong = true;
-      capturing = false;
-      captured = [];
+  /** A byte inside a string: copied when nested in the usage value, kept when it may be a top-level key. */
+  const stringByte = (byte: number) => {
+    if (depth > 1) capture.byte(byte);
+    if (escaped) escaped = false;
+    else if (byte === BACKSLASH) escaped = true;
+    else if (byte === QUOTE) {
+      inString = false;
+      if (depth === 1 && keyBytes !== undefined) {
+        lastString = keyBytes.length <= MAX_KEY_BYTES ? decoder.decode(new Uint8Array(keyBytes)) : '';
+        keyBytes = undefined;
+      }
       return;
     }
-    captured.push(byte);
-  };
-  const endCapture = () => {
-    if (!capturing) return;
-    capturing = false;
-    usageText = decoder.decode(new Uint8Array(captured)).trim();
-    captured = [];
+    if (depth === 1 && keyBytes !== undefined && keyBytes.length <= MAX_KEY_BYTES) keyBytes.push(byte);
   };
 
-  const step = (byte: number) => {
-    if (inString) {
-      if (depth > 1) capture(byte);
-      if (escaped) escaped = false;
-      else if (byte === BACKSLASH) escaped = true;
-      else if (byte === QUOTE) {
-        inString = false;
-        if (depth === 1 && keyBytes !== undefined) {
-          // Only short keys matter (usage, error); a long top-level string is not held.
-          lastString = keyBytes.length <= 16 ? decoder.decode(new Uint8Array(keyBytes)) : '';
-          keyBytes = undefined;
-        }
-        return;
-      }
-      if (depth === 1 && keyBytes !== undefined && keyBytes.length <= 16) keyBytes.push(byte);
-      return;
-    }
+  /** A byte at the top level between members: ':' starts a member's value, ',' ends it. */
+  const memberByte = (byte: number) => {
+    if (byte === COLON) {
+      // The member's value starts: capture it when its key is usage (scalars end at ',' or '}').
+      if (lastString === 'usage') capture.start();
+      if (lastString === 'error') sawError = true;
+    } else if (byte === COMMA) {
+      capture.end();
+      lastString = '';
+    } else capture.byte(byte);
+  };
+
+  /** A byte outside strings: nesting, or a member boundary at the top level. */
+  const structureByte = (byte: number) => {
     if (byte === QUOTE) {
       inString = true;
-      if (depth === 1 && !capturing) keyBytes = [];
-      else capture(byte);
-      return;
-    }
-    if (OPEN.has(byte)) {
+      if (depth === 1 && !capture.active) keyBytes = [];
+      else capture.byte(byte);
+    } else if (OPEN.has(byte)) {
       depth++;
-      if (depth > 1) capture(byte);
-      return;
-    }
-    if (CLOSE.has(byte)) {
-      if (depth > 1) capture(byte);
+      if (depth > 1) capture.byte(byte);
+    } else if (CLOSE.has(byte)) {
+      if (depth > 1) capture.byte(byte);
       depth--;
-      if (depth === 1) endCapture();
-      if (depth === 0) {
-        endCapture();
-        complete = true;
-      }
-      return;
-    }
-    if (depth === 1 && byte === 0x3a /* : */) {
-      // The member's value starts: capture it when its key is usage (scalars end at ',' or '}').
-      if (lastString === 'usage') capturing = true;
-      if (lastString === 'error') sawError = true;
-      return;
-    }
-    if (depth === 1 && byte === 0x2c /* , */) {
-      endCapture();
-      lastString = '';
-      return;
-    }
-    if (depth >= 1) capture(byte);
+      if (depth === 1 || depth === 0) capture.end();
+      if (depth === 0) complete = true;
+    } else if (depth === 1) memberByte(byte);
+    else if (depth > 1) capture.byte(byte);
   };
 
   return {
     push(chunk) {
-      for (const byte of chunk) step(byte);
+      for (const byte of chunk) {
+        if (inString) stringByte(byte);
+        else structureByte(byte);
+      }
     },
     get usageText() {
-      return usageText;
+      return capture.text;
     },
     get usageTooLong() {
-      return usageTooLong;
+      return capture.tooLong;
     },
     get sawError() {
       return sawError;
