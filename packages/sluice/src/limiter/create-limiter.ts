@@ -21,7 +21,7 @@ import {
   resolveCost,
   resolveLimiterOptions,
 } from './options.js';
-import { createReservations, type Reservation, type ReservationOptions } from './reservations.js';
+import { createReservations, type Reservation, type ReservationOptions, type SettleResult } from './reservations.js';
 
 export type { LimitExplanation, LimiterExplanation } from './explain.js';
 export type { LimiterDecision, LimitResult } from './limiter-decision.js';
@@ -62,6 +62,13 @@ export interface Limiter {
    * if (r.allowed) await r.settle(await run());
    */
   reserve(key: LimiterKey, options: { cost: number }): Promise<Reservation>;
+  /**
+   * Settles a reservation by its id — from another process too, when the limiter has a `reservationStore`. Bad
+   * costs, unknown ids and second settles are coded answers (`ok: false`), never exceptions.
+   */
+  settle(id: string, actualCost: number): Promise<SettleResult>;
+  /** Cancels a reservation by its id: all of it goes back. */
+  cancel(id: string): Promise<SettleResult>;
   /** Forgets the key's counters (and block) under every limit of this limiter. */
   reset(key: LimiterKey): Promise<void>;
 }
@@ -98,6 +105,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
       }),
     ...upkeep(resolved),
     reserve: (key, reservation) => reservations.reserve(key, reservation),
+    settle: (id, actual) => reservations.settle(id, actual),
+    cancel: (id) => reservations.cancel(id),
   };
   // Checks published on `sluice:decision` while it has subscribers (OpenTelemetry's, once an SDK is there).
   const limiter = observeChecks(

@@ -79,7 +79,9 @@ export function resolveLimiterOptions(options: LimiterOptions): ResolvedLimiterO
   if (options === null || typeof options !== 'object') {
     throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'createLimiter: expected an options object');
   }
-  const { limits, store, clock, name, fail, insuranceShare, ...inline } = options;
+  // The reservation options are the book's to check (reservations.ts): not part of an inline policy.
+  const { limits, store, clock, name, fail, insuranceShare, ...withReservations } = options;
+  const { reservationTtl: _t, onExpire: _e, reservationStore: _s, maxOutstanding: _m, ...inline } = withReservations;
   const failure = createFailurePolicy({
     ...(fail === undefined ? {} : { fail }),
     ...(insuranceShare === undefined ? {} : { insuranceShare }),

@@ -96,6 +96,9 @@ export interface ReservationAccount<C> {
 }
 
 const MAX_COST = Number.MAX_SAFE_INTEGER;
+/** Longest id looked up: sluice's ids are ~20 characters, so a longer one is unknown without asking a store. */
+const MAX_ID_LENGTH = 128;
+const unknownId = (id: unknown) => typeof id !== 'string' || id === '' || id.length > MAX_ID_LENGTH;
 const refusal = <C>(code: SettleRefusal, message: string): SettleResult<C> => ({ ok: false, code, message });
 
 function resolveOptions(options: ReservationOptions) {
@@ -209,6 +212,7 @@ export function createReservationBook<C>(
   const finish = async (id: string, actual: C | undefined): Promise<SettleResult<C>> => {
     const bad = actual === undefined ? undefined : account.invalid(actual);
     if (bad !== undefined) return refusal('ERR_SLUICE_INVALID_COST', `${bad}; the reservation stays open`);
+    if (unknownId(id)) return refusal('ERR_SLUICE_RESERVATION_UNKNOWN', whyNot(undefined, onExpire));
     await sweep();
     const entry = held.get(id);
     if (entry === undefined)
@@ -310,8 +314,9 @@ function createRecordedBook<C>(
   const finish = async (id: string, actual: C | undefined): Promise<SettleResult<C>> => {
     const bad = actual === undefined ? undefined : account.invalid(actual);
     if (bad !== undefined) return refusal('ERR_SLUICE_INVALID_COST', `${bad}; the reservation stays open`);
+    if (unknownId(id)) return refusal('ERR_SLUICE_RESERVATION_UNKNOWN', whyNot(undefined, onExpire));
     await sweep();
-    const record = typeof id === 'string' && id !== '' ? await records.take(id) : undefined;
+    const record = await records.take(id);
     if (record === undefined) {
       // Ours, but gone from the store: claimed as expired by another process, or settled there by id.
       const at = mine.get(id);
