@@ -2,7 +2,6 @@
 import type { IncomingMessage, Server } from 'node:http';
 import type { Clock, Store } from 'sluice';
 import { SluiceError } from 'sluice';
-import { createAdaptiveLimiter } from 'sluice/adaptive';
 import { createClientIpResolver } from 'sluice/http';
 import type { RulesEngine } from 'sluice/rules';
 import type { AccessLists } from '../core/access-lists.js';
@@ -10,6 +9,7 @@ import type { Decider } from '../core/decide.js';
 import type { DecisionHub } from '../observability/decision-events.js';
 import type { Logger } from '../observability/logger.js';
 import type { ServiceMetrics } from '../observability/metrics.js';
+import { createGatewayAdaptive } from '../protocols/gateway/adaptive-limit.js';
 import { createTrustCheck } from '../protocols/gateway/forwarding.js';
 import { createGateway } from '../protocols/gateway/gateway.js';
 import type { GatewayServiceOptions } from './service-options.js';
@@ -36,11 +36,8 @@ export function createServiceGateway(options: GatewayServiceOptions | undefined,
     ipv6Subnet: options.ipv6Subnet ?? 56,
   });
   const trustsPeer = createTrustCheck(options.trustProxy);
-  // The rules' `http.priorities` name these (most important first); a request no route names is batch.
-  const adaptive =
-    options.adaptive === undefined
-      ? undefined
-      : createAdaptiveLimiter({ priorities: { critical: 0.5, normal: 0.3, batch: 0.2 }, ...options.adaptive });
+  // Shaped by the rules' priorities (critical, normal, batch unless they name their own), reshaped on reloads.
+  const adaptive = options.adaptive && createGatewayAdaptive(options.adaptive, parts.engine.ruleSet);
   const { store, clock, hub, ...shared } = parts;
   const server: Server = createGateway({
     ...shared,

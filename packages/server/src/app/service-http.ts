@@ -1,6 +1,7 @@
 /** The service's HTTP API server: decisions (`/json`, `/v1/check`), health, metrics, admin, the dashboard and its data. */
 import type { Server } from 'node:http';
 import type { Clock, Store } from 'sluice';
+import type { AdaptiveStats } from 'sluice/adaptive';
 import type { RulesEngine } from 'sluice/rules';
 import type { RegionsView } from '../backends/multi-region-backend.js';
 import type { ConfigSource } from '../config/config-source.js';
@@ -37,6 +38,8 @@ export interface HttpParts {
   readonly stats: StatsCollector;
   readonly adminAuth: AdminAuthenticator;
   readonly regions?: () => RegionsView;
+  /** The gateway's adaptive limit's figures, for the dashboard (undefined: off). */
+  readonly adaptive?: () => AdaptiveStats | undefined;
 }
 
 /** The HTTP API server (not listening yet). */
@@ -94,6 +97,7 @@ function dataRoutes(options: ServiceOptions, parts: HttpParts): Map<string, Rout
         storeName: parts.store.name,
         registry: metrics.registry,
         ...(parts.regions === undefined ? {} : { regions: parts.regions }),
+        ...(parts.adaptive === undefined ? {} : { adaptive: parts.adaptive }),
         adminEnabled: options.adminToken !== undefined && options.adminToken !== '',
         // Raw keys only with the admin token; a wrong one is refused (and counts towards the backoff).
         keyAccess: (req) => (checkAdmin(adminAuth, req, now, true) === 'ok' ? 'raw' : 'masked'),

@@ -1,6 +1,7 @@
 /**
  * An adaptive limiter's metrics (the gateway's `--adaptive`), read from its `stats()` when scraped: the
- * current limit, requests in flight and waiting, and requests admitted and shed per priority.
+ * current limit, requests in flight and waiting, and requests admitted and shed per priority (labelled with
+ * the priorities' names, the rules' own ones included).
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { AdaptiveStats } from 'sluice/adaptive';
@@ -31,8 +32,10 @@ export function registerAdaptiveMetrics(registry: Registry, limiter: string, sta
       collect() {
         for (const [priority, figures] of Object.entries(stats().priorities)) {
           const value = figures[field];
-          this.inc({ limiter, priority }, value - (last.get(priority) ?? 0));
-          last.set(priority, value);
+          // Never down (a counter), whatever the stats say: the gateway's carry over reloads, by name.
+          const step = value - (last.get(priority) ?? 0);
+          if (step > 0) this.inc({ limiter, priority }, step);
+          last.set(priority, Math.max(value, last.get(priority) ?? 0));
         }
       },
     });

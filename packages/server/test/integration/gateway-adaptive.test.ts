@@ -92,7 +92,9 @@ for (const adaptive of [undefined, 'vegas', 'gradient2'] as const) {
 
       it('a burst against a slowed upstream: shed with 503 before its queue explodes (or not, without)', async () => {
         // Warm up at the normal speed, then the upstream becomes 5× slower and 300 requests arrive at once.
-        for (let i = 0; i < 5; i++) await burst(gateway, 20);
+        // (A loaded machine may slow the warm-up enough for the limit to shed some of it: counted too.)
+        let warmShed = 0;
+        for (let i = 0; i < 5; i++) warmShed += (await burst(gateway, 20)).statuses.filter((s) => s === 503).length;
         upstream.state.serviceMs = 100;
         upstream.state.peakWaiting = 0;
         const { statuses, retryAfter } = await burst(gateway, 300);
@@ -122,7 +124,7 @@ for (const adaptive of [undefined, 'vegas', 'gradient2'] as const) {
             if (i > 0) await new Promise((r) => setTimeout(r, 20));
             metrics = await (await fetch(`http://127.0.0.1:${sluice.http}/metrics`)).text();
           }
-          assert.equal(value('sluice_adaptive_shed_total'), shed);
+          assert.equal(value('sluice_adaptive_shed_total'), shed + warmShed);
           assert.ok(value('sluice_adaptive_limit') >= 1);
           assert.equal(value('sluice_adaptive_in_flight'), 0);
         }

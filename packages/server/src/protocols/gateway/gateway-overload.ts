@@ -3,23 +3,23 @@
  * a place in the upstream's adaptive limit or is answered 503 with `Retry-After` before it reaches the
  * upstream's queue; its place comes back when the response is done (a 5xx or an unfinished one counts
  * as dropped). The rules' `http.priorities` name the priority a route's requests take (critical, normal,
- * batch); a request no route names is batch, shed first.
+ * batch, or the rules' own `http.adaptive.priorities`); a request no route names takes the least important,
+ * shed first.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AdaptiveLimiter } from 'sluice/adaptive';
 import { DEFAULT_PATH_FOLDING, foldPath, type RuleSet } from 'sluice/rules';
+import type { GatewayAdaptive } from './adaptive-limit.js';
 import { errorAnswer, type GatewayAnswer } from './gateway-answer.js';
 
 /** Takes a place for the request behind `res`, or answers what to send instead (503). */
 export function takeUpstreamPlace(
-  limiter: AdaptiveLimiter,
+  limiter: GatewayAdaptive,
   req: IncomingMessage,
   res: ServerResponse,
   ruleSet: RuleSet,
   target: string,
 ): GatewayAnswer | undefined {
-  const priority = priorityOf(ruleSet, req.method, target);
-  const permit = limiter.tryAcquire(limiter.priorities.includes(priority) ? { priority } : {});
+  const permit = limiter.take(ruleSet, priorityOf(ruleSet, req.method, target));
   if (!permit.allowed) {
     const seconds = Math.max(1, Math.ceil(permit.retryAfterMs / 1000));
     return errorAnswer(
@@ -35,11 +35,12 @@ export function takeUpstreamPlace(
 }
 
 /**
- * The priority of the first `http.priorities` route (file by file, in order) that the request is on; else batch.
+ * The priority of the first `http.priorities` route (file by file, in order) that the request is on; else
+ * undefined (the least important).
  * `target` is the admitted one — its path normalised, as the rules see it and the upstream gets it — so that
  * `/pay/../report` is not taken for a request on `/pay`; the domain's `path_matching` folding applies as to rules.
  */
-export function priorityOf(ruleSet: RuleSet, method: string | undefined, target: string): string {
+export function priorityOf(ruleSet: RuleSet, method: string | undefined, target: string): string | undefined {
   const q = target.indexOf('?');
   const path = q === -1 ? target : target.slice(0, q);
   for (const rules of ruleSet.domains.values()) {
@@ -55,5 +56,5 @@ export function priorityOf(ruleSet: RuleSet, method: string | undefined, target:
         return route.priority;
     }
   }
-  return 'batch';
+  return undefined;
 }

@@ -5,7 +5,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Clock, Store } from 'sluice';
-import type { AdaptiveLimiter } from 'sluice/adaptive';
 import type { RulesEngine } from 'sluice/rules';
 import type { AccessLists } from '../../core/access-lists.js';
 import type { Decider } from '../../core/decide.js';
@@ -15,6 +14,7 @@ import type { Logger } from '../../observability/logger.js';
 import type { ServiceMetrics } from '../../observability/metrics.js';
 import { sendProblem } from '../http/problem-answer.js';
 import { sendJsonText } from '../http/respond.js';
+import type { GatewayAdaptive } from './adaptive-limit.js';
 import { createClientSlots } from './client-slots.js';
 import { createProxy } from './exchange.js';
 import { upstreamHeaders } from './forwarding.js';
@@ -48,7 +48,7 @@ export interface GatewayOptions {
   trustsPeer(req: IncomingMessage): boolean;
   limits?: Partial<GatewayLimits>;
   /** The upstream's adaptive concurrency limit (`--adaptive`): past it, requests are answered 503. */
-  adaptive?: AdaptiveLimiter;
+  adaptive?: GatewayAdaptive;
   /** Where the rules' `llm:` token budgets count, and their clock; without it an `llm:` section is not applied. */
   llm?: { store: Store; clock: Clock; hub?: DecisionHub };
 }

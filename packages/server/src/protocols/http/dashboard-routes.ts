@@ -4,6 +4,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { Registry } from 'prom-client';
+import type { AdaptiveStats } from 'sluice/adaptive';
 import type { RuleDescription } from 'sluice/rules';
 import type { ConfigStatus } from '../../config/config-source.js';
 import type { AccessLists } from '../../core/access-lists.js';
@@ -12,6 +13,7 @@ import type { StatsCollector } from '../../observability/stats/stats-collector.j
 import type { StoreLatency } from '../../observability/stats/store-latency.js';
 import { createStoreLatencyReader } from '../../observability/stats/store-latency.js';
 import type { RouteHandler } from './api-server.js';
+import { adaptiveView } from './dashboard-adaptive.js';
 import { setNoFraming } from './frame-headers.js';
 import { HttpError, sendJson } from './respond.js';
 
@@ -32,6 +34,8 @@ export interface DashboardRoutesOptions {
   registry?: Registry;
   /** The regions, when the service runs in one of several (shown on a card of their own). */
   regions?: () => unknown;
+  /** The gateway's adaptive limit (`--adaptive`), read at each poll; absent or undefined: off. */
+  adaptive?: () => AdaptiveStats | undefined;
   /** Whether the admin API is on (a token is configured), so the page offers the token field. */
   adminEnabled: boolean;
   /** @default Date.now */
@@ -62,7 +66,8 @@ const VENDOR: Readonly<Record<string, { file: string; type: string }>> = {
  *
  * - `GET /api/dashboard?since=S` — everything the page shows, in one answer per poll: service and store
  *   health with recent store latency, config status, rules, decisions per second per rule for the complete
- *   seconds after epoch second `S` (the whole 5-minute window without it), the top 20 keys, list sizes.
+ *   seconds after epoch second `S` (the whole 5-minute window without it), the top 20 keys, list sizes,
+ *   and the gateway's adaptive limit (`adaptive`: limit, in flight, queued, per priority; null when off).
  * - `GET /api/stats?since=S` — the per-second counts alone.
  * - `GET /api/top-keys?n=20` — the keys closest to or over their limits (n ≤ 100).
  * - `GET /vendor/uPlot.esm.js`, `/vendor/uPlot.min.css` — the chart library, from `node_modules`.
@@ -108,6 +113,7 @@ export function createDashboardRoutes(options: DashboardRoutesOptions): Record<s
       keysMasked: top.keysMasked,
       trackedKeys: stats.trackedKeys,
       lists: { allow: lists.list('allow').length, deny: lists.list('deny').length },
+      adaptive: adaptiveView(options.adaptive?.()),
     });
   };
 
