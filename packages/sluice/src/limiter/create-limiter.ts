@@ -175,6 +175,17 @@ function upkeep({ limits, store, clock, failure }: ResolvedLimiterOptions): Pick
     refund: (key, options) =>
       settle(() => {
         const cost = resolveCost(options?.cost);
+        if (store.refundMany !== undefined && limits.length > 1) {
+          // Every limit in one call: one round trip on Redis (a reservation's settle under its estimate).
+          const items = itemsFor(limits, key, cost);
+          const nowMs = clock.now();
+          return withFailure(
+            () => (store.refundMany as NonNullable<Store['refundMany']>)(items, nowMs),
+            () => {
+              for (const item of items) failure.refund(item, nowMs);
+            },
+          );
+        }
         return eachLimit(key, (k, limit) => {
           const nowMs = clock.now();
           // A refund the store cannot take is dropped (the stand-in takes it under insurance): failing the caller's

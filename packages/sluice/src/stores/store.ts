@@ -64,6 +64,11 @@ export interface Store {
   charge?(items: readonly StoreItem[], nowMs: number): MaybePromise<Decision[]>;
   /** Gives back units a check took (e.g. the request turned out not to count). */
   refund(key: string, policy: ResolvedPolicy, cost: number, nowMs: number): MaybePromise<void>;
+  /**
+   * `refund` of several items in one call (one round trip on Redis): a multi-limit limiter's refund and a
+   * reservation's settle under its estimate. Absent: the limiter refunds item by item.
+   */
+  refundMany?(items: readonly StoreItem[], nowMs: number): MaybePromise<void>;
   /** Forgets the key's counter and block under this policy. */
   reset(key: string, policy: ResolvedPolicy): MaybePromise<void>;
   /** Takes one of `limit` concurrent slots for `leaseMs`. */

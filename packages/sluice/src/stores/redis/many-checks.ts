@@ -26,6 +26,8 @@ export interface ManyChecks {
   /** Store.charge: one script per slot (one round trip on a single Redis). */
   charge(items: readonly StoreItem[], nowMs: number): Promise<Decision[]>;
   runRefunds(group: readonly ManyItem[], nowMs: number): Promise<unknown>;
+  /** Store.refundMany: one refund script per slot (one round trip on a single Redis). */
+  refundMany(items: readonly StoreItem[], nowMs: number): Promise<void>;
 }
 
 /** The all-or-nothing checks and refunds of one store. */
@@ -152,7 +154,14 @@ export function createManyChecks(
     return result;
   }
 
-  return { checkMany, charge, runRefunds };
+  async function refundMany(items: readonly StoreItem[], nowMs: number): Promise<void> {
+    if (items.length === 0) return;
+    const all = manyItems(items);
+    for (const m of all) cache?.forget(m.key);
+    await Promise.all(groupBySlot(all, transport.cluster).map((g) => runRefunds(g, nowMs)));
+  }
+
+  return { checkMany, charge, runRefunds, refundMany };
 }
 
 /** One slot's all-or-nothing script and its refund. */

@@ -46,6 +46,7 @@ export interface RedisStore extends Store {
   checkMany(items: readonly StoreItem[], nowMs: number, commit: boolean): Promise<Decision[]>;
   refund(key: string, policy: ResolvedPolicy, cost: number, nowMs: number): Promise<void>;
   charge(items: readonly StoreItem[], nowMs: number): Promise<Decision[]>;
+  refundMany(items: readonly StoreItem[], nowMs: number): Promise<void>;
   reset(key: string, policy: ResolvedPolicy): Promise<void>;
   acquire(key: string, limit: number, leaseMs: number, nowMs: number): Promise<LeaseDecision>;
   release(lease: Lease, nowMs: number): Promise<boolean>;
@@ -103,6 +104,11 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     charge(items, nowMs) {
       if (runner.closed) return Promise.reject(closedError());
       return many.charge(items, nowMs);
+    },
+
+    refundMany(items, nowMs) {
+      if (runner.closed) return Promise.reject(closedError());
+      return many.refundMany(items, nowMs);
     },
 
     async refund(key, policy, cost, nowMs) {
