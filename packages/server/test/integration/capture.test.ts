@@ -10,7 +10,12 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { after, describe, it } from 'node:test';
 import { loadRules } from 'sluice/rules';
-import { type CaptureProblem, type CaptureRecord, readCapture } from '../../src/tools/replay/capture-record.js';
+import {
+  type CaptureProblem,
+  type CaptureRecord,
+  isCheckRecord,
+  readCapture,
+} from '../../src/tools/replay/capture-record.js';
 import { startReplay } from '../../src/tools/replay/replay.js';
 import { postJson, startSluice, tempFile } from './helpers.js';
 
@@ -51,7 +56,7 @@ async function readAll(
     const file = join(dir, name);
     lines.push(readFileSync(file, 'utf8').split('\n').length);
     const input = createInterface({ input: createReadStream(file), crlfDelay: Number.POSITIVE_INFINITY });
-    for await (const r of readCapture(input, file, (p) => problems.push(p))) records.push(r);
+    for await (const r of readCapture(input, file, (p) => problems.push(p))) if (!isCheckRecord(r)) records.push(r);
   }
   return { records, problems, lines };
 }

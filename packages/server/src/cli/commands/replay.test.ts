@@ -35,7 +35,9 @@ describe('sluice replay', () => {
       assert.match(all ?? '', new RegExp(`^\\(all\\)\\t${2000 - live}/${live}\\t`));
       assert.match(text, /per-user\t/);
       assert.match(text, /keys flip/);
-      assert.match(text, /^max\t\d+\trefuses 0\.0 % of keys, 0\.0 % of requests$/m);
+      // Suggestions per rule: the rule's id and limit names, then one line per percentile.
+      assert.match(text, /^api\|user \(per-user\): 5 keys, \d+ requests$/m);
+      assert.match(text, /^ {2}max\t\d+\trefuses 0\.0 % of keys, 0\.0 % of requests$/m);
       assert.equal(await replayCommand.run(['x.ndjson'], io), 2, 'no --rules');
     } finally {
       rmSync(dir, { recursive: true, force: true });

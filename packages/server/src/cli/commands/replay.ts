@@ -1,5 +1,4 @@
 /** `sluice replay`: decide captured requests (or access-log lines) again under a candidate rule file and report what would change. */
-import { createReadStream } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { loadRules, type RuleSet } from 'sluice/rules';
@@ -11,18 +10,10 @@ import {
   parseAccessLine,
   parseMapping,
 } from '../../tools/replay/access-log.js';
-import { boundedLines } from '../../tools/replay/bounded-lines.js';
-import {
-  type CaptureProblem,
-  type CaptureRecord,
-  MAX_CAPTURE_LINE,
-  parseCaptureLine,
-  readCapture,
-} from '../../tools/replay/capture-record.js';
+import type { CaptureProblem, ReplayRecord } from '../../tools/replay/capture-record.js';
 import { renderReplayHtml } from '../../tools/replay/html-report.js';
-import { type Recommendation, recommendLimits } from '../../tools/replay/recommend.js';
-import { type ReplayResult, type ReplayTally, requestKey, startReplay } from '../../tools/replay/replay.js';
-import { ReplaySeries } from '../../tools/replay/replay-series.js';
+import type { ReplayResult, ReplayTally } from '../../tools/replay/replay.js';
+import { replayFiles } from '../../tools/replay/replay-files.js';
 import type { Command, CommandIo } from '../command.js';
 
 const HELP = `usage: sluice replay FILE... --rules FILE [--baseline FILE] [--out report.html] [--window 1m] [--top 20]
@@ -30,10 +21,11 @@ const HELP = `usage: sluice replay FILE... --rules FILE [--baseline FILE] [--out
 
 Decides every captured request (NDJSON from sluice serve --capture, one decision a line) again under the
 candidate rules on a virtual clock, and reports admitted and rejected under each side, per rule and per
-key, and the requests that flip. Without --baseline the baseline is what was decided live (for access
+key, and the requests that flip. /v1/check records are decided under the policy each was sent with (no
+rule file changes those), reported as rules named "check <policy>". Without --baseline the baseline is what was decided live (for access
 logs: status 429 is rejected). Bad lines (cut short by a crash, corrupt, over 64 KiB) are reported by
-file:line and skipped. Also suggests a limit per --window from the observed per-key peaks (p50, p90, p99,
-max) with the share of keys and requests each would refuse.
+file:line and skipped. Also suggests a limit per rule and --window from the observed per-key peaks (p50,
+p90, p99, max) with the share of keys and requests each would refuse.
 
 options:
   --rules FILE       the candidate rules (file or directory)
@@ -88,13 +80,13 @@ async function rulesOf(path: string, io: CommandIo): Promise<RuleSet | undefined
   return undefined;
 }
 
-/** How each line is read: a capture record, or an access-log line through the mappings (a message when the flags are wrong). */
+/** How each line is read: undefined for a capture, else an access-log line through the mappings (a message when the flags are wrong). */
 async function lineParser(
   values: Values,
   candidate: RuleSet,
-): Promise<((line: string) => CaptureRecord | string) | string> {
+): Promise<((line: string) => ReplayRecord | string) | undefined | string> {
   const format = values.format ?? 'capture';
-  if (format === 'capture') return parseCaptureLine;
+  if (format === 'capture') return undefined;
   if (!(ACCESS_LOG_FORMATS as readonly string[]).includes(format)) {
     return `--format: use capture, ${ACCESS_LOG_FORMATS.join(', ')}`;
   }
@@ -118,27 +110,35 @@ async function lineParser(
 const row = (name: string, t: ReplayTally) =>
   `${name}\t${t.baselineAdmitted}/${t.baselineRejected}\t${t.admitted}/${t.rejected}\t+${t.newlyRejected} -${t.newlyAdmitted}`;
 
+function printSuggestions(io: CommandIo, result: ReplayResult, window: string): void {
+  const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
+  io.out(`\nsuggested limits per ${window}, per rule (from the per-key peaks of the keys it counted):`);
+  for (const [rule, rec] of result.recommendations) {
+    const names = [...(result.ruleNames.get(rule) ?? [])];
+    io.out(`${rule}${names.length > 0 ? ` (${names.join(', ')})` : ''}: ${rec.keys} keys, ${rec.units} requests`);
+    for (const s of rec.suggestions) {
+      io.out(
+        `  ${s.percentile}\t${s.limit}\trefuses ${pct(s.keysRejected)} of keys, ${pct(s.requestsRejected)} of requests`,
+      );
+    }
+  }
+}
+
 function printReport(
   io: CommandIo,
   result: ReplayResult,
   flipped: readonly (readonly [string, ReplayTally])[],
-  rec: Recommendation,
   labels: { side: string; window: string; top: number },
 ): void {
+  const checks = result.checks > 0 ? ` (${result.checks} of them /v1/check items, under their own policies)` : '';
   io.out(
-    `${result.requests} requests replayed\n\nrule\t${labels.side} admitted/rejected\tcandidate admitted/rejected\tflips (+rejected -admitted)`,
+    `${result.requests} requests replayed${checks}\n\nrule\t${labels.side} admitted/rejected\tcandidate admitted/rejected\tflips (+rejected -admitted)`,
   );
   io.out(row('(all)', result.total));
   for (const [name, t] of result.byRule) io.out(row(name, t));
   io.out(`\n${flipped.length} of ${result.byKey.size} keys flip; the first ${Math.min(labels.top, flipped.length)}:`);
   for (const [key, t] of flipped.slice(0, labels.top)) io.out(row(key, t));
-  io.out(`\nsuggested limits per ${labels.window} (per-key peaks over ${rec.keys} keys):`);
-  const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
-  for (const s of rec.suggestions) {
-    io.out(
-      `${s.percentile}\t${s.limit}\trefuses ${pct(s.keysRejected)} of keys, ${pct(s.requestsRejected)} of requests`,
-    );
-  }
+  printSuggestions(io, result, labels.window);
 }
 
 function parse(argv: readonly string[], io: CommandIo): { values: Values; files: string[] } | undefined {
@@ -182,35 +182,32 @@ export const replayCommand: Command = {
       io.err(`sluice replay: ${parseLine}`);
       return 2;
     }
-    const run = startReplay(candidate, baseline);
-    const series = new ReplaySeries();
     const problems: CaptureProblem[] = [];
-    const observed: { t: number; key: string; cost: number }[] = [];
-    for (const file of files) {
-      const lines = boundedLines(createReadStream(file), MAX_CAPTURE_LINE);
-      for await (const record of readCapture(lines, file, (p) => problems.push(p), parseLine)) {
-        series.add(record.t, run.add(record));
-        observed.push({ t: record.t, key: requestKey(record), cost: record.cost });
-      }
-    }
-    for (const p of problems.slice(0, 20)) io.err(`${p.source}:${p.line}: ${p.message} (skipped)`);
-    if (problems.length > 0) io.err(`${problems.length} bad line${problems.length === 1 ? '' : 's'} skipped`);
-    const result = run.result();
+    let problemCount = 0;
+    const { result, series } = await replayFiles(files, {
+      candidate,
+      baseline,
+      windowMs,
+      parse: parseLine,
+      // The first 20 are shown; the rest only counted (a corrupt file must not fill memory with problems).
+      onProblem: (p) => (problems.length < 20 ? problems.push(p) : problemCount++),
+    });
+    for (const p of problems) io.err(`${p.source}:${p.line}: ${p.message} (skipped)`);
+    const bad = problems.length + problemCount;
+    if (bad > 0) io.err(`${bad} bad line${bad === 1 ? '' : 's'} skipped`);
     const side = baseline === undefined ? 'live' : 'baseline';
     const flipped = [...result.byKey].filter(([, t]) => t.newlyRejected + t.newlyAdmitted > 0);
     flipped.sort(([, a], [, b]) => b.newlyRejected + b.newlyAdmitted - (a.newlyRejected + a.newlyAdmitted));
-    const recommendation = recommendLimits(observed, windowMs);
-    printReport(io, result, flipped, recommendation, { side, window, top });
+    printReport(io, result, flipped, { side, window, top });
     if (values.out !== undefined) {
       const shown = flipped.slice(0, top);
       const html = renderReplayHtml({
         result,
         series,
-        recommendation,
         side,
         window,
         flipped: shown,
-        problems: problems.length,
+        problems: bad,
       });
       await writeFile(values.out, html);
       io.out(`\nreport: ${values.out}`);

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { boundedLines } from './bounded-lines.js';
-import { type CaptureProblem, type CaptureRecord, MAX_CAPTURE_LINE, readCapture } from './capture-record.js';
+import { type CaptureProblem, MAX_CAPTURE_LINE, type ReplayRecord, readCapture } from './capture-record.js';
 
 const good = (t: number, outcome = 'OK') =>
   JSON.stringify({ t, domain: 'api', descriptors: [{ entries: [{ key: 'user', value: `u${t}` }] }], outcome });
@@ -29,7 +29,7 @@ describe('readCapture', () => {
       const file = join(dir, 'capture-0001.ndjson');
       writeFileSync(file, lines.join('\n'));
       const problems: CaptureProblem[] = [];
-      const records: CaptureRecord[] = [];
+      const records: ReplayRecord[] = [];
       const read = boundedLines(createReadStream(file, { highWaterMark: 1024 }), MAX_CAPTURE_LINE);
       for await (const r of readCapture(read, file, (p) => problems.push(p))) records.push(r);
       assert.deepEqual(

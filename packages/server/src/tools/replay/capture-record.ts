@@ -22,6 +22,29 @@ export interface CaptureRecord {
   readonly outcome: 'OK' | 'OVER_LIMIT';
 }
 
+/** The fields of a `/v1/check` item that make its policy, as the service reads them (check-parse.ts). */
+export const CHECK_POLICY_FIELDS = ['algorithm', 'limit', 'period', 'burst', 'blockDuration', 'name'] as const;
+
+/** A `/v1/check` item as captured: its key (hashed unless raw keys) and the policy fields it was sent with. */
+export interface CapturedCheck {
+  readonly key: string;
+  readonly [field: string]: string | number;
+}
+
+/** One captured `/v1/check` decision: the item's own policy decided it, not a rule. */
+export interface CheckRecord {
+  readonly t: number;
+  readonly check: CapturedCheck;
+  readonly cost: number;
+  readonly outcome: 'OK' | 'OVER_LIMIT';
+}
+
+/** Any line of a capture: a descriptor record (gRPC, `/json`, the gateway) or a `/v1/check` record. */
+export type ReplayRecord = CaptureRecord | CheckRecord;
+
+/** True for a `/v1/check` record. */
+export const isCheckRecord = (record: ReplayRecord): record is CheckRecord => 'check' in record;
+
 /** One line that could not be read. */
 export interface CaptureProblem {
   readonly source: string;
@@ -35,7 +58,8 @@ export const MAX_CAPTURE_LINE = 64 * 1024;
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-function entriesOf(d: unknown): CaptureEntry[] | undefined {
+/** The entries of one descriptor as JSON gave it, checked; undefined when it is not a list of string pairs. */
+export function entriesOf(d: unknown): CaptureEntry[] | undefined {
   if (!isObject(d) || !Array.isArray(d.entries) || d.entries.length === 0) return undefined;
   const entries: CaptureEntry[] = [];
   for (const e of d.entries) {
@@ -45,8 +69,29 @@ function entriesOf(d: unknown): CaptureEntry[] | undefined {
   return entries;
 }
 
+const CHECK_FIELDS = new Set<string>(['key', ...CHECK_POLICY_FIELDS]);
+
+/** A captured check as JSON gave it, checked (its policy is resolved when it is decided); else a message. */
+export function checkOf(c: unknown): CapturedCheck | string {
+  const problem = '"check": expected {"key", "limit", "period", ...} with a non-empty string key';
+  if (!isObject(c) || typeof c.key !== 'string' || c.key === '') return problem;
+  for (const [name, v] of Object.entries(c)) {
+    if (!CHECK_FIELDS.has(name) || (typeof v !== 'string' && typeof v !== 'number')) return problem;
+  }
+  return c as CapturedCheck;
+}
+
+/** The time, cost and outcome of a parsed line, or a message. */
+function commonOf(value: Record<string, unknown>): { t: number; cost: number; outcome: 'OK' | 'OVER_LIMIT' } | string {
+  const { t, cost = 1, outcome } = value;
+  if (typeof t !== 'number' || !Number.isFinite(t)) return '"t": expected a time in ms';
+  if (typeof cost !== 'number' || !Number.isInteger(cost) || cost < 0) return '"cost": expected an integer >= 0';
+  if (outcome !== 'OK' && outcome !== 'OVER_LIMIT') return '"outcome": expected "OK" or "OVER_LIMIT"';
+  return { t, cost, outcome };
+}
+
 /** Reads one line: the record, or a message saying what is wrong with it. */
-export function parseCaptureLine(line: string): CaptureRecord | string {
+export function parseCaptureLine(line: string): ReplayRecord | string {
   if (line.length > MAX_CAPTURE_LINE) return `line longer than ${MAX_CAPTURE_LINE} characters`;
   let value: unknown;
   try {
@@ -55,14 +100,21 @@ export function parseCaptureLine(line: string): CaptureRecord | string {
     return 'not JSON (a line cut short by a crash, or a corrupt file)';
   }
   if (!isObject(value)) return 'expected a JSON object';
-  const { t, domain, descriptors, cost = 1, outcome } = value;
+  if (value.check !== undefined && value.domain === undefined && value.descriptors === undefined) {
+    const check = checkOf(value.check);
+    if (typeof check === 'string') return check;
+    const common = commonOf(value);
+    return typeof common === 'string' ? common : { t: common.t, check, cost: common.cost, outcome: common.outcome };
+  }
+  const { t, domain, descriptors } = value;
   if (typeof t !== 'number' || !Number.isFinite(t)) return '"t": expected a time in ms';
   if (typeof domain !== 'string' || domain === '') return '"domain": expected a non-empty string';
   if (!Array.isArray(descriptors) || descriptors.length === 0) return '"descriptors": expected a non-empty list';
   const read = descriptors.map(entriesOf);
   if (read.some((e) => e === undefined)) return '"descriptors": each needs "entries" of {"key","value"} strings';
-  if (typeof cost !== 'number' || !Number.isInteger(cost) || cost < 0) return '"cost": expected an integer >= 0';
-  if (outcome !== 'OK' && outcome !== 'OVER_LIMIT') return '"outcome": expected "OK" or "OVER_LIMIT"';
+  const common = commonOf(value);
+  if (typeof common === 'string') return common;
+  const { cost, outcome } = common;
   return { t, domain, descriptors: (read as CaptureEntry[][]).map((entries) => ({ entries })), cost, outcome };
 }
 
@@ -75,8 +127,8 @@ export async function* readCapture(
   lines: AsyncIterable<string | null> | Iterable<string | null>,
   source: string,
   onProblem: (problem: CaptureProblem) => void,
-  parse: (line: string) => CaptureRecord | string = parseCaptureLine,
-): AsyncGenerator<CaptureRecord> {
+  parse: (line: string) => ReplayRecord | string = parseCaptureLine,
+): AsyncGenerator<ReplayRecord> {
   let n = 0;
   for await (const line of lines) {
     n++;

@@ -3,7 +3,6 @@
  * fetched) with the totals, per-rule charts over time of rejected requests under each side and the flips,
  * the keys that flip most, and the suggested limits.
  */
-import type { Recommendation } from './recommend.js';
 import type { ReplayResult, ReplayTally } from './replay.js';
 import { type ReplaySeries, rebin, type SeriesBin } from './replay-series.js';
 
@@ -11,7 +10,6 @@ import { type ReplaySeries, rebin, type SeriesBin } from './replay-series.js';
 export interface ReplayReportInput {
   readonly result: ReplayResult;
   readonly series: ReplaySeries;
-  readonly recommendation: Recommendation;
   /** `live` or `baseline`. */
   readonly side: string;
   readonly window: string;
@@ -71,7 +69,7 @@ function table(side: string, rows: string): string {
 
 /** The report as one HTML document. */
 export function renderReplayHtml(input: ReplayReportInput): string {
-  const { result, series, recommendation, side } = input;
+  const { result, series, side } = input;
   const seconds = [...series.total.keys()];
   const fromS = seconds.length === 0 ? 0 : Math.min(...seconds);
   const toS = seconds.length === 0 ? 0 : Math.max(...seconds);
@@ -80,11 +78,15 @@ export function renderReplayHtml(input: ReplayReportInput): string {
   const rules = [row('(all)', result.total), ...[...result.byRule].map(([n, t]) => row(n, t))].join('');
   const keys = input.flipped.map(([k, t]) => row(k, t)).join('');
   const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
-  const suggestions = recommendation.suggestions
-    .map(
-      (s) =>
-        `<tr><td>${s.percentile}</td><td>${s.limit}</td><td>${pct(s.keysRejected)}</td><td>${pct(s.requestsRejected)}</td></tr>`,
-    )
+  const suggestions = [...result.recommendations]
+    .flatMap(([rule, rec]) => {
+      const names = [...(result.ruleNames.get(rule) ?? [])].join(', ');
+      const title = `${escapeHtml(rule)}${names === '' ? '' : ` (${escapeHtml(names)})`}`;
+      return rec.suggestions.map(
+        (s, i) =>
+          `<tr><td>${i === 0 ? `${title}<br>${rec.keys} keys, ${rec.units} requests` : ''}</td><td>${s.percentile}</td><td>${s.limit}</td><td>${pct(s.keysRejected)}</td><td>${pct(s.requestsRejected)}</td></tr>`,
+      );
+    })
     .join('');
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>sluice replay</title>
 <style>body{font:14px system-ui,sans-serif;margin:2em;max-width:60em}table{border-collapse:collapse;margin:1em 0}
@@ -95,8 +97,8 @@ figcaption{font-weight:600}</style></head><body>
 <h2>Per rule</h2>${table(side, rules)}
 <h2>Over time</h2>${charts.join('\n')}
 <h2>Keys that flip (${input.flipped.length} shown)</h2>${table(side, keys)}
-<h2>Suggested limits per ${escapeHtml(input.window)}</h2><p>From the per-key peaks over ${recommendation.keys} keys.</p>
-<table><tr><th>percentile</th><th>limit</th><th>keys refused</th><th>requests refused</th></tr>${suggestions}</table>
+<h2>Suggested limits per ${escapeHtml(input.window)}</h2><p>Per rule, from the per-key peaks of the keys it counted.</p>
+<table><tr><th>rule</th><th>percentile</th><th>limit</th><th>keys refused</th><th>requests refused</th></tr>${suggestions}</table>
 </body></html>
 `;
 }

@@ -31,26 +31,44 @@ function add(bin: SeriesBin, step: ReplayStep): void {
 export class ReplaySeries {
   readonly total = new Map<number, SeriesBin>();
   readonly byRule = new Map<string, Map<number, SeriesBin>>();
+  // The last bins used: most steps land in the second, and under the rule, of the step before.
+  #second = Number.NaN;
+  #totalBin: SeriesBin | undefined;
+  #rule: string | undefined;
+  #ruleSeries: Map<number, SeriesBin> | undefined;
+  #ruleBin: SeriesBin | undefined;
 
   add(t: number, step: ReplayStep): void {
     const second = Math.floor(t / 1000);
-    this.#count(this.total, second, step);
-    let rule = this.byRule.get(step.rule);
-    if (rule === undefined) {
-      rule = new Map();
-      this.byRule.set(step.rule, rule);
+    if (second !== this.#second) {
+      this.#second = second;
+      this.#totalBin = this.#bin(this.total, second);
+      this.#ruleBin = undefined;
     }
-    this.#count(rule, second, step);
+    if (step.rule !== this.#rule || this.#ruleSeries === undefined) {
+      this.#rule = step.rule;
+      let rule = this.byRule.get(step.rule);
+      if (rule === undefined) {
+        rule = new Map();
+        this.byRule.set(step.rule, rule);
+      }
+      this.#ruleSeries = rule;
+      this.#ruleBin = undefined;
+    }
+    this.#ruleBin ??= this.#bin(this.#ruleSeries, second);
+    if (this.#totalBin !== undefined) add(this.#totalBin, step);
+    if (this.#ruleBin !== undefined) add(this.#ruleBin, step);
   }
 
-  #count(series: Map<number, SeriesBin>, second: number, step: ReplayStep): void {
+  /** The bin of `second` in `series`; undefined past MAX_SECONDS (counted in the total only). */
+  #bin(series: Map<number, SeriesBin>, second: number): SeriesBin | undefined {
     let bin = series.get(second);
     if (bin === undefined) {
-      if (series.size >= MAX_SECONDS) return;
+      if (series.size >= MAX_SECONDS) return undefined;
       bin = emptyBin();
       series.set(second, bin);
     }
-    add(bin, step);
+    return bin;
   }
 }
 

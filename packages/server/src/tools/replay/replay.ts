@@ -1,23 +1,18 @@
 /**
  * `sluice replay`'s engine: every captured request decided again under a rule set on a virtual clock (the rules
- * engine over a memory store whose clock is the capture's), compared with a baseline — another rule set, or what
- * was decided live — into tallies per rule and per key and the requests that flip.
+ * engine over a memory store whose clock is the capture's; `/v1/check` records under their own policies),
+ * compared with a baseline — another rule set, or what was decided live — into tallies per rule and per key,
+ * the requests that flip, and each rule's observed per-key load for the suggested limits.
  */
-import { createManualClock, createMemoryStore } from 'sluice';
-import { createRulesEngine, type RuleSet } from 'sluice/rules';
-import type { CaptureRecord } from './capture-record.js';
+import type { RuleSet } from 'sluice/rules';
+import type { ReplayRecord } from './capture-record.js';
+import { type Recommendation, RuleRecommender } from './recommend.js';
+import { createCheckDecider, createRulesDecider, type ReplayDecide } from './replay-deciders.js';
+import { type ReplayKey, ReplayKeys } from './replay-keys.js';
+import { count, emptyTally, type ReplayTally, tallyOf } from './replay-tally.js';
 
-/** Admitted and rejected counts of one rule or key, under the candidate and the baseline. */
-export interface ReplayTally {
-  admitted: number;
-  rejected: number;
-  baselineAdmitted: number;
-  baselineRejected: number;
-  /** Admitted by the baseline, rejected by the candidate. */
-  newlyRejected: number;
-  /** Rejected by the baseline, admitted by the candidate. */
-  newlyAdmitted: number;
-}
+export { requestKey } from './replay-keys.js';
+export type { ReplayTally } from './replay-tally.js';
 
 /** What a replay found. */
 export interface ReplayResult {
@@ -25,72 +20,17 @@ export interface ReplayResult {
   readonly total: ReplayTally;
   /** By the rule that decided under the candidate (else the baseline's; `(none)` when no rule applied). */
   readonly byRule: ReadonlyMap<string, ReplayTally>;
-  /** By the request's descriptors (`domain|key=value,…`). */
+  /** By the request's descriptors (`domain|key=value,…`), or `check|key` for a `/v1/check` item. */
   readonly byKey: ReadonlyMap<string, ReplayTally>;
-}
-
-/** Decides captured requests one at a time under one rule set, the clock set to each request's time. */
-export interface ReplayDecider {
-  /** The outcome, and the name of the rule that decided (undefined when none applied). */
-  decide(record: CaptureRecord): { rejected: boolean; rule: string | undefined };
-}
-
-/** A decider over `ruleSet` with counters of its own and a virtual clock. */
-export function createReplayDecider(ruleSet: RuleSet): ReplayDecider {
-  const clock = createManualClock(0);
-  const engine = createRulesEngine({ ruleSet, store: createMemoryStore({ sweepIntervalMs: 0 }), clock });
-  // No sweep: its timer runs on real time, and the replay's clock is the capture's.
-  const decideNow = engine.decide?.bind(engine);
-  if (decideNow === undefined) throw new Error('the rules engine has no synchronous decide');
-  return {
-    decide(record) {
-      // A capture from several processes may go back a little in time; the clock never does.
-      if (record.t > clock.now()) clock.set(record.t);
-      const response = decideNow({
-        domain: record.domain,
-        descriptors: record.descriptors.map((d) => ({ entries: [...d.entries] })),
-        hitsAddend: record.cost,
-      });
-      if (response instanceof Promise) throw new Error('the memory store answered with a promise');
-      const deciding =
-        response.statuses.find((s) => s.code === 'OVER_LIMIT') ?? response.statuses.find((s) => s.currentLimit);
-      const rule = deciding === undefined ? undefined : (deciding.ruleName ?? deciding.ruleId);
-      return { rejected: response.overallCode === 'OVER_LIMIT', rule };
-    },
-  };
-}
-
-const emptyTally = (): ReplayTally => ({
-  admitted: 0,
-  rejected: 0,
-  baselineAdmitted: 0,
-  baselineRejected: 0,
-  newlyRejected: 0,
-  newlyAdmitted: 0,
-});
-
-function count(tally: ReplayTally, rejected: boolean, baselineRejected: boolean): void {
-  if (rejected) tally.rejected++;
-  else tally.admitted++;
-  if (baselineRejected) tally.baselineRejected++;
-  else tally.baselineAdmitted++;
-  if (rejected && !baselineRejected) tally.newlyRejected++;
-  if (!rejected && baselineRejected) tally.newlyAdmitted++;
-}
-
-function tallyOf(map: Map<string, ReplayTally>, name: string): ReplayTally {
-  let tally = map.get(name);
-  if (tally === undefined) {
-    tally = emptyTally();
-    map.set(name, tally);
-  }
-  return tally;
-}
-
-/** The key of a request in the per-key table: its domain and descriptors. */
-export function requestKey(record: CaptureRecord): string {
-  const ds = record.descriptors.map((d) => d.entries.map((e) => `${e.key}=${e.value}`).join(','));
-  return `${record.domain}|${ds.join(';')}`;
+  /** How many of the requests were `/v1/check` items (decided under their own policies on both sides). */
+  readonly checks: number;
+  /**
+   * Suggested limits per rule of the candidate (its id, `domain|descriptor path`; `check <policy>` for
+   * `/v1/check` policies), from the keys each rule counted.
+   */
+  readonly recommendations: ReadonlyMap<string, Recommendation>;
+  /** The limit names seen under each rule id of `recommendations`. */
+  readonly ruleNames: ReadonlyMap<string, ReadonlySet<string>>;
 }
 
 /** How one record was decided under each side. */
@@ -103,44 +43,127 @@ export interface ReplayStep {
 
 /** A replay in progress: feed it records in time order, then read the result. */
 export interface ReplayRun {
-  add(record: CaptureRecord): ReplayStep;
+  /** Decides one record; throws when it cannot be decided (a check's policy the service would refuse). */
+  add(record: ReplayRecord): ReplayStep;
+  /** The same, for a request already interned in `keys`. */
+  addKey(key: ReplayKey, t: number, cost: number, liveRejected: boolean): ReplayStep;
+  readonly keys: ReplayKeys;
   result(): ReplayResult;
+}
+
+/** Options of {@link startReplay}. */
+export interface ReplayOptions {
+  /** The window of the suggested limits, in ms. @default 60_000 */
+  readonly windowMs?: number;
+}
+
+/** The suggestions' counters of a replay, and the limit names seen under each rule id. */
+class Observer {
+  readonly names = new Map<string, Set<string>>();
+
+  constructor(readonly recommender: RuleRecommender) {}
+
+  /** Counts descriptor `i` of `key` under `rule` (the candidate's view: the rule that would count it). */
+  add(key: ReplayKey, i: number, rule: string, name: string | undefined, window: number, cost: number): void {
+    let counts = key.lastCounts[i];
+    if (key.lastRule[i] !== rule || counts === undefined) {
+      counts = this.recommender.counts(rule, key.parts[i] as string);
+      key.lastRule[i] = rule;
+      key.lastCounts[i] = counts;
+      let seen = this.names.get(rule);
+      if (seen === undefined) {
+        seen = new Set();
+        this.names.set(rule, seen);
+      }
+      // A few names at most: a rule's limits, for the report.
+      if (name !== undefined && seen.size < 16) seen.add(name);
+    }
+    counts.add(window, cost);
+  }
 }
 
 /**
  * Starts a replay under `candidate`, against `baseline` (a rule set replayed alongside, or, when undefined,
- * each record's live outcome).
+ * each record's live outcome). `/v1/check` records name their own policies, which no rule file changes: they
+ * are decided once, under those policies, and that decision stands for both sides.
  */
-export function startReplay(candidate: RuleSet, baseline?: RuleSet): ReplayRun {
-  const cand = createReplayDecider(candidate);
-  const base = baseline === undefined ? undefined : createReplayDecider(baseline);
+export function startReplay(candidate: RuleSet, baseline?: RuleSet, options: ReplayOptions = {}): ReplayRun {
+  const cand = createRulesDecider(candidate);
+  const base = baseline === undefined ? undefined : createRulesDecider(baseline);
+  let checkDecide: ReplayDecide | undefined;
+  const windowMs = options.windowMs ?? 60_000;
+  const observer = new Observer(new RuleRecommender(windowMs));
+  const keys = new ReplayKeys();
   const total = emptyTally();
   const byRule = new Map<string, ReplayTally>();
-  const byKey = new Map<string, ReplayTally>();
+  let lastRule: string | undefined;
+  let lastRuleTally = emptyTally();
   let requests = 0;
+  let checks = 0;
+  const addKey = (key: ReplayKey, t: number, cost: number, liveRejected: boolean): ReplayStep => {
+    const isCheck = key.check !== undefined;
+    if (isCheck) checkDecide ??= createCheckDecider();
+    const decide = isCheck && checkDecide !== undefined ? checkDecide : cand;
+    const now = decide(key, t, cost);
+    const rejected = now.rejected;
+    const nowRule = now.rule;
+    const statuses = now.statuses;
+    const window = Math.floor(t / windowMs);
+    if (statuses === undefined) {
+      if (nowRule !== undefined) observer.add(key, 0, nowRule, undefined, window, cost);
+    } else {
+      for (let i = 0; i < statuses.length; i++) {
+        const s = statuses[i];
+        if (s?.currentLimit !== undefined && s.ruleId !== undefined) {
+          observer.add(key, i, s.ruleId, s.ruleName, window, cost);
+        }
+      }
+    }
+    let baselineRejected = liveRejected;
+    let rule = nowRule;
+    if (isCheck) baselineRejected = base === undefined ? liveRejected : rejected;
+    else if (base !== undefined) {
+      const before = base(key, t, cost);
+      baselineRejected = before.rejected;
+      rule ??= before.rule;
+    }
+    rule ??= '(none)';
+    requests++;
+    if (isCheck) checks++;
+    count(total, rejected, baselineRejected);
+    // Most records are decided by the rule of the one before: its tally is at hand.
+    if (rule !== lastRule) {
+      lastRule = rule;
+      lastRuleTally = tallyOf(byRule, rule);
+    }
+    count(lastRuleTally, rejected, baselineRejected);
+    count(key.tally, rejected, baselineRejected);
+    return { rejected, baselineRejected, rule };
+  };
   return {
-    add(record) {
-      requests++;
-      const now = cand.decide(record);
-      const before =
-        base === undefined ? { rejected: record.outcome === 'OVER_LIMIT', rule: undefined } : base.decide(record);
-      const rule = now.rule ?? before.rule ?? '(none)';
-      count(total, now.rejected, before.rejected);
-      count(tallyOf(byRule, rule), now.rejected, before.rejected);
-      count(tallyOf(byKey, requestKey(record)), now.rejected, before.rejected);
-      return { rejected: now.rejected, baselineRejected: before.rejected, rule };
-    },
-    result: () => ({ requests, total, byRule, byKey }),
+    keys,
+    addKey,
+    add: (record) => addKey(keys.ofRecord(record), record.t, record.cost, record.outcome === 'OVER_LIMIT'),
+    result: () => ({
+      requests,
+      total,
+      byRule,
+      byKey: keys.tallies,
+      checks,
+      recommendations: observer.recommender.result(),
+      ruleNames: observer.names,
+    }),
   };
 }
 
 /** Replays `records` (in time order; a file's reader or an array) — see {@link startReplay}. */
 export async function replay(
-  records: AsyncIterable<CaptureRecord> | Iterable<CaptureRecord>,
+  records: AsyncIterable<ReplayRecord> | Iterable<ReplayRecord>,
   candidate: RuleSet,
   baseline?: RuleSet,
+  options?: ReplayOptions,
 ): Promise<ReplayResult> {
-  const run = startReplay(candidate, baseline);
+  const run = startReplay(candidate, baseline, options);
   // An array is read without an await per record (a microtask each: a third of the time on a million).
   if (Symbol.iterator in records) for (const record of records) run.add(record);
   else for await (const record of records) run.add(record);

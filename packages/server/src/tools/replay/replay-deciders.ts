@@ -1,0 +1,76 @@
+/**
+ * The deciders of a replay, each with counters of its own on a virtual clock: the rules engine over a memory store
+ * for descriptor records (its synchronous decide), and the memory store itself for `/v1/check` records, each
+ * under the policy it was sent with, resolved by the service's own `/v1/check` reader.
+ */
+import { createManualClock, createMemoryStore, type ResolvedPolicy } from 'sluice';
+import { createRulesEngine, type DescriptorStatus, type RuleSet } from 'sluice/rules';
+import { CHECK_KEY_PREFIX } from '../../protocols/http/check-fallback.js';
+import { createCheckParser } from '../../protocols/http/check-parse.js';
+import type { ReplayKey } from './replay-keys.js';
+
+/** One decision of a replay. Deciders reuse one object: read it before the next decision. */
+export interface ReplayDecision {
+  rejected: boolean;
+  /** The rule that decided (the first over its limit, else the first with a limit); undefined when none applied. */
+  rule: string | undefined;
+  /** Per descriptor, the engine's status (undefined for a check). */
+  statuses: readonly DescriptorStatus[] | undefined;
+}
+
+/** Decides one request of a replay at `t` (ms; the clock never goes back). Throws when it cannot be decided. */
+export type ReplayDecide = (key: ReplayKey, t: number, cost: number) => ReplayDecision;
+
+/** A decider for descriptor records under `ruleSet`. */
+export function createRulesDecider(ruleSet: RuleSet): ReplayDecide {
+  const clock = createManualClock(0);
+  // No sweep: its timer runs on real time, and the replay's clock is the capture's.
+  const engine = createRulesEngine({ ruleSet, store: createMemoryStore({ sweepIntervalMs: 0 }), clock });
+  const decideNow = engine.decide?.bind(engine);
+  if (decideNow === undefined) throw new Error('the rules engine has no synchronous decide');
+  const out: ReplayDecision = { rejected: false, rule: undefined, statuses: undefined };
+  return (key, t, cost) => {
+    // A capture from several processes may go back a little in time; the clock never does.
+    if (t > clock.now()) clock.set(t);
+    const response = decideNow({ domain: key.domain, descriptors: key.descriptors ?? [], hitsAddend: cost });
+    if (response instanceof Promise) throw new Error('the memory store answered with a promise');
+    const statuses = response.statuses;
+    let deciding: DescriptorStatus | undefined;
+    for (const s of statuses) if (s.code === 'OVER_LIMIT') deciding ??= s;
+    if (deciding === undefined) for (const s of statuses) if (s.currentLimit) deciding ??= s;
+    out.rejected = response.overallCode === 'OVER_LIMIT';
+    out.rule = deciding === undefined ? undefined : (deciding.ruleName ?? deciding.ruleId);
+    out.statuses = statuses;
+    return out;
+  };
+}
+
+/** The rule name `/v1/check` records are reported under: their policy's id (`name~` first when named). */
+export const checkRuleName = (policy: ResolvedPolicy) => `check ${policy.id}`;
+
+/** A decider for `/v1/check` records: each under the policy it was sent with, as the service decided it. */
+export function createCheckDecider(): ReplayDecide {
+  const store = createMemoryStore({ sweepIntervalMs: 0 });
+  // clientClock: the item's time is the record's; policies resolved once per key (kept on a WeakMap).
+  const parse = createCheckParser({ maxPolicies: 10_000, clientClock: true });
+  const policies = new WeakMap<ReplayKey, ResolvedPolicy>();
+  const out: ReplayDecision = { rejected: false, rule: undefined, statuses: undefined };
+  let now = 0;
+  return (key, t, cost) => {
+    const check = key.check;
+    if (check === undefined) throw new Error('not a /v1/check record');
+    let policy = policies.get(key);
+    if (policy === undefined) {
+      // Throws the service's own coded error for a policy it would not have accepted.
+      policy = parse({ ...check }, 0, t).policy as ResolvedPolicy;
+      policies.set(key, policy);
+    }
+    if (t > now) now = t;
+    const decision = store.check(CHECK_KEY_PREFIX + check.key, policy, cost, now, true);
+    if (decision instanceof Promise) throw new Error('the memory store answered with a promise');
+    out.rejected = !decision.allowed;
+    out.rule = checkRuleName(policy);
+    out.statuses = undefined;
+    return out;
+  };
+}
