@@ -1,7 +1,7 @@
 /**
- * Token budgets through the gateway (issue 40): 1,000 concurrent streamed requests on one API key
- * against a tokens-per-minute limit, random output lengths, 10 % of clients leaving after the first
- * chunk — through `sluice serve --upstream` with an `llm:` section (reserve the estimate, settle the
+ * Token budgets through the gateway (issue 40): 1,000 streamed requests on one API key arriving
+ * within 3 s against a tokens-per-minute limit, random output lengths, 10 % of clients leaving after the
+ * first chunk — through `sluice serve --upstream` with an `llm:` section (reserve the estimate, settle the
  * usage), and the same load charged after the response only (what hand-built limiters do: look at the
  * budget, send, charge the usage at the end; here via `/v1/check` and the plain gateway). The upstream
  * counts the tokens it served per minute window. Then the gateway's own cost per streamed request
@@ -20,6 +20,15 @@ const CLI = import.meta.url.endsWith('.ts')
   ? ['--import', 'tsx', resolve(ROOT, 'packages/server/src/cli/main.ts')]
   : [resolve(ROOT, 'packages/server/src/cli/main.js')];
 const REQUESTS = 1000;
+/**
+ * The requests arrive over this long (one every 3 ms), all in flight together once they are admitted:
+ * arriving in one burst, only what the reservations cover (~190) is admitted and the budget's real use
+ * never reaches the limit — the overshoot is measured only when settles give tokens back while requests
+ * still come.
+ */
+const ARRIVAL_MS = 3000;
+/** A run starts with at least this long left in its minute, so it is measured in one window of the limit. */
+const RUN_ROOM_MS = 20_000;
 const LIMIT = 100_000;
 const MAX_TOKENS = 500;
 /** What the upstream reports as input: above the gateway's estimate of the prompt, as real estimates miss. */
@@ -145,6 +154,20 @@ async function askOnce(
   return { status: 200, tokens: usage ? Number(usage[1]) + Number(usage[2]) : 0 };
 }
 
+/** Waits until request `i`'s arrival time, `ARRIVAL_MS / REQUESTS` apart from `t0`. */
+const arrival = (t0: number, i: number) =>
+  new Promise<void>((go) => setTimeout(go, Math.max(0, t0 + (i * ARRIVAL_MS) / REQUESTS - performance.now())));
+
+/**
+ * The upstream counts a request's tokens in the minute it started, as the limit's fixed window counts its
+ * reservation in the minute it was taken; a run that straddles a minute would split across two windows,
+ * each with a budget of its own, so it starts at the next minute when the current one has too little left.
+ */
+async function atWindowStart(): Promise<void> {
+  const left = 60_000 - (Date.now() % 60_000);
+  if (left < RUN_ROOM_MS) await new Promise((go) => setTimeout(go, left + 50));
+}
+
 const outputOf = () => 1 + Math.floor(Math.random() * MAX_TOKENS);
 const leaves = (i: number) => i % 10 === 0;
 
@@ -222,17 +245,22 @@ async function main(): Promise<void> {
     const budgeted = await gateway('llm.yaml');
     const plain = await gateway('plain.yaml');
 
+    await atWindowStart();
     const started = performance.now();
     const reserved = await Promise.all(
-      Array.from({ length: REQUESTS }, (_, i) =>
-        ask(`${budgeted.proxy}/v1/chat/completions?n=${outputOf()}`, 'one-key', 'reserve', leaves(i)),
-      ),
+      Array.from({ length: REQUESTS }, async (_, i) => {
+        await arrival(started, i);
+        return ask(`${budgeted.proxy}/v1/chat/completions?n=${outputOf()}`, 'one-key', 'reserve', leaves(i));
+      }),
     );
     const reserveSeconds = (performance.now() - started) / 1000;
+    await atWindowStart();
+    const afterStarted = performance.now();
     const after = await Promise.all(
-      Array.from({ length: REQUESTS }, (_, i) =>
-        askAfterOnly(`${plain.http}/v1/check`, `${plain.proxy}/v1/chat/completions?n=${outputOf()}`, i),
-      ),
+      Array.from({ length: REQUESTS }, async (_, i) => {
+        await arrival(afterStarted, i);
+        return askAfterOnly(`${plain.http}/v1/check`, `${plain.proxy}/v1/chat/completions?n=${outputOf()}`, i);
+      }),
     );
     const served = (await fetch(`${upstreamUrl}/served`).then((r) => r.json())) as Record<string, number>;
     const metrics = await fetch(`${budgeted.http}/metrics`).then((r) => r.text());
@@ -242,7 +270,7 @@ async function main(): Promise<void> {
     const admitted = (statuses: number[]) =>
       `${statuses.filter((s) => s === 200).length}${statuses.includes(0) ? ` (${statuses.filter((s) => s === 0).length} cut)` : ''}`;
     console.log(
-      `${REQUESTS} concurrent streamed requests on one key, total_tokens ${fmt(LIMIT)}/min, max_tokens ${MAX_TOKENS}, ` +
+      `${REQUESTS} streamed requests on one key arriving over ${fmt(ARRIVAL_MS / 1000, 1)} s, total_tokens ${fmt(LIMIT)}/min, max_tokens ${MAX_TOKENS}, ` +
         `output 1..${MAX_TOKENS} tokens, input ${PROMPT_TOKENS} reported (above the estimate), 10 % clients leave after the first chunk`,
     );
     console.log(

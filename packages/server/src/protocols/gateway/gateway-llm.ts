@@ -6,7 +6,7 @@
  */
 import type { Agent, ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
 import { isSluiceError } from 'sluice';
-import { createUsageTap, type TokenReservation, type Usage, type UsageReading, type UsageTap } from 'sluice/llm';
+import { createUsageTap, type TokenReservation, type UsageTap } from 'sluice/llm';
 import { type DecisionHub, outcomeOf } from '../../observability/decision-events.js';
 import type { LlmMetrics } from '../../observability/llm-metrics.js';
 import type { Logger } from '../../observability/logger.js';
@@ -19,6 +19,7 @@ import { errorAnswer, failureAnswer, type GatewayAnswer } from './gateway-answer
 import { type LlmBudget, llmKeyOf } from './gateway-llm-budget.js';
 import { type OwingReservation, reserveOwing } from './gateway-llm-debt.js';
 import { type LlmRequest, llmRequestOf, readLlmBody } from './gateway-llm-request.js';
+import { usageToSettle } from './gateway-llm-usage.js';
 
 /** What the LLM proxy needs from its gateway. */
 export interface LlmProxyOptions {
@@ -175,21 +176,24 @@ function createEnding(options: LlmProxyOptions, reserved: Reserved, res: ServerR
   let tap: UsageTap | undefined;
   let status = 0;
   let done = false;
-  const settle = async (complete: boolean) => {
+  let sent = false;
+  outgoing.once('finish', () => {
+    sent = true;
+  });
+  const settle = async (ended: boolean) => {
     if (done) return;
     done = true;
     const reading = tap?.end();
-    options.llmMetrics.settled(
-      reading === undefined ? 'cancelled' : reading.usage === undefined ? 'estimate' : 'usage',
-    );
+    const usage = usageToSettle(reading, reserved.request, { status, ended, sent });
+    options.llmMetrics.settled(usage === undefined ? 'cancelled' : reading?.usage === undefined ? 'estimate' : 'usage');
     try {
-      if (reading === undefined) await reserved.reservation.cancel();
-      else await reserved.reservation.settle(usageOf(reading, reserved.request, status));
+      if (usage === undefined) await reserved.reservation.cancel();
+      else await reserved.reservation.settle(usage);
     } catch (error) {
       // The reservation lapses charged in full: nothing is given away when the store fails here.
       options.logger.warn({ err: String(error) }, 'llm settle failed');
     }
-    if (complete) res.end();
+    if (ended) res.end();
     else res.destroy();
   };
   return {
@@ -204,8 +208,13 @@ function createEnding(options: LlmProxyOptions, reserved: Reserved, res: ServerR
       tap = usageTap;
       res.writeHead(status, forwardableRaw(incoming.rawHeaders, reserved.headers));
       options.metrics.gateway(status);
-      incoming.on('data', (chunk: Buffer) => usageTap.push(chunk));
-      incoming.pipe(res, { end: false });
+      // One listener forwards and reads each chunk (not a pipe beside a reader: one dispatch a chunk), and
+      // the chunk is written before it is read, so reading its usage never delays the bytes.
+      incoming.on('data', (chunk: Buffer) => {
+        if (!res.write(chunk)) incoming.pause();
+        usageTap.push(chunk);
+      });
+      res.on('drain', () => incoming.resume());
       incoming.on('end', () => void settle(true));
       incoming.on('error', () => void settle(false));
       incoming.on('close', () => {
@@ -217,16 +226,4 @@ function createEnding(options: LlmProxyOptions, reserved: Reserved, res: ServerR
       void settle(false);
     },
   };
-}
-
-/**
- * What to settle at: the usage the body reported; else, for a body cut short or without usage, the counts
- * seen so far with the input estimate and the output produced (about 4 characters a token); an error
- * answer with no usage generated nothing (the request itself stays counted).
- */
-function usageOf(reading: UsageReading, request: LlmRequest, status: number): Usage {
-  if (reading.usage !== undefined) return reading.usage;
-  const produced = Math.max(reading.partial.outputTokens ?? 0, reading.estimatedOutputTokens);
-  if (status >= 400 && produced === 0) return { inputTokens: 0, outputTokens: 0 };
-  return { inputTokens: reading.partial.inputTokens ?? request.inputTokens, outputTokens: produced };
 }
