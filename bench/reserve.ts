@@ -175,7 +175,9 @@ try {
 
   const debt = await overshoot(true);
   const dropped = await overshoot(false);
-  console.log('\nOne key, 10,000 tokens a minute (sliding log), each request reserving 100 and using 0–300, 10 simulated minutes:\n');
+  console.log(
+    '\nOne key, 10,000 tokens a minute (sliding log), each request reserving 100 and using 0–300, 10 simulated minutes:\n',
+  );
   console.log(
     table(
       ['settle of an extra', 'requests admitted', 'most tokens used in a minute', 'over the limit'],
