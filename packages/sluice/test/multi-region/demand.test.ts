@@ -11,7 +11,7 @@ import { type RedisServerHandle, startRedis } from '../../../../test/helpers/red
 import { createManualClock } from '../../src/core/clock.js';
 import { resolvePolicy } from '../../src/core/policy.js';
 import { DemandLedger } from '../../src/stores/multi-region/demand.js';
-import { demandTauMs } from '../../src/stores/multi-region/escrow.js';
+import { demandTauMs } from '../../src/stores/multi-region/escrow-share.js';
 import { createMultiRegionStore } from '../../src/stores/multi-region/index.js';
 import { leaseRecordKey, tagOf } from '../../src/stores/multi-region/keys.js';
 

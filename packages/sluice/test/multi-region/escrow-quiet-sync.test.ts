@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { createManualClock } from '../../src/core/clock.js';
 import { resolvePolicy } from '../../src/core/policy.js';
-import { proofMs } from '../../src/stores/multi-region/escrow.js';
+import { proofMs } from '../../src/stores/multi-region/escrow-share.js';
 import { createMultiRegionStore, type MultiRegionStore } from '../../src/stores/multi-region/index.js';
 import { scriptsRun, startTopology, type Topology } from './harness.js';
 

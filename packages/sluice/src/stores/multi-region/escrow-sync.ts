@@ -11,11 +11,12 @@
 import type { Clock } from '../../core/clock.js';
 import type { ResolvedPolicy } from '../../core/policy.js';
 import type { Runner } from '../redis/runner.js';
-import { demandTauMs, escrowHead, initialShare, newIncarnation, proofMs, pushItemFields } from './escrow.js';
+import { escrowHead } from './escrow-args.js';
 import { ESCROW_MERGE, ESCROW_READ } from './escrow-lua.js';
+import { creditArgs, decodeRecord, pushArgs, regionsBut } from './escrow-merge-args.js';
+import { proofMs } from './escrow-share.js';
 import { eachGroup, groupBySlot } from './eventual-sync.js';
 import { ANSWER_FIELDS, checkMergeAnswer } from './merge-answer.js';
-import { demandPerPeriod, unitsToAsk } from './rebalance.js';
 import type { RecordPart } from './record-part.js';
 import { SentRecords } from './sent-records.js';
 import type { PeerLink, Replicator } from './sync-loop.js';
@@ -50,12 +51,9 @@ export interface RecordReplicatorOptions {
  */
 const SYNC_GROUP = 8;
 
-/** Per record, what MERGE answers: inc, units given, to, at, share, demand. */
-const ANSWER = ANSWER_FIELDS;
-
 /** Sends lease records to the other regions, asks them for units, credits what they gave (escrow mode). */
 export function createRecordReplicator(o: RecordReplicatorOptions): Replicator<RecordPart> {
-  const peers = o.regions.filter((r) => r !== o.region).sort();
+  const peers = regionsBut(o.regions, o.region);
   /** Ask stamps are per process: strictly increasing, so two asks in one millisecond stay distinct. */
   let lastAsk = 0;
   const askStamp = () => {
@@ -64,41 +62,44 @@ export function createRecordReplicator(o: RecordReplicatorOptions): Replicator<R
   };
   const sent = new SentRecords(o.maxKeys, o.syncIntervalMs);
 
+  /** Reads one group of records (adding this process's demand to theirs) into `out`. */
+  const readGroup = async (group: string[], nowMs: number, out: Map<string, RecordPart | undefined>) => {
+    const args = escrowHead(nowMs, o.graceMs, o.region, peers);
+    for (const k of group) for (const a of o.takeDemand(k)) args.push(a);
+    const r = (await o.local.script(ESCROW_READ, group, args)) as unknown[];
+    let at = 0;
+    for (const k of group) {
+      const [part, next] = decodeRecord(r, at, o.policyOf(k) as ResolvedPolicy, peers, nowMs, o.syncIntervalMs);
+      out.set(k, part);
+      at = next;
+    }
+  };
+
+  /** Pushes one group of records to `peer`, then credits here what it gave back. */
+  const pushGroup = async (peer: PeerLink, group: string[], items: ReadonlyMap<string, RecordPart>) => {
+    const parts = group.map((k) => items.get(k) as RecordPart);
+    const args = pushArgs(o, peer.region, parts, o.clock.now(), askStamp());
+    const answer = checkMergeAnswer(await peer.runner.script(ESCROW_MERGE, group, args), group.length, peer.region);
+    // Credit here what the peer gave (its running total), and learn that it holds its records.
+    const back = o.clock.now();
+    if (o.onCredit !== undefined) {
+      for (const [i, k] of group.entries()) o.onCredit(k, peer.region, Number(answer[i * ANSWER_FIELDS + 1]));
+    }
+    await o.local.script(ESCROW_MERGE, group, creditArgs(o, peer.region, parts, answer, back));
+    parts.forEach((part, i) => {
+      const a = i * ANSWER_FIELDS;
+      const answered = { peerInc: String(answer[a]), received: Number(answer[a + 1]) };
+      sent.sent(peer.region, group[i] as string, part, back, proofMs(part.policy) / 8, answered);
+    });
+  };
+
   return {
     async read(keys) {
       const out = new Map<string, RecordPart | undefined>();
       const known = keys.filter((k) => o.policyOf(k) !== undefined);
       for (const k of keys) if (o.policyOf(k) === undefined) out.set(k, undefined);
       const now = o.clock.now();
-      const head = escrowHead(now, o.graceMs, o.region, peers);
-      await eachGroup(groupBySlot(known, o.localCluster, SYNC_GROUP), async (group) => {
-        const args = [...head];
-        for (const k of group) for (const a of o.takeDemand(k)) args.push(a);
-        const r = (await o.local.script(ESCROW_READ, group, args)) as unknown[];
-        let at = 0;
-        for (const k of group) {
-          const inc = String(r[at++]);
-          if (inc === '') {
-            out.set(k, undefined);
-            continue;
-          }
-          const policy = o.policyOf(k) as ResolvedPolicy;
-          const share = Number(r[at++]);
-          const dr = Number(r[at++]);
-          const dt = Number(r[at++]);
-          const given = new Map<string, { units: number; to: string; at: number }>();
-          const received = new Map<string, number>();
-          for (const p of peers) {
-            given.set(p, { units: Number(r[at]), to: String(r[at + 1]), at: Number(r[at + 2]) });
-            received.set(p, Number(r[at + 3]));
-            at += 4;
-          }
-          const tau = demandTauMs(policy, o.syncIntervalMs);
-          const demand = demandPerPeriod(dr, dt, now, tau, policy.periodMs);
-          const want = unitsToAsk({ limit: policy.limit, share, demand });
-          out.set(k, { policy, inc, share, demand, want, given, received });
-        }
-      });
+      await eachGroup(groupBySlot(known, o.localCluster, SYNC_GROUP), (group) => readGroup(group, now, out));
       return out;
     },
 
@@ -112,46 +113,8 @@ export function createRecordReplicator(o: RecordReplicatorOptions): Replicator<R
         return;
       }
       // One slot per group when either side is a cluster: the answer is merged back here too.
-      await eachGroup(groupBySlot(news, peer.cluster || o.localCluster, SYNC_GROUP), async (group) => {
-        const now = o.clock.now();
-        const asked = askStamp();
-        // PEERS of the script are the regions other than the record's owner (here: the peer).
-        const args = escrowHead(now, o.graceMs, o.region, otherThan(peer.region));
-        args.push(newIncarnation(), String(o.maxClockSkewMs));
-        for (const k of group) {
-          const part = items.get(k) as RecordPart;
-          const p = part.policy;
-          const gift = part.given.get(peer.region) ?? { units: 0, to: '', at: 0 };
-          pushItemFields(args, p, initialShare(p.limit, o.regions, peer.region), o.syncIntervalMs, 0, 0);
-          args.push(part.inc, String(gift.units), gift.to, String(gift.at), String(part.share));
-          args.push(String(part.demand), String(part.want), String(asked), String(now));
-        }
-        const answer = checkMergeAnswer(await peer.runner.script(ESCROW_MERGE, group, args), group.length, peer.region);
-        // Credit here what the peer gave (its running total), and learn that it holds its records.
-        const back = o.clock.now();
-        const local = escrowHead(back, o.graceMs, peer.region, peers);
-        local.push(newIncarnation(), String(o.maxClockSkewMs));
-        group.forEach((k, i) => {
-          const part = items.get(k) as RecordPart;
-          const p = part.policy;
-          const a = i * ANSWER;
-          pushItemFields(local, p, initialShare(p.limit, o.regions, o.region), o.syncIntervalMs, 0, 0);
-          local.push(String(answer[a]), String(answer[a + 1]), String(answer[a + 2]), String(answer[a + 3]));
-          local.push(String(answer[a + 4]), String(answer[a + 5]), '0', '0', String(back));
-          o.onCredit?.(k, peer.region, Number(answer[a + 1]));
-        });
-        await o.local.script(ESCROW_MERGE, group, local);
-        group.forEach((k, i) => {
-          const part = items.get(k) as RecordPart;
-          const answered = { peerInc: String(answer[i * ANSWER]), received: Number(answer[i * ANSWER + 1]) };
-          sent.sent(peer.region, k, part, back, proofMs(part.policy) / 8, answered);
-        });
-      });
+      const groups = groupBySlot(news, peer.cluster || o.localCluster, SYNC_GROUP);
+      await eachGroup(groups, (group) => pushGroup(peer, group, items));
     },
   };
-
-  /** The regions other than `peer`. */
-  function otherThan(peer: string): string[] {
-    return o.regions.filter((r) => r !== peer).sort();
-  }
 }

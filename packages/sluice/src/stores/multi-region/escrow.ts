@@ -6,66 +6,15 @@
  */
 import type { Decision } from '../../core/decision.js';
 import { isBucketAlgorithm, type ResolvedPolicy } from '../../core/policy.js';
-import { decodeDecision } from '../redis/decode.js';
-import { hexArg } from '../redis/hex.js';
-import { ALGORITHM_CODES } from '../redis/lua.js';
 import type { Runner } from '../redis/runner.js';
 import { scriptCall } from '../redis/script-args.js';
 import { REFUND_SCRIPT } from '../redis/scripts.js';
 import type { StoreItem } from '../store.js';
-import { ESCROW_CHECK, ESCROW_CHECK_BY_CODE, ESCROW_EPOCHS, ESCROW_RESET } from './escrow-lua.js';
+import { createPolicyTexts } from './escrow-args.js';
+import { checkCall, checkedItem } from './escrow-check.js';
+import { ESCROW_EPOCHS, ESCROW_RESET } from './escrow-lua.js';
+import { demandTauMs, sharePolicy } from './escrow-share.js';
 import { leaseRecordKey, regionBlockKey, tagOf } from './keys.js';
-
-/** This region's initial share of `limit`: an even split, the remainder to the first regions by name. */
-export function initialShare(limit: number, regions: readonly string[], region: string): number {
-  const sorted = [...regions].sort();
-  const n = sorted.length;
-  const index = sorted.indexOf(region);
-  return Math.floor(limit / n) + (index < limit % n ? 1 : 0);
-}
-
-/**
- * How long a lease record lives without use: four horizons (the longest an admission matters — two
- * windows, or the time a full bucket takes to drain), and at least 10 minutes. Units received from a
- * peer count only for half of it after the peer was last heard of (see escrow-lua.ts).
- */
-export function leaseTtlMs(p: ResolvedPolicy): number {
-  const drain = isBucketAlgorithm(p.algorithm) && p.scale > 0 ? Math.ceil(p.capacityTicks / p.scale) : 0;
-  return Math.max(600_000, 4 * Math.max(drain, 2 * p.periodMs));
-}
-
-/**
- * How long units received from a peer count after the peer was last known to hold its record (PROOF
- * in escrow-lua.ts): half the record's TTL, so a peer whose record expired while cut off is no longer
- * counted before anything it gave could count twice.
- */
-export function proofMs(p: ResolvedPolicy): number {
-  return Math.floor(leaseTtlMs(p) / 2);
-}
-
-/** The policy of a share (the Lua `scaled`): limit scaled, burst scaled down, never a faster rate. */
-export function sharePolicy(p: ResolvedPolicy, share: number): ResolvedPolicy {
-  if (share === p.limit) return p;
-  let capacity = isBucketAlgorithm(p.algorithm) ? Math.floor((p.burst * share) / p.limit) : share;
-  if (share === 0) capacity = 0;
-  let scale = 1;
-  let intervalTicks = p.periodMs;
-  if (share > 0) {
-    const g = gcd(share, p.periodMs);
-    scale = share / g;
-    if (scale <= 1500) intervalTicks = (p.periodMs * scale) / share;
-    else {
-      scale = 1500;
-      intervalTicks = Math.max(1, Math.ceil((p.periodMs * 1500) / share));
-    }
-  }
-  return { ...p, limit: share, capacity, scale, intervalTicks, capacityTicks: capacity * intervalTicks };
-}
-
-function gcd(a: number, b: number): number {
-  while (b !== 0) [a, b] = [b, a % b];
-  return a;
-}
 
 /** A decision, as the multi-region store's `onDecided` option hears of it. */
 export interface DecidedEvent extends StoreItem {
@@ -87,186 +36,72 @@ export interface EscrowRegion {
   reset(key: string, policy: ResolvedPolicy): Promise<void>;
 }
 
-/**
- * The time constant of the demand estimate, in ms: a few syncs (demand must move shares about as
- * fast as the sync can), at most a quarter of the period (a load that moved away stops counting
- * within the window).
- */
-export function demandTauMs(p: ResolvedPolicy, syncIntervalMs: number): number {
-  return Math.max(20, Math.min(Math.floor(p.periodMs / 4), 2 * syncIntervalMs));
+/** Where one region's escrow operations run, and who hears of them. */
+export interface EscrowRegionOptions {
+  readonly runner: Runner;
+  readonly prefix: string;
+  readonly region: string;
+  readonly regions: readonly string[];
+  readonly graceMs: number;
+  readonly clockSkewMs: number;
+  readonly syncIntervalMs: number;
+  /**
+   * Hears of every record a committed decision used, for the sync loop (which sends shares and
+   * demand, and rebalances) and the demand estimate (demand.ts).
+   */
+  readonly touched: (recordKey: string, policy: ResolvedPolicy, cost: number, atMs: number, tauMs: number) => void;
+  readonly onDecided: ((event: DecidedEvent) => void) | undefined;
 }
 
-/** The 13 numbers of a policy, as escrow-lua.ts's `make_item()` takes them, in its order. */
-type PolicyNumbers = [
-  algorithm: number,
-  limit: number,
-  period: number,
-  burst: number,
-  capacity: number,
-  scale: number,
-  intervalTicks: number,
-  capacityTicks: number,
-  blockMs: number,
-  init: number,
-  ttl: number,
-  proof: number,
-  tau: number,
-];
-
-export function policyNumbers(p: ResolvedPolicy, init: number, syncIntervalMs: number, blockMs: number): PolicyNumbers {
-  const ttl = leaseTtlMs(p);
-  return [
-    ALGORITHM_CODES[p.algorithm],
-    p.limit,
-    p.periodMs,
-    p.burst,
-    p.capacity,
-    p.scale,
-    p.intervalTicks,
-    p.capacityTicks,
-    blockMs,
-    init,
-    ttl,
-    proofMs(p),
-    demandTauMs(p, syncIntervalMs),
-  ];
-}
-
-/** Appends the ITEM_FIELDS of one item (escrow-lua.ts, \`item()\`) to `args`. */
-export function pushItemFields(
-  args: string[],
-  p: ResolvedPolicy,
-  init: number,
-  syncIntervalMs: number,
-  blockMs: number,
-  cost: number,
-): void {
-  for (const n of policyNumbers(p, init, syncIntervalMs, blockMs)) args.push(String(n));
-  args.push(String(cost));
-}
-
-/** Arguments every escrow script starts with. */
-export function escrowHead(nowMs: number, graceMs: number, region: string, peers: readonly string[]): string[] {
-  return [String(nowMs), String(graceMs), region, String(peers.length), ...peers];
-}
-
-/** This process's part of incarnation ids: random, so two processes never make the same one. */
-const incarnationBase = Math.floor(Math.random() * 2 ** 48).toString(36);
-let incarnations = 0;
-/**
- * An incarnation id for a record this call may create: never the same twice (a record created anew
- * must not be taken by a peer for the one before), and cheap, since every check call carries one.
- */
-export const newIncarnation = () => `${incarnationBase}-${++incarnations}`;
-
-/**
- * The escrow operations against the local region's Redis. `touched(recordKey, policy, cost, atMs, tauMs)`
- * hears of every record a decision used, for the sync loop (which sends shares and demand, and
- * rebalances) and the demand estimate (demand.ts).
- */
-export function createEscrowRegion(
-  runner: Runner,
-  prefix: string,
-  region: string,
-  regions: readonly string[],
-  graceMs: number,
-  clockSkewMs: number,
-  syncIntervalMs: number,
-  touched: (recordKey: string, policy: ResolvedPolicy, cost: number, atMs: number, tauMs: number) => void,
-  onDecided: ((event: DecidedEvent) => void) | undefined,
-): EscrowRegion {
-  const peers = regions.filter((r) => r !== region).sort();
+/** The escrow operations against the local region's Redis. */
+export function createEscrowRegion(o: EscrowRegionOptions): EscrowRegion {
+  const { runner, prefix, graceMs, syncIntervalMs, touched, onDecided } = o;
+  const peers = o.regions.filter((r) => r !== o.region).sort();
   // What only the full path reads, as one argument (escrow-lua.ts, the check script's tail).
-  const tail = [graceMs, region, peers.length, ...peers, clockSkewMs].join(' ');
-  /** Each policy as the check script's text (escrow-lua.ts, POLICY_HEAD), built once per policy object. */
-  const texts = new WeakMap<ResolvedPolicy, string>();
-  const policyText = (p: ResolvedPolicy) => {
-    let t = texts.get(p);
-    if (t === undefined) {
-      const [alg, limit, period, burst, capacity, scale, T, capT, block, init, ttl, proof, tau] = policyNumbers(
-        p,
-        initialShare(p.limit, regions, region),
-        syncIntervalMs,
-        p.blockMs,
-      );
-      t = [period, capacity, block, ttl, graceMs, alg, limit, burst, scale, T, capT, init, proof, tau]
-        .map(hexArg)
-        .join(' ');
-      texts.set(p, t);
-    }
-    return t;
-  };
+  const tail = [graceMs, o.region, peers.length, ...peers, o.clockSkewMs].join(' ');
+  const policyText = createPolicyTexts(o.regions, o.region, graceMs, syncIntervalMs);
   return {
     async check(items, nowMs, commit, all) {
-      const keys: string[] = [];
-      const records: string[] = [];
-      // Each distinct policy once (a batch is mostly one), then per item its policy's index and cost.
-      const policies: ResolvedPolicy[] = [];
-      const refs: string[] = [];
-      const algorithm = (items[0] as StoreItem).policy.algorithm;
-      let one = true;
-      for (const { key, policy: p, cost } of items) {
-        const tag = tagOf(prefix, key);
-        const rkey = leaseRecordKey(tag, p.id);
-        records.push(rkey);
-        keys.push(rkey, regionBlockKey(tag, p.id));
-        let at = policies.indexOf(p);
-        if (at < 0) {
-          at = policies.push(p) - 1;
-          if (p.algorithm !== algorithm) one = false;
-        }
-        // The usual item (first policy, cost 1) is '1'; others 'index:cost' (escrow-lua.ts, the check script).
-        refs.push(at === 0 && cost === 1 ? '1' : `${at + 1}:${cost}`);
-      }
-      const args: string[] = [String(nowMs), all ? '1' : '0', commit ? '1' : '0', String(policies.length)];
-      for (const p of policies) args.push(policyText(p));
-      for (const r of refs) args.push(r);
-      args.push(tail, newIncarnation());
-      const code = String(ALGORITHM_CODES[algorithm]);
-      const r = (await runner.script(
-        one ? (ESCROW_CHECK_BY_CODE[code] ?? ESCROW_CHECK) : ESCROW_CHECK,
-        keys,
-        args,
-      )) as unknown[];
+      const call = checkCall(prefix, items, nowMs, { commit, all }, policyText, tail);
+      const reply = (await runner.script(call.script, call.keys, call.args)) as unknown[];
       return items.map((item, i) => {
-        const d = decodeDecision(r, i * 8, item.policy.limit);
-        const atMs = Number(r[i * 8 + 7]);
+        const { decision, share, atMs } = checkedItem(reply, i, item.policy);
         if (commit) {
-          touched(records[i] as string, item.policy, item.cost, atMs, demandTauMs(item.policy, syncIntervalMs));
+          touched(call.records[i] as string, item.policy, item.cost, atMs, demandTauMs(item.policy, syncIntervalMs));
         }
         // A literal, not a spread of the item: see limiter/combine.ts (decisionWithResults).
         if (onDecided !== undefined) {
-          const share = Number(r[i * 8 + 6]);
-          onDecided({ key: item.key, policy: item.policy, cost: item.cost, decision: d, atMs, share });
+          onDecided({ key: item.key, policy: item.policy, cost: item.cost, decision, atMs, share });
         }
-        return d;
+        return decision;
       });
     },
-
-    async refund(key, policy, cost, nowMs) {
-      const tag = tagOf(prefix, key);
-      const rkey = leaseRecordKey(tag, policy.id);
-      const bkey = regionBlockKey(tag, policy.id);
-      const h = (await runner.script(ESCROW_EPOCHS, [rkey, bkey], [])) as string[];
-      const [inc, e, s, pe, ps, pu] = h;
-      if (!inc) return;
-      // Both epochs that bind took the units; give them back to both.
-      const epochs: [string, number][] = [[`${rkey}^${inc}.${e}`, Number(s)]];
-      if (pe && Number(pu) > nowMs && !isBucketAlgorithm(policy.algorithm)) {
-        epochs.push([`${rkey}^${inc}.${pe}`, Number(ps)]);
-      }
-      const items = epochs.map(([k, share]) => ({
-        key: k,
-        bkey,
-        policy: sharePolicy(policy, share),
-        fields: [String(cost)],
-      }));
-      await runner.call(REFUND_SCRIPT, scriptCall(REFUND_SCRIPT, [String(nowMs), String(graceMs)], items));
-    },
-
+    refund: (key, policy, cost, nowMs) => refundEpochs(runner, prefix, graceMs, { key, policy, cost }, nowMs),
     async reset(key, policy) {
       const tag = tagOf(prefix, key);
       await runner.script(ESCROW_RESET, [leaseRecordKey(tag, policy.id), regionBlockKey(tag, policy.id)], []);
     },
   };
+}
+
+/** Gives `item.cost` back to every epoch that took it: the current one, and the previous one while it binds. */
+async function refundEpochs(runner: Runner, prefix: string, graceMs: number, item: StoreItem, nowMs: number) {
+  const { policy, cost } = item;
+  const tag = tagOf(prefix, item.key);
+  const rkey = leaseRecordKey(tag, policy.id);
+  const bkey = regionBlockKey(tag, policy.id);
+  const h = (await runner.script(ESCROW_EPOCHS, [rkey, bkey], [])) as string[];
+  const [inc, e, s, pe, ps, pu] = h;
+  if (!inc) return;
+  const epochs: [string, number][] = [[`${rkey}^${inc}.${e}`, Number(s)]];
+  if (pe && Number(pu) > nowMs && !isBucketAlgorithm(policy.algorithm)) {
+    epochs.push([`${rkey}^${inc}.${pe}`, Number(ps)]);
+  }
+  const items = epochs.map(([k, share]) => ({
+    key: k,
+    bkey,
+    policy: sharePolicy(policy, share),
+    fields: [String(cost)],
+  }));
+  await runner.call(REFUND_SCRIPT, scriptCall(REFUND_SCRIPT, [String(nowMs), String(graceMs)], items));
 }

@@ -80,16 +80,16 @@ function escrowMode(o: ResolvedMultiRegionOptions, connections: RegionConnection
     }
     loop.touch(rkey);
   };
-  const region = createEscrowRegion(
-    connections.local,
-    o.prefix,
-    o.region,
-    o.regionNames,
-    o.graceMs,
-    o.maxClockSkewMs,
-    o.syncIntervalMs,
-    touch,
-    o.onDecided,
-  );
+  const region = createEscrowRegion({
+    runner: connections.local,
+    prefix: o.prefix,
+    region: o.region,
+    regions: o.regionNames,
+    graceMs: o.graceMs,
+    clockSkewMs: o.maxClockSkewMs,
+    syncIntervalMs: o.syncIntervalMs,
+    touched: touch,
+    onDecided: o.onDecided,
+  });
   return { region, loop };
 }
