@@ -71,11 +71,16 @@ async function compare(database: DatabaseName): Promise<void> {
   const sides = await openSides(database, { points: POINTS, poolSize: 16, dir });
   if (database !== 'sqlite') for (const table of Object.values(TABLES)) await sides.query(`DELETE FROM ${table}`);
   console.log(`\n${TITLES[database]}\n`);
-  console.log('| callers | sluice decisions/s | rate-limiter-flexible decisions/s | ratio |');
-  console.log('| --- | --- | --- | --- |');
+  const durable = sides.durable;
+  console.log(
+    `| callers | sluice decisions/s | rate-limiter-flexible decisions/s | ratio |${durable ? ' sluice durable: true | ratio |' : ''}`,
+  );
+  console.log(`| --- | --- | --- | --- |${durable ? ' --- | --- |' : ''}`);
   for (const callers of [1, 64]) {
-    const [a = 0, b = 0] = await rates(callers, [sides.sluice.decide, sides.rlf.decide]);
-    console.log(`| ${callers} | ${a.toFixed(0)} | ${b.toFixed(0)} | ${(a / b).toFixed(2)}× |`);
+    const measured = [sides.sluice.decide, sides.rlf.decide, ...(durable ? [durable.decide] : [])];
+    const [a = 0, b = 0, c] = await rates(callers, measured);
+    const more = c === undefined ? '' : ` ${c.toFixed(0)} | ${(c / b).toFixed(2)}× |`;
+    console.log(`| ${callers} | ${a.toFixed(0)} | ${b.toFixed(0)} | ${(a / b).toFixed(2)}× |${more}`);
   }
   console.log('');
   for (const library of ['sluice', 'rlf'] as const) {
@@ -89,6 +94,7 @@ async function compare(database: DatabaseName): Promise<void> {
   );
   if (database !== 'sqlite') for (const table of Object.values(TABLES)) await sides.query(`DROP TABLE ${table}`);
   await sides.sluice.close();
+  await sides.durable?.close();
   await sides.close();
   rmSync(dir, { recursive: true, force: true });
 }

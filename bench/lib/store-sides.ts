@@ -30,6 +30,8 @@ export interface Side {
 /** Both libraries on one database, sharing its client (a pool, or one SQLite file each in `dir`). */
 export interface Sides {
   sluice: Side;
+  /** sluice answering only once each decision's commit is on disk (PostgreSQL, MySQL; SQLite always is). */
+  durable?: Side;
   rlf: Side;
   /** Runs SQL on the shared client (PostgreSQL, MySQL) or on a library's file (SQLite). */
   query(sql: string, library?: 'sluice' | 'rlf'): Promise<Record<string, unknown>[]>;
@@ -70,12 +72,15 @@ function sluiceSide(store: KitStore, points: number): Side {
 
 async function postgresSides({ points, poolSize }: SideOptions): Promise<Sides> {
   const pool = new pg.Pool({ host: '127.0.0.1', port: 5432, user: 'postgres', database: 'test', max: poolSize });
-  const store = createPostgresStore({ client: pool, table: TABLES.sluice, localCache: false, timeoutMs: 10_000 });
+  const ours = { client: pool, table: TABLES.sluice, localCache: false, timeoutMs: 10_000 };
+  const store = createPostgresStore(ours);
   await store.ready();
+  const durable = createPostgresStore({ ...ours, durable: true });
   const opts = { storeClient: pool, storeType: 'pool', tableName: TABLES.rlf, clearExpiredByTimeout: false };
   const rlf = await made((cb) => new RateLimiterPostgres({ ...opts, points, duration: 3600 }, cb));
   return {
     sluice: sluiceSide(store, points),
+    durable: sluiceSide(durable, points),
     rlf: { decide: consume(rlf), close: async () => {} },
     query: async (sql) => (await pool.query(sql)).rows,
     close: () => pool.end(),
@@ -85,14 +90,17 @@ async function postgresSides({ points, poolSize }: SideOptions): Promise<Sides> 
 async function mySqlSides({ points, poolSize }: SideOptions): Promise<Sides> {
   const at = { host: '127.0.0.1', port: 3306, user: 'root', database: 'test', connectionLimit: poolSize };
   const pool = mysql.createPool({ ...at, multipleStatements: true });
-  const store = createMySqlStore({ client: pool, table: TABLES.sluice, localCache: false, timeoutMs: 10_000 });
+  const ours = { client: pool, table: TABLES.sluice, localCache: false, timeoutMs: 10_000 };
+  const store = createMySqlStore(ours);
   await store.ready();
+  const durable = createMySqlStore({ ...ours, durable: true });
   const opts = { storeClient: pool, storeType: 'pool', dbName: 'test', tableName: TABLES.rlf };
   const rlf = await made(
     (cb) => new RateLimiterMySQL({ ...opts, points, duration: 3600, clearExpiredByTimeout: false }, cb),
   );
   return {
     sluice: sluiceSide(store, points),
+    durable: sluiceSide(durable, points),
     rlf: { decide: consume(rlf), close: async () => {} },
     query: async (sql) => (await pool.promise().query(sql))[0] as Record<string, unknown>[],
     close: () => new Promise((resolve) => pool.end(() => resolve())),
