@@ -1,5 +1,6 @@
 // sluice dashboard: polls GET /api/dashboard once a second and renders it. No build step, no framework;
 // the only library is uPlot, served by the service itself.
+import { renderAdaptive } from './adaptive.js';
 import { createCharts } from './charts.js';
 import { byId, fmtClock, setText } from './dom.js';
 import { createListsPanel } from './lists.js';
@@ -40,6 +41,7 @@ async function poll() {
   renderTopKeys(data.topKeys, data.trackedKeys, describe);
   renderCards(data, charts);
   renderRegions(data.service.regions);
+  renderAdaptive(data.adaptive, data.now);
   lists.update(data.service.adminEnabled, data.rules);
 
   live.dataset.state = 'live';

@@ -8,24 +8,15 @@
  * `SLUICE_UPDATE_DOCS=1` it also replaces `docs/dashboard.png`.
  */
 import assert from 'node:assert/strict';
-import { copyFileSync, existsSync } from 'node:fs';
+import { copyFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { type SluiceProcess, startSluice } from '../integration/helpers.js';
+import { launchChromium, noChromium } from './chromium.js';
 
-const CHROMIUM = process.env.SLUICE_CHROMIUM ?? '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--no-first-run',
-  '--disable-sync',
-  '--disable-quic',
-];
 const TOKEN = 'dashboard-test-token-0123456789abcdef';
 const root = resolve(import.meta.dirname, '..', '..');
 const screenshot = join(tmpdir(), 'sluice-dashboard.png');
@@ -111,7 +102,7 @@ async function counter(page: Page, rule: string, testid: string): Promise<number
   return Number((text ?? '').replace(/,/g, ''));
 }
 
-describe('dashboard in Chromium', { skip: existsSync(CHROMIUM) ? false : `no Chromium at ${CHROMIUM}` }, () => {
+describe('dashboard in Chromium', { skip: noChromium }, () => {
   let service: Service;
   let browser: Browser;
   const problems: string[] = [];
@@ -119,7 +110,7 @@ describe('dashboard in Chromium', { skip: existsSync(CHROMIUM) ? false : `no Chr
   before(async () => {
     const [sluice, launched] = await Promise.all([
       startSluice(['--config', join(root, 'test/browser/config'), '--no-watch'], { SLUICE_ADMIN_TOKEN: TOKEN }),
-      chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS }),
+      launchChromium(),
     ]);
     service = { process: sluice, url: `http://127.0.0.1:${sluice.http}` };
     browser = launched;
@@ -169,6 +160,7 @@ describe('dashboard in Chromium', { skip: existsSync(CHROMIUM) ? false : `no Chr
         assert.ok(table.includes(text), `the rules table shows "${text}":\n${table}`);
       }
       assert.match(await page.locator('#config-source').innerText(), /2 files/);
+      assert.equal(await page.locator('#adaptive').isVisible(), false, 'no adaptive panel without --adaptive');
 
       // The chart's counters move: the 5-minute total of per-ip grows while traffic flows.
       const card = page.locator('[data-testid="chart-card"][data-rule="shop|remote_address"]');

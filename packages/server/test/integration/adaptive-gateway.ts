@@ -34,20 +34,7 @@ export async function startAdaptiveGateway(
   await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
   const config = tempFile('adaptive.yaml', rules);
   const port = (upstream.address() as AddressInfo).port;
-  const sluice = await startSluice(
-    [
-      '--config',
-      config.path,
-      '--no-watch',
-      '--upstream',
-      `http://127.0.0.1:${port}`,
-      '--gateway-max-client-inflight',
-      '10000',
-      '--adaptive',
-      'aimd',
-    ],
-    env,
-  );
+  const sluice = await startSluice(adaptiveGatewayArgs(config.path, port), env);
   return {
     sluice,
     url: `http://127.0.0.1:${sluice.proxy}`,
@@ -60,6 +47,22 @@ export async function startAdaptiveGateway(
       config.remove();
     },
   };
+}
+
+/** `sluice serve` arguments: rules from `configPath` (not watched), `--adaptive aimd` in front of the upstream. */
+export function adaptiveGatewayArgs(configPath: string, upstreamPort: number): string[] {
+  return [
+    '--config',
+    configPath,
+    '--no-watch',
+    '--upstream',
+    `http://127.0.0.1:${upstreamPort}`,
+    // Many requests from one client (the test) at once: the adaptive limit, not the per-client cap, is tested.
+    '--gateway-max-client-inflight',
+    '10000',
+    '--adaptive',
+    'aimd',
+  ];
 }
 
 /** Waits (a few ms between looks) until `done()`; fails after about 20 s, saying `what`. */
