@@ -5,8 +5,9 @@ import { readFileSync } from 'node:fs';
 import { rootCertificates } from 'node:tls';
 import type { Store } from 'sluice';
 import { SluiceError } from 'sluice';
-import { createRedisStore } from 'sluice/redis';
+import { createRedisReservationRecords, createRedisStore } from 'sluice/redis';
 import type { Logger } from '../observability/logger.js';
+import { registerReservationRecords } from './store-reservation-records.js';
 
 /** Redis behind Sentinels: the master is asked of them, and asked again after a failover. */
 export interface RedisSentinelOptions {
@@ -180,6 +181,13 @@ export async function createRedisBackend(options: RedisOptions, logger: Logger):
   // listens with a store that can decide (and /healthcheck says ok, not starting). Not when Redis could
   // not be reached: the start has waited long enough.
   if (await connect(client, logger, connectTimeoutMs)) await store.ready(connectTimeoutMs).catch(() => {});
+  // /v1/check's reservations, recorded beside the counters; the records take a hash tag of their own, so a
+  // prefix that holds one leaves the reservations in the process.
+  const prefix = options.prefix ?? 'sluice:';
+  if (!/[{}]/.test(prefix)) {
+    const records = createRedisReservationRecords({ client: client as never, prefix, name: 'check-reservations' });
+    registerReservationRecords(store, records);
+  }
   return { store, owned: true, ping: () => client.ping(), close: () => quit(client) };
 }
 
