@@ -1,6 +1,7 @@
 /**
  * `--capture` in the service: the decider wrapped so that every decision of gRPC, `/json` and the gateway is
- * offered to the capture (sampled by key, queued, written off the request path), and its metrics registered.
+ * offered to the capture (sampled by key, queued, written off the request path), a hook for `/v1/check`'s
+ * decisions, and its metrics registered.
  */
 import type { Registry } from 'prom-client';
 import type { Clock } from 'sluice';
@@ -8,7 +9,11 @@ import type { RulesEngine } from 'sluice/rules';
 import type { Decided, Decider } from '../core/decide.js';
 import { registerCaptureMetrics } from '../observability/capture/capture-metrics.js';
 import { type CaptureOptions, DEFAULT_CAPTURE_MAX_BYTES } from '../observability/capture/capture-options.js';
-import { type CaptureRecorder, createCaptureRecorder } from '../observability/capture/capture-recorder.js';
+import {
+  type CaptureRecorder,
+  type CheckDecisionInfo,
+  createCaptureRecorder,
+} from '../observability/capture/capture-recorder.js';
 import { type CaptureWriter, createCaptureWriter } from '../observability/capture/capture-writer.js';
 import type { DecisionSource } from '../observability/decision-events.js';
 import type { Logger } from '../observability/logger.js';
@@ -16,6 +21,8 @@ import type { Logger } from '../observability/logger.js';
 /** What the service needs of a capture. */
 export interface ServiceCapture {
   readonly decider: Decider;
+  /** `/v1/check`'s hook: each committed check decided by its policy (sampled by key inside). */
+  readonly check: (info: CheckDecisionInfo) => void;
   readonly writer: CaptureWriter;
   close(): Promise<void>;
 }
@@ -67,5 +74,10 @@ export function startServiceCapture(
   });
   registerCaptureMetrics(parts.registry, () => writer.stats());
   const recorder = createCaptureRecorder(options, (line) => writer.push(line));
-  return { decider: wrap(parts.decider, recorder, parts.engine, parts.clock), writer, close: () => writer.close() };
+  return {
+    decider: wrap(parts.decider, recorder, parts.engine, parts.clock),
+    check: (info) => recorder.recordCheck(info, parts.engine.ruleSet),
+    writer,
+    close: () => writer.close(),
+  };
 }

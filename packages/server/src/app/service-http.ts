@@ -20,6 +20,7 @@ import { DEFAULT_MAX_BODY_BYTES, sendJson } from '../protocols/http/respond.js';
 import { createStaticHandler, DASHBOARD_DIR } from '../protocols/http/static-files.js';
 import { createAdminActions } from './admin-actions.js';
 import type { HealthReport } from './health.js';
+import type { ServiceCapture } from './service-capture.js';
 import { createServiceExplain } from './service-explain.js';
 import type { ServiceOptions } from './service-options.js';
 
@@ -37,6 +38,8 @@ export interface HttpParts {
   readonly health: () => Promise<HealthReport>;
   readonly stats: StatsCollector;
   readonly adminAuth: AdminAuthenticator;
+  /** `--capture`: `/v1/check`'s decisions are captured too. */
+  readonly capture?: ServiceCapture;
   readonly regions?: () => RegionsView;
   /** The gateway's adaptive limit's figures, for the dashboard (undefined: off). */
   readonly adaptive?: () => AdaptiveStats | undefined;
@@ -60,6 +63,7 @@ export function createServiceHttp(options: ServiceOptions, parts: HttpParts): Se
     ...(http.reservationTtlMs === undefined ? {} : { reservationTtlMs: http.reservationTtlMs }),
     ...(http.maxReservations === undefined ? {} : { maxReservations: http.maxReservations }),
     ...(nearLimitRatio === undefined ? {} : { nearLimitRatio }),
+    ...(parts.capture === undefined ? {} : { capture: parts.capture.check }),
   });
   const dashboardDir = http.dashboardDir === undefined ? DASHBOARD_DIR : http.dashboardDir;
   return createApiServer({

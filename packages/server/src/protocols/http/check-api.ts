@@ -7,6 +7,7 @@ import type { Decision, ResolvedPolicy, Store } from 'sluice';
 import type { FailMode } from 'sluice/rules';
 import type { AccessLists } from '../../core/access-lists.js';
 import { isStoreError } from '../../core/decide.js';
+import type { CheckDecisionInfo } from '../../observability/capture/capture-recorder.js';
 import type { DecisionEvent, DecisionHub } from '../../observability/decision-events.js';
 import { outcomeOf } from '../../observability/decision-events.js';
 import type { ServiceMetrics } from '../../observability/metrics.js';
@@ -53,6 +54,8 @@ export interface CheckApiOptions {
   reservationTtlMs?: number;
   /** Most reservations held at once; a `reserve` past it is refused (ERR_SLUICE_TOO_MANY_RESERVATIONS). @default 100_000 */
   maxReservations?: number;
+  /** `--capture`: each committed `check` decided by its policy (not a group's, nor an access list's). @default off */
+  capture?: (info: CheckDecisionInfo) => void;
 }
 
 /** What every item of every request is decided with. */
@@ -64,6 +67,7 @@ interface CheckContext {
   readonly nearLimitRatio: number | undefined;
   readonly fallback: CheckFallback;
   readonly reservations: CheckReservations;
+  readonly capture: ((info: CheckDecisionInfo) => void) | undefined;
   parse(item: unknown, i: number, atMs: number): ParsedCheck;
 }
 
@@ -81,6 +85,7 @@ export function createCheckApi(options: CheckApiOptions): CheckApi {
       ...(options.reservationTtlMs === undefined ? {} : { ttlMs: options.reservationTtlMs }),
       ...(options.maxReservations === undefined ? {} : { max: options.maxReservations }),
     }),
+    capture: options.capture,
     parse: createCheckParser({ maxPolicies: options.maxPolicies ?? 10_000, clientClock: options.clientClock === true }),
   };
   return { check: (body) => checkAll(context, checksOf(body), options.now()) };
@@ -157,6 +162,10 @@ async function decideOne(context: CheckContext, item: unknown, i: number, atMs: 
     }
   }
   if (commit) emitDecision(context, p, policy, decision, list);
+  if (commit && list === undefined && context.capture !== undefined) {
+    const { item, atMs } = p;
+    context.capture({ key, item, cost, atMs, policyId: policy.id, allowed: decision.allowed });
+  }
   return resultOf(decision);
 }
 

@@ -3,6 +3,8 @@
  * wrong shape, too long) are reported with their line number and skipped; the rest is read on.
  */
 
+import { CHECK_POLICY_FIELDS } from '../../observability/capture/capture-recorder.js';
+
 /** One descriptor entry, as envoy ratelimit's `/json` body spells it. */
 export interface CaptureEntry {
   readonly key: string;
@@ -21,9 +23,6 @@ export interface CaptureRecord {
   /** What was decided live: `'OK'` or `'OVER_LIMIT'` (envoy's codes). */
   readonly outcome: 'OK' | 'OVER_LIMIT';
 }
-
-/** The fields of a `/v1/check` item that make its policy, as the service reads them (check-parse.ts). */
-export const CHECK_POLICY_FIELDS = ['algorithm', 'limit', 'period', 'burst', 'blockDuration', 'name'] as const;
 
 /** A `/v1/check` item as captured: its key (hashed unless raw keys) and the policy fields it was sent with. */
 export interface CapturedCheck {

@@ -20,8 +20,8 @@ import { type ReplayTally, tallyOf } from './replay-tally.js';
 export interface ReplayKey {
   /** The per-key table's name: `domain|key=value,…;…`, or `check|key` for a `/v1/check` item. */
   readonly name: string;
-  /** Shared by every key of the same name. */
-  readonly tally: ReplayTally;
+  /** Shared by every key of the same name; set at its first decision (see ReplayKeys.tallyOf). */
+  tally: ReplayTally | undefined;
   readonly domain: string;
   /** A descriptor record's descriptors; undefined for a check. */
   readonly descriptors: RequestDescriptor[] | undefined;
@@ -91,6 +91,12 @@ export class ReplayKeys {
     return this.intern(domain, text, { t: 0, domain, descriptors, cost: 1, outcome: 'OK' });
   }
 
+  /** The tally of `key`, entered in the per-key table once a request of it was decided (not before: it may not be). */
+  tallyOf(key: ReplayKey): ReplayTally {
+    key.tally ??= tallyOf(this.tallies, key.name);
+    return key.tally;
+  }
+
   private textsOf(domain: string): Map<string, ReplayKey> {
     let texts = this.byText.get(domain);
     if (texts === undefined) {
@@ -120,7 +126,7 @@ export class ReplayKeys {
     const key: ReplayKey = {
       name,
       text,
-      tally: tallyOf(this.tallies, name),
+      tally: undefined,
       domain,
       descriptors,
       check,

@@ -137,7 +137,7 @@ export function startReplay(candidate: RuleSet, baseline?: RuleSet, options: Rep
       lastRuleTally = tallyOf(byRule, rule);
     }
     count(lastRuleTally, rejected, baselineRejected);
-    count(key.tally, rejected, baselineRejected);
+    count(key.tally ?? keys.tallyOf(key), rejected, baselineRejected);
     return { rejected, baselineRejected, rule };
   };
   return {
