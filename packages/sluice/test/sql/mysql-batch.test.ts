@@ -19,12 +19,30 @@ const pool = mysql.createPool({
 });
 const table = `sluice_batch_${process.pid}`;
 let connects = 0;
-// Counts the connections taken (a transaction each) on the callback pool behind the promise pool.
-const core = (pool as unknown as { pool: { getConnection: (...args: unknown[]) => unknown } }).pool;
+/** Most rows one transaction locked (placeholder tuples in its first statement). */
+let mostRows = 0;
+type Query = (sql: string, ...rest: unknown[]) => unknown;
+type Callback = (error: unknown, connection: { query: Query }) => void;
+// Counts the connections taken (a transaction each) on the callback pool behind the promise pool, and the rows each
+// transaction locks.
+const core = (pool as unknown as { pool: { getConnection: (cb: Callback) => void } }).pool;
 const getConnection = core.getConnection.bind(core);
-core.getConnection = (...args: unknown[]) => {
+core.getConnection = (cb: Callback) => {
   connects++;
-  return getConnection(...args);
+  getConnection((error, connection) => {
+    if (connection !== undefined && !('counted' in connection)) {
+      const query = connection.query.bind(connection);
+      Object.assign(connection, {
+        counted: true,
+        query: (sql: string, ...rest: unknown[]) => {
+          if (typeof sql === 'string' && sql.includes('START TRANSACTION'))
+            mostRows = Math.max(mostRows, sql.split(", '', 0)").length - 1);
+          return query(sql, ...rest);
+        },
+      });
+    }
+    cb(error, connection);
+  });
 };
 const count = async (sql: string) => Number(((await pool.query(sql))[0] as { n: number }[])[0]?.n);
 
@@ -69,6 +87,18 @@ describe('mysql store: group commit', () => {
     for (let i = 0; i < 15; i++) answers.push((await store.check('serial', policy, 1, now, true)).allowed);
     assert.equal(answers.filter(Boolean).length, 10);
     assert.deepEqual(answers.slice(10), [false, false, false, false, false]);
+  });
+
+  it('decisions of many limits are split so one transaction touches at most 1,024 rows; a bigger one runs alone', async () => {
+    const items = (d: number, n: number) =>
+      Array.from({ length: n }, (_, i) => ({ key: `m${d}:${i}`, policy, cost: 1 }));
+    mostRows = 0;
+    const many = await Promise.all(Array.from({ length: 40 }, (_, d) => store.checkMany(items(d, 60), now, true)));
+    assert.ok(many.every((ds) => ds.length === 60 && ds.every((x) => x.allowed && x.remaining === 9)));
+    assert.ok(mostRows > 60 && mostRows <= 1024, `a transaction locked ${mostRows} rows`);
+    const alone = await store.checkMany(items(99, 1500), now, true);
+    assert.ok(alone.every((x) => x.allowed));
+    assert.equal(mostRows, 1500);
   });
 
   it('durable: true answers after the commit, with the same counts', async () => {

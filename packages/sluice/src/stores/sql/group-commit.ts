@@ -56,6 +56,23 @@ export interface BatcherOptions {
   maxBatch: number;
   /** Most transactions running at once from this process. */
   maxInFlight: number;
+  /**
+   * Most rows one transaction touches (a decision with more runs alone): decisions of many limits each cannot make a
+   * statement past the server's packet limit, nor one lock set that holds up every other process.
+   */
+  maxRows: number;
+}
+
+/** How many of the first waiting entries the next transaction takes: at least one, then within both bounds. */
+function batchSize(waiting: readonly BatchEntry[], options: BatcherOptions): number {
+  let rows = waiting[0]?.hexes.length ?? 0;
+  let n = 1;
+  while (n < waiting.length && n < options.maxBatch) {
+    rows += waiting[n]?.hexes.length ?? 0;
+    if (rows > options.maxRows) break;
+    n++;
+  }
+  return n;
 }
 
 /**
@@ -69,7 +86,7 @@ export function createBatcher(run: (entries: BatchEntry[]) => Promise<void>, opt
   const idle: (() => void)[] = [];
   const pump = () => {
     while (inFlight < options.maxInFlight && waiting.length > 0) {
-      const entries = waiting.splice(0, options.maxBatch);
+      const entries = waiting.splice(0, batchSize(waiting, options));
       inFlight++;
       run(entries)
         .catch((error: unknown) => {

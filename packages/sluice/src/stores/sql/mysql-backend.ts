@@ -25,8 +25,9 @@ export interface MySqlBackendOptions {
   maxInFlight: number;
 }
 
-/** Most decisions sharing one transaction. */
+/** Most decisions sharing one transaction, and most rows it touches (1,024 ids of up to 1 KiB of hex each: ~1 MiB of SQL). */
 const MAX_BATCH = 128;
+const MAX_ROWS = 1024;
 
 /** The table the MySQL store keeps its rows in (also the documented migration). */
 export function mySqlTableSql(table: string): string {
@@ -178,7 +179,7 @@ export function createMySqlBackend(options: MySqlBackendOptions): StateBackend {
       }
     }
   }
-  const enqueue = createBatcher(runBatch, { maxBatch: MAX_BATCH, maxInFlight: options.maxInFlight });
+  const enqueue = createBatcher(runBatch, { maxBatch: MAX_BATCH, maxRows: MAX_ROWS, maxInFlight: options.maxInFlight });
 
   const update = <T>(ids: readonly string[], nowMs: number, step: StateStep<T>) =>
     new Promise<T>((resolve, reject) => {
