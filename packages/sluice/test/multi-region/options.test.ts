@@ -50,7 +50,14 @@ describe('multi-region options', () => {
   });
 
   it('eventual mode refuses a cost that is not whole, with a code, and only that check', async () => {
-    const store = createMultiRegionStore({ region: 'eu', regions: { eu: client }, mode: 'eventual', autoSync: false });
+    // A generous deadline: the store's 50 ms default is a timing threshold on a loaded machine.
+    const store = createMultiRegionStore({
+      region: 'eu',
+      regions: { eu: client },
+      mode: 'eventual',
+      autoSync: false,
+      timeoutMs: 10_000,
+    });
     try {
       const p = resolvePolicy({ algorithm: 'fixed-window', limit: 5, period: 1000 });
       const coded = (e: { code?: string }) => e.code === 'ERR_SLUICE_INVALID_COST';
