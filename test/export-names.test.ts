@@ -43,6 +43,7 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
   ],
   'sluice/redis': ['createRedisReservationRecords', 'createRedisStore', 'escapeKey', 'slotOf'],
   'sluice/rules': [
+    'DEFAULT_GATEWAY_PRIORITIES',
     'DEFAULT_PATH_FOLDING',
     'MAX_REPORTED_ISSUES',
     'MAX_RULE_FILE_BYTES',

@@ -3,13 +3,15 @@
  * of a slow upstream (every answer 300 ms late): a flood on no route (batch) and a trickle on the critical
  * route; the panel must show batch's shed count rising while critical's requests are admitted, none shed.
  *
- * The screenshot is saved to `$TMPDIR/sluice-adaptive-panel.png` (the path is printed).
+ * The panel's screenshot is saved to `$TMPDIR/sluice-adaptive-panel.png` (the path is printed); with
+ * `SLUICE_UPDATE_DOCS=1` it also replaces `docs/dashboard-adaptive.png`.
  */
 import assert from 'node:assert/strict';
+import { copyFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { adaptiveGatewayArgs } from '../integration/adaptive-gateway.js';
@@ -26,6 +28,7 @@ descriptors:
   - { key: generic_key, value: everyone, rate_limit: { unit: day, requests_per_unit: 100000000 } }
 `;
 const screenshot = join(tmpdir(), 'sluice-adaptive-panel.png');
+const root = resolve(import.meta.dirname, '..', '..', '..', '..');
 
 /** `workers` loops sending `method path` one after another until stopped; counts the statuses. */
 function load(url: string, method: string, workers: number) {
@@ -121,8 +124,9 @@ describe('dashboard adaptive panel in Chromium', { skip: noChromium, timeout: 12
       assert.ok((await figure(page, 'batch', 'adaptive-in-flight')) > 0, 'batch holds places too');
       await page.locator('[data-testid="adaptive-row"][data-priority="batch"][data-shedding="true"]').waitFor();
       assert.ok(Number((await page.locator('#adaptive-limit').textContent()) ?? '') >= 1);
-      await page.screenshot({ path: screenshot, fullPage: true });
+      await panel.screenshot({ path: screenshot });
       console.log(`screenshot: ${screenshot}`);
+      if (process.env.SLUICE_UPDATE_DOCS === '1') copyFileSync(screenshot, join(root, 'docs/dashboard-adaptive.png'));
     } finally {
       await Promise.all([batch.stop(), critical.stop()]);
     }
