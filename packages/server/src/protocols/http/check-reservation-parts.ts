@@ -4,6 +4,7 @@
  */
 import type { Decision, ResolvedPolicy, Store } from 'sluice';
 import { SluiceError } from 'sluice';
+import { chargeItems } from './check-ops.js';
 
 /** Longest reservation id a caller may send (ids made here are at most ~30 characters). */
 const MAX_ID_LENGTH = 64;
@@ -53,17 +54,19 @@ export function checkedId(id: unknown): string {
   return id;
 }
 
-/** Moves a reservation's charge to `actual`: the difference back, or the extra taken while the limit allows it. */
+/** Moves a reservation's charge to `actual`: the difference back, or the extra charged (debt; check-ops.ts). */
 export async function move(store: Store, entry: Charge, actual: number, atMs: number): Promise<Settled> {
   const { storedKey, policy, cost } = entry;
   if (actual <= cost) {
     if (actual < cost) await store.refund(storedKey, policy, cost - actual, atMs);
     return { settled: true, reserved: cost, charged: actual, refunded: cost - actual };
   }
-  // The request already ran: its extra is taken only while the limit has room, so one request overshoots
-  // its reservation at most once — a later one waits for that room instead.
-  const extra = await store.check(storedKey, policy, actual - cost, atMs, true);
-  return { settled: true, reserved: cost, charged: extra.allowed ? actual : cost, refunded: 0 };
+  // The request already ran: its extra is owed, charged past the limit if need be, and later requests wait until
+  // it is paid — over a window the key gets at most the limit plus one request's overshoot. A store without charge
+  // (multi-region) takes it only while the limit has room.
+  const [extra] = await chargeItems(store, [{ key: storedKey, policy, cost: actual - cost }], atMs);
+  const took = store.charge !== undefined || extra?.allowed === true;
+  return { settled: true, reserved: cost, charged: took ? actual : cost, refunded: 0 };
 }
 
 /** A settle naming a reservation of another key or policy (it stays open). */
