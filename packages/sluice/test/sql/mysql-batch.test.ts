@@ -101,6 +101,25 @@ describe('mysql store: group commit', () => {
     assert.equal(mostRows, 1500);
   });
 
+  it('while the database is stuck, past 4,096 waiting decisions more fail at once; the rest go on after', async () => {
+    const holder = await pool.getConnection();
+    await holder.query('START TRANSACTION');
+    // Every row and gap of the table locked: the first transactions wait, and decisions pile up behind them.
+    await holder.query(`SELECT * FROM ${table} FOR UPDATE`);
+    const pending = Array.from({ length: 5000 }, (_, i) =>
+      store.check(`stuck${i}`, policy, 1, now, true).then(
+        (d) => d.allowed,
+        (e: { code?: string }) => e.code,
+      ),
+    );
+    await holder.query('ROLLBACK');
+    holder.release();
+    const outcomes = await Promise.all(pending);
+    const refused = outcomes.filter((o) => o === 'ERR_SLUICE_STORE_UNAVAILABLE').length;
+    assert.ok(refused > 0 && refused <= 5000 - 4096, `${refused} refused`);
+    assert.equal(outcomes.filter((o) => o === true).length, 5000 - refused);
+  });
+
   it('durable: true answers after the commit, with the same counts', async () => {
     const durable = createMySqlStore({
       client: pool,

@@ -2,6 +2,7 @@
  * Group commit for the SQL backends (PostgreSQL, MySQL): decisions that arrive while transactions are running wait and
  * then share one transaction, their steps run one after another on the rows as the earlier ones left them.
  */
+import { SluiceError } from '../../core/errors.js';
 import type { StateStep, StateWrite, StoredState } from '../kit/state-backend.js';
 
 /** One waiting decision: its rows (as hex ids), its time and step, and how to answer it. */
@@ -61,7 +62,18 @@ export interface BatcherOptions {
    * statement past the server's packet limit, nor one lock set that holds up every other process.
    */
   maxRows: number;
+  /**
+   * Most decisions waiting for a transaction: past it a decision fails at once (ERR_SLUICE_STORE_UNAVAILABLE, the
+   * failure policy answers) rather than the queue growing without bound while the database hangs.
+   */
+  maxWaiting: number;
 }
+
+/**
+ * The bounds both SQL backends use: 128 decisions per transaction, 1,024 rows (ids of up to 1 KiB of hex each: about
+ * 1 MiB of SQL), and 4,096 decisions waiting (32 full transactions) before more fail at once.
+ */
+export const GROUP_COMMIT_BOUNDS = { maxBatch: 128, maxRows: 1024, maxWaiting: 4096 } as const;
 
 /** How many of the first waiting entries the next transaction takes: at least one, then within both bounds. */
 function batchSize(waiting: readonly BatchEntry[], options: BatcherOptions): number {
@@ -100,6 +112,15 @@ export function createBatcher(run: (entries: BatchEntry[]) => Promise<void>, opt
     if (inFlight === 0 && waiting.length === 0) for (const done of idle.splice(0)) done();
   };
   const enqueue = (entry: BatchEntry) => {
+    if (waiting.length >= options.maxWaiting) {
+      entry.reject(
+        new SluiceError(
+          'ERR_SLUICE_STORE_UNAVAILABLE',
+          `${waiting.length} decisions are already waiting for the database: it is not keeping up`,
+        ),
+      );
+      return;
+    }
     waiting.push(entry);
     pump();
   };

@@ -6,7 +6,7 @@
  */
 import { SluiceError } from '../../core/errors.js';
 import type { StateBackend, StateStep } from '../kit/state-backend.js';
-import { type BatchEntry, type BatchRows, createBatcher, runSteps } from './group-commit.js';
+import { type BatchEntry, type BatchRows, createBatcher, GROUP_COMMIT_BOUNDS, runSteps } from './group-commit.js';
 import type { MySqlClient } from './mysql-sessions.js';
 import { idHex, sqlNumber, stateLiteral } from './sql-text.js';
 
@@ -24,10 +24,6 @@ export interface MySqlBackendOptions {
   /** Most transactions this process runs at once (decisions arriving meanwhile share the next ones). */
   maxInFlight: number;
 }
-
-/** Most decisions sharing one transaction, and most rows it touches (1,024 ids of up to 1 KiB of hex each: ~1 MiB of SQL). */
-const MAX_BATCH = 128;
-const MAX_ROWS = 1024;
 
 /** The table the MySQL store keeps its rows in (also the documented migration). */
 export function mySqlTableSql(table: string): string {
@@ -179,7 +175,7 @@ export function createMySqlBackend(options: MySqlBackendOptions): StateBackend {
       }
     }
   }
-  const enqueue = createBatcher(runBatch, { maxBatch: MAX_BATCH, maxRows: MAX_ROWS, maxInFlight: options.maxInFlight });
+  const enqueue = createBatcher(runBatch, { ...GROUP_COMMIT_BOUNDS, maxInFlight: options.maxInFlight });
 
   const update = <T>(ids: readonly string[], nowMs: number, step: StateStep<T>) =>
     new Promise<T>((resolve, reject) => {
