@@ -6,6 +6,25 @@
 import type { Decision } from '../core/decision.js';
 import type { Store, StoreItem } from '../stores/store.js';
 import { type FailurePolicy, isStoreFailure } from './failure-policy.js';
+import type { LimiterDecision } from './limiter-decision.js';
+import type { LimiterKey } from './limiter-key.js';
+
+/** A limiter's charge on every limit at once (createLimiter's; see ReservableLimiter.charge). */
+export type LimiterCharge = (
+  key: LimiterKey,
+  options: { cost: number },
+) => Promise<{ decision: LimiterDecision; took: boolean }>;
+
+/** Each limiter's charge, so `createReservations(limiter)` charges debt as `limiter.reserve` does. */
+const charges = new WeakMap<object, LimiterCharge>();
+
+/** Registers the charge of a limiter made by createLimiter. */
+export function registerCharge(limiter: object, charge: LimiterCharge): void {
+  charges.set(limiter, charge);
+}
+
+/** The charge of a limiter made by createLimiter; undefined for any other. */
+export const chargeOf = (limiter: object): LimiterCharge | undefined => charges.get(limiter);
 
 /** What a charge did: a decision per item and whether the whole cost was taken. */
 export interface ChargeOutcome {

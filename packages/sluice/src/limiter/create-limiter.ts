@@ -5,7 +5,7 @@
 import type { Clock } from '../core/clock.js';
 import { SluiceError } from '../core/errors.js';
 import type { MaybePromise, Store } from '../stores/store.js';
-import { chargeItems } from './charge.js';
+import { chargeItems, type LimiterCharge, registerCharge } from './charge.js';
 import { observeChecks } from './decision-channel.js';
 import { explainItems, type LimiterExplanation } from './explain.js';
 import { createFailurePolicy, type FailurePolicy } from './failure-policy.js';
@@ -116,8 +116,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
   );
   void connectOpenTelemetry();
   // Validated now (a bad reservationTtl, onExpire or reservationStore throws here); the book holds no timer.
+  const charge = chargeOn(resolved);
+  registerCharge(limiter, charge);
   const reservations = createReservations(
-    { clock, check: limiter.check, refund: limiter.refund, charge: chargeOf(resolved) },
+    { clock, check: limiter.check, refund: limiter.refund, charge },
     reservationOptions(options),
   );
   failures.set(limiter, failure);
@@ -207,7 +209,7 @@ function upkeep({ limits, store, clock, failure }: ResolvedLimiterOptions): Pick
 }
 
 /** A settle's extra on every limit at once, even past them (debt; see limiter/charge.ts). */
-function chargeOf({ limits, store, clock, failure }: ResolvedLimiterOptions) {
+function chargeOn({ limits, store, clock, failure }: ResolvedLimiterOptions): LimiterCharge {
   return async (key: LimiterKey, { cost }: { cost: number }) => {
     const items = itemsFor(limits, key, cost);
     const { decisions, took } = await chargeItems(store, failure, items, clock.now());

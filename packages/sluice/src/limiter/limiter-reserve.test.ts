@@ -4,6 +4,7 @@ import { describe, it } from 'node:test';
 import { createManualClock } from '../core/clock.js';
 import { createMemoryStore } from '../stores/memory/memory-store.js';
 import { createLimiter } from './create-limiter.js';
+import { createReservations } from './reservations.js';
 
 const T0 = 1_700_000_000_000;
 
@@ -65,5 +66,21 @@ describe('limiter.reserve', () => {
       () => createLimiter({ limit: 1, period: '1s', reservationTtl: 'soon' }),
       (e: unknown) => /^ERR_SLUICE_/.test(String((e as { code?: string }).code)),
     );
+  });
+
+  it('a settle past the limit is charged as debt, through limiter.reserve and createReservations(limiter) alike', async () => {
+    for (const via of ['limiter', 'createReservations'] as const) {
+      const clock = createManualClock(T0);
+      const limiter = createLimiter({ algorithm: 'token-bucket', limit: 10, period: '10s', clock });
+      const book = via === 'limiter' ? limiter : createReservations(limiter);
+      const r = await book.reserve('k', { cost: 8 });
+      const s = await r.settle(13);
+      assert.ok(s.ok && s.charged === 13, via);
+      assert.equal(s.extra?.allowed, false, `${via}: 3 owed`);
+      assert.equal(s.extra?.retryAfterMs, 3000, `${via}: 3 units at 1 a second`);
+      assert.equal((await limiter.peek('k')).allowed, false);
+      clock.advance(4000);
+      assert.equal((await limiter.peek('k')).allowed, true, `${via}: paid, and one more unit refilled`);
+    }
   });
 });

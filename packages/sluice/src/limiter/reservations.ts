@@ -8,6 +8,7 @@ import type { Clock } from '../core/clock.js';
 import { type Duration, parseDuration } from '../core/duration.js';
 import { SluiceError } from '../core/errors.js';
 import type { ReservationRecords } from '../stores/reservation-records.js';
+import { chargeOf, type LimiterCharge } from './charge.js';
 import type { LimiterDecision } from './limiter-decision.js';
 import type { LimiterKey } from './limiter-key.js';
 
@@ -20,7 +21,7 @@ export interface ReservableLimiter {
    * Takes `cost` on every limit even past them (debt; limiter/charge.ts), `took` false when it could not (the store
    * failed). Without it a settle's extra is taken by `check`, only as far as it fits.
    */
-  charge?(key: LimiterKey, options: { cost: number }): Promise<{ decision: LimiterDecision; took: boolean }>;
+  charge?: LimiterCharge;
 }
 
 /** Options of {@link createReservations}. */
@@ -147,6 +148,8 @@ export function createReservations(
   options: ReservationOptions = {},
   clock: Clock = limiter.clock,
 ): Reservations {
+  // createLimiter's limiters charge debt even when handed here as a plain limiter.
+  const charge = limiter.charge ?? chargeOf(limiter);
   const account: ReservationAccount<number> = {
     take: (key, cost) => limiter.check(key, { cost }),
     giveBack: (key, cost) => (cost > 0 ? limiter.refund(key, { cost }) : Promise.resolve()),
@@ -158,8 +161,8 @@ export function createReservations(
       // More than reserved: the request already ran, so its extra is owed. Charged past the limits if need be
       // (debt: later requests wait until it is paid), so over a window a key gets at most its limit plus one
       // request's overshoot. A limiter without charge takes it only while the limits allow it.
-      if (limiter.charge !== undefined) {
-        const { decision, took } = await limiter.charge(key, { cost: actual - reserved });
+      if (charge !== undefined) {
+        const { decision, took } = await charge(key, { cost: actual - reserved });
         return { charged: took ? actual : reserved, refunded: 0, extra: decision };
       }
       const extra = await limiter.check(key, { cost: actual - reserved });
