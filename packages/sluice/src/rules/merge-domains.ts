@@ -3,6 +3,7 @@
  * defined in two of them is reported as a duplicate.
  */
 import { RULE_ISSUE_CODES as C } from './codes.js';
+import { mergeGatewayPriorities } from './parse/parse-priorities.js';
 import type { DescriptorLevel, DescriptorNode, DomainRules, RuleIssue } from './types.js';
 
 /** Where merge problems go (an `IssueList`). */
@@ -47,5 +48,6 @@ export function mergeDomain(base: DomainRules, next: DomainRules, issues: IssueS
     }
   }
   const root: DescriptorLevel = { exact, wildcards, bare, all };
-  return { ...base, root, http: [...base.http, ...next.http] };
+  // The gateway's priority routes of both files count (they were dropped before), one file names the priorities.
+  return { ...base, root, http: [...base.http, ...next.http], ...mergeGatewayPriorities(base, next, issues) };
 }

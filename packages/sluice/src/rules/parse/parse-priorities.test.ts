@@ -108,4 +108,20 @@ describe('rules: http.priorities', () => {
       ['ERR_SLUICE_RULES_CONFLICTING_FIELDS', 'c.yaml', 3],
     ]);
   });
+
+  it('merged files of one domain (mergeDomains) keep both routes, and one declaration of names', () => {
+    const a = { file: 'a.yaml', text: 'domain: m\nhttp:\n  adaptive:\n    priorities: { gold: 0.5, lead: 0.5 }\n' };
+    const b = { file: 'b.yaml', text: 'domain: m\nhttp:\n  priorities:\n    - { path_prefix: /, priority: lead }\n' };
+    const merged = parseRules([a, b], { mergeDomains: true });
+    assert.ok(merged.ok);
+    const rules = merged.ruleSet.domains.get('m');
+    assert.deepEqual([rules?.adaptivePriorities?.file, rules?.priorityRoutes?.[0]?.priority], ['a.yaml', 'lead']);
+    const twice = parseRules([a, { ...a, file: 'c.yaml' }], { mergeDomains: true });
+    assert.deepEqual(twice.ok ? [] : twice.issues.map((i) => [i.code, i.file, i.line]), [
+      ['ERR_SLUICE_RULES_CONFLICTING_FIELDS', 'c.yaml', 3],
+    ]);
+    // A route of the second file naming an undeclared priority is found, not dropped.
+    const typo = parseRules([a, { ...b, text: b.text.replace('lead', 'led') }], { mergeDomains: true });
+    assert.deepEqual(typo.ok ? [] : typo.issues.map((i) => [i.file, i.line]), [['b.yaml', 4]]);
+  });
 });

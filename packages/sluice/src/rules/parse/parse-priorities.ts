@@ -3,9 +3,8 @@
  * take) and `http.adaptive.priorities` (the names and shares of those priorities, when not the default ones).
  */
 import { isMap, isScalar } from 'yaml';
-import type { IssueList } from '../budget.js';
 import { RULE_ISSUE_CODES as C } from '../codes.js';
-import type { AdaptivePriorities, DomainRules, PriorityRoute } from '../types.js';
+import type { AdaptivePriorities, DomainRules, PriorityRoute, RuleIssue } from '../types.js';
 import type { Field, Reader } from './reader.js';
 
 /** The gateway's priorities unless a rules file names its own, most important first, with their shares. */
@@ -21,6 +20,11 @@ export const MAX_GATEWAY_PRIORITIES = 16;
 const METHOD = /^[A-Z]{1,16}$/;
 /** A priority name: shown on the dashboard and as a metrics label, so short and plain. */
 const PRIORITY_NAME = /^[a-z][a-z0-9_-]{0,31}$/;
+
+/** Where issues across files go (an `IssueList`). */
+interface IssueSink {
+  add(issue: RuleIssue): void;
+}
 
 /** `http.adaptive: { priorities: { gold: 0.6, silver: 0.3, bronze: 0.1 } }`; undefined when absent or invalid. */
 export function parseAdaptivePriorities(r: Reader, field: Field | undefined): AdaptivePriorities | undefined {
@@ -80,25 +84,48 @@ export function parseAdaptivePriorities(r: Reader, field: Field | undefined): Ad
   return { priorities: out, file: r.file, line: r.position(field.keyNode).line };
 }
 
+/** A second file naming the gateway's priorities: an issue at its declaration. */
+function secondDeclaration(first: AdaptivePriorities, second: AdaptivePriorities, issues: IssueSink): void {
+  issues.add({
+    code: C.conflictingFields,
+    message: `http.adaptive.priorities: already named in ${first.file}:${first.line}; the gateway has one adaptive limit, so name its priorities in one file`,
+    file: second.file,
+    line: second.line,
+    column: 1,
+  });
+}
+
+/**
+ * The gateway's priorities of two files of one domain merged (`mergeDomains`): the routes of both, in order, and
+ * the one declaration of names (a second is an issue).
+ */
+export function mergeGatewayPriorities(
+  base: DomainRules,
+  next: DomainRules,
+  issues: IssueSink,
+): Pick<DomainRules, 'priorityRoutes' | 'adaptivePriorities'> {
+  const routes = [...(base.priorityRoutes ?? []), ...(next.priorityRoutes ?? [])];
+  if (base.adaptivePriorities && next.adaptivePriorities)
+    secondDeclaration(base.adaptivePriorities, next.adaptivePriorities, issues);
+  const declared = base.adaptivePriorities ?? next.adaptivePriorities;
+  return {
+    ...(base.priorityRoutes === undefined && next.priorityRoutes === undefined ? {} : { priorityRoutes: routes }),
+    ...(declared === undefined ? {} : { adaptivePriorities: declared }),
+  };
+}
+
 /**
  * The checks across files: the gateway has one adaptive limit, so at most one file names its priorities, and
  * every file's `http.priorities` must name one of them (the default ones when no file names any).
  */
-export function checkGatewayPriorities(domains: Iterable<DomainRules>, issues: IssueList): void {
+export function checkGatewayPriorities(domains: Iterable<DomainRules>, issues: IssueSink): void {
   let declared: AdaptivePriorities | undefined;
   const list = [...domains];
   for (const rules of list) {
     const own = rules.adaptivePriorities;
     if (own === undefined) continue;
     if (declared === undefined) declared = own;
-    else
-      issues.add({
-        code: C.conflictingFields,
-        message: `http.adaptive.priorities: already named in ${declared.file}:${declared.line}; the gateway has one adaptive limit, so name its priorities in one file`,
-        file: own.file,
-        line: own.line,
-        column: 1,
-      });
+    else secondDeclaration(declared, own, issues);
   }
   const names = (declared?.priorities ?? DEFAULT_GATEWAY_PRIORITIES).map((p) => p.name);
   const from = declared === undefined ? 'the default ones' : `from ${declared.file}:${declared.line}`;
