@@ -8,6 +8,7 @@ import { createRulesEngine, type DescriptorStatus, type RuleSet } from 'sluice/r
 import { CHECK_KEY_PREFIX } from '../../protocols/http/check-fallback.js';
 import { createCheckParser } from '../../protocols/http/check-parse.js';
 import type { ReplayKey } from './replay-keys.js';
+import { type DirectPlan, decideDirect, directPlan, nodesById, watchStore } from './rules-direct.js';
 
 /** One decision of a replay. Deciders reuse one object: read it before the next decision. */
 export interface ReplayDecision {
@@ -21,20 +22,38 @@ export interface ReplayDecision {
 /** Decides one request of a replay at `t` (ms; the clock never goes back). Throws when it cannot be decided. */
 export type ReplayDecide = (key: ReplayKey, t: number, cost: number) => ReplayDecision;
 
-/** A decider for descriptor records under `ruleSet`. */
+/** A decider for descriptor records under `ruleSet`: the engine, and its short cut for plain rules (rules-direct.ts). */
 export function createRulesDecider(ruleSet: RuleSet): ReplayDecide {
   const clock = createManualClock(0);
   // No sweep: its timer runs on real time, and the replay's clock is the capture's.
-  const engine = createRulesEngine({ ruleSet, store: createMemoryStore({ sweepIntervalMs: 0 }), clock });
+  const memory = createMemoryStore({ sweepIntervalMs: 0 });
+  const watched = watchStore(memory);
+  const engine = createRulesEngine({ ruleSet, store: watched.store, clock });
   const decideNow = engine.decide?.bind(engine);
   if (decideNow === undefined) throw new Error('the rules engine has no synchronous decide');
+  const nodes = nodesById(ruleSet);
+  // Per request: its short cut, or null once the engine must decide it every time.
+  const plans = new WeakMap<ReplayKey, DirectPlan | null>();
   const out: ReplayDecision = { rejected: false, rule: undefined, statuses: undefined };
   return (key, t, cost) => {
     // A capture from several processes may go back a little in time; the clock never does.
     if (t > clock.now()) clock.set(t);
-    const response = decideNow({ domain: key.domain, descriptors: key.descriptors ?? [], hitsAddend: cost });
+    const plan = plans.get(key);
+    if (plan) {
+      const rejected = decideDirect(memory, plan, cost, clock.now());
+      if (rejected !== undefined) {
+        out.rejected = rejected;
+        out.rule = plan.rule;
+        out.statuses = plan.statuses;
+        return out;
+      }
+    }
+    watched.calls.length = 0;
+    const descriptors = key.descriptors ?? [];
+    const response = decideNow({ domain: key.domain, descriptors, hitsAddend: cost });
     if (response instanceof Promise) throw new Error('the memory store answered with a promise');
     const statuses = response.statuses;
+    if (plan === undefined) plans.set(key, directPlan(nodes, descriptors.length, statuses, watched.calls) ?? null);
     let deciding: DescriptorStatus | undefined;
     for (const s of statuses) if (s.code === 'OVER_LIMIT') deciding ??= s;
     if (deciding === undefined) for (const s of statuses) if (s.currentLimit) deciding ??= s;
