@@ -1,7 +1,10 @@
-/** recommendLimits: per-key peaks, their percentiles as limits, and the share each would refuse. */
+/** recommendLimits: per-key peaks, their percentiles as limits, and the share each would refuse; per rule in a replay. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { parseRules } from 'sluice/rules';
+import type { CaptureRecord } from './capture-record.js';
 import { type ObservedRequest, recommendLimits } from './recommend.js';
+import { replay } from './replay.js';
 
 /** `n` unit requests of `key` inside the window starting at `startMs`. */
 function burst(key: string, n: number, startMs: number): ObservedRequest[] {
@@ -55,5 +58,72 @@ describe('recommendLimits', () => {
     const rec = recommendLimits([], 1000);
     assert.equal(rec.keys, 0);
     assert.ok(rec.suggestions.every((s) => s.limit === 0 && s.keysRejected === 0 && s.requestsRejected === 0));
+  });
+});
+
+describe('suggestions per rule', () => {
+  it('counts a window out of order as in order', () => {
+    const inOrder = recommendLimits(
+      [0, 10, 61_000, 62_000, 63_000, 130_000].map((t) => ({ t, key: 'a', cost: 1 })),
+      60_000,
+    );
+    const shuffled = recommendLimits(
+      [61_000, 0, 62_000, 130_000, 10, 63_000].map((t) => ({ t, key: 'a', cost: 1 })),
+      60_000,
+    );
+    assert.deepEqual(shuffled, inOrder);
+    assert.equal(inOrder.suggestions.find((s) => s.percentile === 'max')?.limit, 3);
+  });
+
+  it('gives each rule of a replay its own keys, peaks and shares', async () => {
+    const loaded = parseRules([
+      {
+        file: 'rules.yaml',
+        text: `domain: api
+descriptors:
+  - key: user
+    rate_limit: { name: per-user, unit: minute, requests_per_unit: 100 }
+  - key: tenant
+    rate_limit: { unit: minute, requests_per_unit: 100 }
+`,
+      },
+    ]);
+    if (!loaded.ok) throw new Error(JSON.stringify(loaded.issues));
+    const records: CaptureRecord[] = [];
+    const d = (key: string, value: string) => ({ entries: [{ key, value }] });
+    // Users u0..u9 send 1..10 requests in one minute; tenant t0 takes them all (55), t1 sends 5.
+    for (let u = 0; u < 10; u++) {
+      for (let i = 0; i <= u; i++) {
+        records.push({
+          t: 1000 * u + i,
+          domain: 'api',
+          descriptors: [d('user', `u${u}`), d('tenant', 't0')],
+          cost: 1,
+          outcome: 'OK',
+        });
+      }
+    }
+    for (let i = 0; i < 5; i++)
+      records.push({ t: 20_000 + i, domain: 'api', descriptors: [d('tenant', 't1')], cost: 1, outcome: 'OK' });
+    records.sort((a, b) => a.t - b.t);
+    const result = await replay(records, loaded.ruleSet);
+    const users = result.recommendations.get('api|user');
+    const tenants = result.recommendations.get('api|tenant');
+    assert.deepEqual([users?.keys, users?.units, tenants?.keys, tenants?.units], [10, 55, 2, 60]);
+    const limit = (rec: typeof users, p: string) => rec?.suggestions.find((s) => s.percentile === p);
+    assert.deepEqual(limit(users, 'p50'), {
+      percentile: 'p50',
+      limit: 5,
+      keysRejected: 0.5,
+      requestsRejected: 15 / 55,
+    });
+    assert.deepEqual(limit(tenants, 'p50'), {
+      percentile: 'p50',
+      limit: 5,
+      keysRejected: 0.5,
+      requestsRejected: 50 / 60,
+    });
+    assert.equal(limit(tenants, 'max')?.limit, 55);
+    assert.deepEqual([...(result.ruleNames.get('api|user') ?? [])], ['per-user']);
   });
 });

@@ -55,8 +55,8 @@ export class WindowCounts {
   private byWindow: Map<number, number> | undefined;
 
   add(window: number, cost: number): void {
-    if (window === this.window) this.count += cost;
-    else if (this.byWindow !== undefined) this.byWindow.set(window, (this.byWindow.get(window) ?? 0) + cost);
+    if (this.byWindow !== undefined) this.byWindow.set(window, (this.byWindow.get(window) ?? 0) + cost);
+    else if (window === this.window) this.count += cost;
     else if (!(window < this.window)) {
       if (this.count > 0) this.closed.push(this.count);
       this.window = window;
