@@ -166,6 +166,29 @@ export function createKitStore(backend: StateBackend, options: KitStoreOptions =
     return decisions;
   }
 
+  /** Several refunds in one atomic update of their rows (Store.refundMany): one transaction on SQL. */
+  async function refundMany(items: readonly StoreItem[], nowMs: number): Promise<void> {
+    if (items.length === 0) return;
+    const ids = [...new Set(items.map((item) => stateId(item.policy, item.key)))];
+    for (const id of ids) cache?.forget(id);
+    await update<void>(ids, nowMs, (rows, now) => {
+      const states = rows.map((row) =>
+        row === undefined || row.expiresAt <= now ? undefined : decodeKeyState(row.state),
+      );
+      for (const item of items) {
+        const state = states[ids.indexOf(stateId(item.policy, item.key))];
+        if (state !== undefined) refundOnState(state, item.policy, item.cost, now);
+      }
+      const policyOf = new Map(items.map((item) => [stateId(item.policy, item.key), item.policy]));
+      const writesOut = states.map((state, i) =>
+        state === undefined
+          ? undefined
+          : writeOf(rows[i], state, policyOf.get(ids[i] as string) as ResolvedPolicy, now),
+      );
+      return { writes: writesOut, result: undefined };
+    });
+  }
+
   async function refund(key: string, p: ResolvedPolicy, cost: number, nowMs: number): Promise<void> {
     const id = stateId(p, key);
     cache?.forget(id);
@@ -196,6 +219,7 @@ export function createKitStore(backend: StateBackend, options: KitStoreOptions =
     checkMany,
     charge,
     refund,
+    refundMany,
     reset,
     acquire,
     release,

@@ -33,6 +33,7 @@ export interface MemoryStore extends Store {
   checkMany(items: readonly StoreItem[], nowMs: number, commit: boolean): Decision[];
   refund(key: string, policy: ResolvedPolicy, cost: number, nowMs: number): void;
   charge(items: readonly StoreItem[], nowMs: number): Decision[];
+  refundMany(items: readonly StoreItem[], nowMs: number): void;
   reset(key: string, policy: ResolvedPolicy): void;
   acquire(key: string, limit: number, leaseMs: number, nowMs: number): LeaseDecision;
   release(lease: Lease, nowMs: number): boolean;
@@ -76,6 +77,9 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     refund: (key, p, cost, nowMs) => d.refund(key, p, cost, nowMs),
     // One call, so all items at once: JavaScript runs it to the end before any other check.
     charge: (items, nowMs) => items.map((item) => d.charge(item.key, item.policy, item.cost, nowMs)),
+    refundMany(items, nowMs) {
+      for (const item of items) d.refund(item.key, item.policy, item.cost, nowMs);
+    },
     reset: (key, p) => d.reset(key, p),
 
     acquire(key, limit, leaseMs, nowMs) {
