@@ -1,8 +1,8 @@
 /**
  * The gateway in front of an LLM API (`llm:` rules): each request reserves its estimated tokens under its
  * hashed API key, is forwarded, and its response streams back byte for byte while its usage is read; the
- * reservation is settled before the response's end is passed on — with the reported usage, or, when the
- * stream was cut (a client that left, an upstream that stalled or dropped), with what was produced.
+ * reservation is settled before the response's end is passed on — with the reported usage, or without it
+ * with what passed, or for a stream cut before its end with its reserved output (gateway-llm-usage.ts).
  */
 import type { Agent, ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
 import { isSluiceError } from 'sluice';
