@@ -33,6 +33,25 @@ export function checkOptions<Req>(
   if (options === null || typeof options !== 'object') {
     throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'rateLimit: expected an options object');
   }
+  checkKnownNames(options, extraKeys, framework);
+  warnSecondsLikePeriod(options.period, 'period');
+  if (Array.isArray(options.limits)) {
+    for (const [i, l] of options.limits.entries()) {
+      if (l !== null && typeof l === 'object') warnSecondsLikePeriod(l.period, `limits[${i}].period`);
+    }
+  }
+  checkKinds(options);
+  checkNumbers(options);
+  if (options.rules !== undefined) checkRules(options);
+  if (options.mode !== 'shape' && (options.maxDelayMs !== undefined || options.sleep !== undefined)) {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', "maxDelayMs, sleep: only apply with mode: 'shape'", {
+      option: options.maxDelayMs !== undefined ? 'maxDelayMs' : 'sleep',
+    });
+  }
+}
+
+/** An unknown option is an error, with the sluice spelling when it is another library's. */
+function checkKnownNames<Req>(options: RateLimitOptions<Req>, extraKeys: ReadonlySet<string>, framework?: string) {
   for (const k of Object.keys(options)) {
     if (!RATE_LIMIT_OPTION_KEYS.has(k) && !extraKeys.has(k)) {
       const hint = migrationHint(k, options as Record<string, unknown>, framework);
@@ -45,19 +64,16 @@ export function checkOptions<Req>(
       );
     }
   }
-  warnSecondsLikePeriod(options.period, 'period');
-  if (Array.isArray(options.limits)) {
-    for (const [i, l] of options.limits.entries()) {
-      if (l !== null && typeof l === 'object') warnSecondsLikePeriod(l.period, `limits[${i}].period`);
-    }
-  }
-  const fn = (name: keyof RateLimitOptions<Req>) => {
+}
+
+/** Options that are functions, and options that take one of a few values. */
+function checkKinds<Req>(options: RateLimitOptions<Req>): void {
+  for (const name of ['key', 'skip', 'body', 'onLimited', 'sleep', 'peerAddress'] as const) {
     const v = options[name];
     if (v !== undefined && typeof v !== 'function') {
       throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${name}: expected a function`, { option: name });
     }
-  };
-  for (const name of ['key', 'skip', 'body', 'onLimited', 'sleep', 'peerAddress'] as const) fn(name);
+  }
   const oneOf = (name: keyof RateLimitOptions<Req>, allowed: readonly unknown[]) => {
     const v = options[name];
     if (v !== undefined && !allowed.includes(v)) {
@@ -74,6 +90,10 @@ export function checkOptions<Req>(
   oneOf('shadow', [true, false]);
   oneOf('shared', [true, false]);
   oneOf('xRateLimitReset', ['seconds', 'epoch']);
+}
+
+/** cost, maxDelayMs, statusCode and message. */
+function checkNumbers<Req>(options: RateLimitOptions<Req>): void {
   const { cost, maxDelayMs, statusCode, message } = options;
   if (cost !== undefined && typeof cost !== 'function' && !(Number.isInteger(cost) && cost >= 0 && cost <= 1e9)) {
     throw new SluiceError('ERR_SLUICE_INVALID_COST', `cost: ${String(cost)} is not a whole number ≥ 0 or a function`, {
@@ -95,32 +115,29 @@ export function checkOptions<Req>(
       option: 'message',
     });
   }
-  if (options.rules !== undefined) {
-    const rules = options.rules as { shouldRateLimit?: unknown; ruleSet?: unknown };
-    if (typeof rules !== 'object' || rules === null || typeof rules.shouldRateLimit !== 'function') {
-      throw new SluiceError(
-        'ERR_SLUICE_INVALID_OPTION',
-        'rules: expected a rules engine (createRulesEngine from sluice/rules)',
-        {
-          option: 'rules',
-        },
-      );
-    }
-    const clash = ['limit', 'period', 'algorithm', 'burst', 'blockDuration', 'limits', 'key', 'store'].filter(
-      (k) => options[k as keyof RateLimitOptions<Req>] !== undefined,
+}
+
+/** `rules` is a rules engine, and the options it decides are not given as well. */
+function checkRules<Req>(options: RateLimitOptions<Req>): void {
+  const rules = options.rules as { shouldRateLimit?: unknown; ruleSet?: unknown };
+  if (typeof rules !== 'object' || rules === null || typeof rules.shouldRateLimit !== 'function') {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      'rules: expected a rules engine (createRulesEngine from sluice/rules)',
+      {
+        option: 'rules',
+      },
     );
-    if (clash.length > 0 || options.mode === 'shape') {
-      throw new SluiceError(
-        'ERR_SLUICE_INVALID_OPTION',
-        `rules: the rules decide limits, keys and store; drop ${clash.length > 0 ? clash.join(', ') : "mode: 'shape'"}`,
-        { option: 'rules' },
-      );
-    }
   }
-  if (options.mode !== 'shape' && (options.maxDelayMs !== undefined || options.sleep !== undefined)) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', "maxDelayMs, sleep: only apply with mode: 'shape'", {
-      option: options.maxDelayMs !== undefined ? 'maxDelayMs' : 'sleep',
-    });
+  const clash = ['limit', 'period', 'algorithm', 'burst', 'blockDuration', 'limits', 'key', 'store'].filter(
+    (k) => options[k as keyof RateLimitOptions<Req>] !== undefined,
+  );
+  if (clash.length > 0 || options.mode === 'shape') {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `rules: the rules decide limits, keys and store; drop ${clash.length > 0 ? clash.join(', ') : "mode: 'shape'"}`,
+      { option: 'rules' },
+    );
   }
 }
 
