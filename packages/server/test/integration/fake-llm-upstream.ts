@@ -92,6 +92,8 @@ const ROUTES: Record<string, Route> = {
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     send(chatDelta('abcdefgh'));
   },
+  // A JSON request the model is still working on: no answer yet, until the gateway gives up on it.
+  '/openai/think': () => {},
   '/openai/drop': (res, send) => {
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     send(chatDelta('abcdefghijkl'));

@@ -140,6 +140,26 @@ describe('gateway llm: openai upstream', { timeout: 60_000 }, () => {
     assert.equal(remaining(dropped as unknown as Answer) - remaining(after), estimate + MAX_TOKENS);
   });
 
+  it('a client that stops waiting for a JSON answer is charged its reservation: the model was at work', async () => {
+    const key = unique('think');
+    const before = await gw.call('/openai/json', key);
+    const seen = upstream.nextCall();
+    const abort = new AbortController();
+    const waiting = fetch(`${gw.url}/openai/think`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}` },
+      body: BODY,
+      signal: abort.signal,
+    });
+    await seen;
+    abort.abort();
+    await assert.rejects(waiting);
+    await (await seen).closed;
+    const next = await gw.call('/openai/json', key);
+    // The JSON answer's 18, then the whole reservation of the abandoned one.
+    assert.equal(remaining(before) - remaining(next), 18 + estimate + MAX_TOKENS);
+  });
+
   it('over budget: 429 with the token headers, the upstream never called; no key: 401; huge body: 413', async () => {
     const key = unique('over');
     const before = upstream.calls.length;
