@@ -77,3 +77,23 @@ export function escrowBound(limit: number, regions: number): OverAdmissionBound 
     formula: 'L (shares sum to at most L)',
   };
 }
+
+/** What the store's bound is computed from: its mode and regions, its sync's timing, the peers' status now. */
+export interface BoundInputs {
+  readonly mode: 'eventual' | 'escrow';
+  readonly regions: number;
+  readonly syncIntervalMs: number;
+  readonly peerTimeoutMs: number;
+  /** Per peer: the longest lag measured, and whether it is cut off now. */
+  readonly peers: readonly { readonly maxLagMs: number; readonly down: boolean }[];
+}
+
+/** The store's bound for a limit (the store's `bound()`): Δ as measured, or the longest one allowed. */
+export function storeBound(limit: number, inputs: BoundInputs, ratePerSecond: number | null): OverAdmissionBound {
+  if (inputs.mode === 'escrow') return escrowBound(limit, inputs.regions);
+  // Δ as measured (change here → held there); before any push landed, the longest one allowed.
+  const measured = inputs.peers.reduce((m, s) => Math.max(m, s.maxLagMs), 0);
+  const lag = measured > 0 ? measured : 2 * inputs.syncIntervalMs + 2 * inputs.peerTimeoutMs;
+  const partitioned = inputs.peers.some((s) => s.down);
+  return eventualBound(limit, inputs.regions, lag, ratePerSecond, partitioned);
+}

@@ -8,13 +8,13 @@ import { slotOf } from '../redis/keys.js';
 import { createRedisStore } from '../redis/redis-store.js';
 import type { Lease, LeaseDecision, Store, StoreItem } from '../store.js';
 import { CheckBatcher } from './batch.js';
-import { escrowBound, eventualBound, type OverAdmissionBound } from './bound.js';
+import { type OverAdmissionBound, storeBound } from './bound.js';
 import { checkAllOrNothing } from './check-all.js';
 import { assertEventualItem, COUNTER_ALGORITHMS } from './eventual.js';
 import { tagOf } from './keys.js';
-import { type MultiRegionStoreOptions, resolveMultiRegionOptions } from './options.js';
+import { type MultiRegionStoreOptions, type ResolvedMultiRegionOptions, resolveMultiRegionOptions } from './options.js';
 import { openRegionConnections } from './region-connections.js';
-import { createRegionMode } from './region-mode.js';
+import { createRegionMode, type RegionMode } from './region-mode.js';
 import type { PeerStatus } from './sync-loop.js';
 
 /** The multi-region store. */
@@ -71,7 +71,6 @@ const asResolved = (p: ResolvedPolicy | PolicyOptions): ResolvedPolicy =>
  */
 export function createMultiRegionStore(options: MultiRegionStoreOptions): MultiRegionStore {
   const o = resolveMultiRegionOptions(options);
-  const onError = o.onError;
   const connections = openRegionConnections(o, options.regions);
   const { region, loop } = createRegionMode(o, connections);
   // Concurrency leases stay in the region: a lease is held for a request's lifetime, far shorter than a sync.
@@ -81,22 +80,14 @@ export function createMultiRegionStore(options: MultiRegionStoreOptions): MultiR
     clock: 'client',
     timeoutMs: o.timeoutMs,
     localCache: false,
-    ...(onError === undefined ? {} : { onError }),
+    ...(o.onError === undefined ? {} : { onError: o.onError }),
   });
-  // Checks arriving together share a script call (per Cluster slot): one round trip, not one each.
-  const singles = new CheckBatcher(
-    (items, nowMs, commit) => region.check(items, nowMs, commit, false),
-    o.local.cluster ? (key) => String(slotOf(tagOf(o.prefix, key))) : () => '',
-  );
+  const single = createSingleChecks(o, region);
   if (o.autoSync) loop.start();
   let closed = false;
 
   const supports = (p: ResolvedPolicy | PolicyOptions) =>
     o.mode === 'escrow' || COUNTER_ALGORITHMS.has(asResolved(p).algorithm);
-
-  function closedError(): SluiceError {
-    return new SluiceError('ERR_SLUICE_STORE_CLOSED', 'the multi-region store was closed');
-  }
 
   const slotOfItem = o.local.cluster ? (item: StoreItem) => slotOf(tagOf(o.prefix, item.key)) : undefined;
   async function checkMany(items: readonly StoreItem[], nowMs: number, commit: boolean): Promise<Decision[]> {
@@ -112,16 +103,7 @@ export function createMultiRegionStore(options: MultiRegionStoreOptions): MultiR
 
     // Not async: the batcher's promise is the answer (an async wrapper would add a promise per check).
     check(key, policy, cost, nowMs, commit) {
-      if (closed) return Promise.reject(closedError());
-      // Refused alone, before the batch: in one, it would fail every check sent with it.
-      if (o.mode === 'eventual') {
-        try {
-          assertEventualItem(policy, cost);
-        } catch (e) {
-          return Promise.reject(e);
-        }
-      }
-      return singles.check({ key, policy, cost }, nowMs, commit);
+      return closed ? Promise.reject(closedError()) : single(key, policy, cost, nowMs, commit);
     },
     checkMany,
 
@@ -141,15 +123,9 @@ export function createMultiRegionStore(options: MultiRegionStoreOptions): MultiR
     supports,
 
     bound(policy, traffic = {}) {
-      const p = asResolved(policy);
-      const n = o.regionNames.length;
-      if (o.mode === 'escrow') return escrowBound(p.limit, n);
-      const status = loop.status();
-      // Δ as measured (change here → held there); before any push landed, the longest one allowed.
-      const measured = status.reduce((m, s) => Math.max(m, s.maxLagMs), 0);
-      const lag = measured > 0 ? measured : 2 * o.syncIntervalMs + 2 * o.peerTimeoutMs;
-      const partitioned = status.some((s) => s.down);
-      return eventualBound(p.limit, n, lag, traffic.ratePerSecond ?? null, partitioned);
+      const { mode, syncIntervalMs, peerTimeoutMs } = o;
+      const inputs = { mode, syncIntervalMs, peerTimeoutMs, regions: o.regionNames.length, peers: loop.status() };
+      return storeBound(asResolved(policy).limit, inputs, traffic.ratePerSecond ?? null);
     },
 
     sync: () => loop.flush(),
@@ -164,5 +140,34 @@ export function createMultiRegionStore(options: MultiRegionStoreOptions): MultiR
       await leases.close();
       await connections.close();
     },
+  };
+}
+
+function closedError(): SluiceError {
+  return new SluiceError('ERR_SLUICE_STORE_CLOSED', 'the multi-region store was closed');
+}
+
+/**
+ * Single checks, batched: checks arriving together share a script call (per Cluster slot), one round trip,
+ * not one each. Eventual mode refuses an item it cannot merge alone, before the batch: in one, it would
+ * fail every check sent with it.
+ */
+function createSingleChecks(
+  o: ResolvedMultiRegionOptions,
+  region: RegionMode['region'],
+): (key: string, policy: ResolvedPolicy, cost: number, nowMs: number, commit: boolean) => Promise<Decision> {
+  const singles = new CheckBatcher(
+    (items, nowMs, commit) => region.check(items, nowMs, commit, false),
+    o.local.cluster ? (key) => String(slotOf(tagOf(o.prefix, key))) : () => '',
+  );
+  return (key, policy, cost, nowMs, commit) => {
+    if (o.mode === 'eventual') {
+      try {
+        assertEventualItem(policy, cost);
+      } catch (e) {
+        return Promise.reject(e);
+      }
+    }
+    return singles.check({ key, policy, cost }, nowMs, commit);
   };
 }
