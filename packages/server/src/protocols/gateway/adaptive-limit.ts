@@ -60,59 +60,25 @@ export function createGatewayAdaptive(options: AdaptiveLimiterOptions, ruleSet: 
       ...(initialLimit === undefined ? {} : { initialLimit }),
       priorities: Object.fromEntries(shape.map((p) => [p.name, p.share])),
     });
-  let shape = shapeOf(ruleSet, fallback);
-  let key = keyOf(shape);
-  let limiter = build(shape);
+  let key = keyOf(shapeOf(ruleSet, fallback));
+  let limiter = build(shapeOf(ruleSet, fallback));
   let seen = ruleSet;
   /** Limiters replaced by a reload that still have requests in flight. */
   let retired: AdaptiveLimiter[] = [];
-  /** Per name: admitted and shed by replaced limiters; admitted over the limit (and so not shed); held over it. */
-  const carried = new Map<string, { admitted: number; shed: number }>();
-  const over = new Map<string, { admitted: number; held: number }>();
-  const overOf = (name: string) => {
-    let o = over.get(name);
-    if (o === undefined) {
-      o = { admitted: 0, held: 0 };
-      over.set(name, o);
-    }
-    return o;
-  };
+  const carried: Carried = new Map();
+  const over: OverLimit = new Map();
 
   function reshape(next: RuleSet): void {
     seen = next;
-    const nextShape = shapeOf(next, fallback);
-    const nextKey = keyOf(nextShape);
-    if (nextKey === key) return;
+    const shape = shapeOf(next, fallback);
+    if (keyOf(shape) === key) return;
     for (const [name, f] of Object.entries(limiter.stats().priorities)) {
       const c = carried.get(name) ?? { admitted: 0, shed: 0 };
       carried.set(name, { admitted: c.admitted + f.admitted, shed: c.shed + f.shed });
     }
     retired = [...retired.filter((l) => l.inFlight > 0), limiter];
-    limiter = build(nextShape, limiter.limit);
-    shape = nextShape;
-    key = nextKey;
-  }
-
-  /** The floor: a refused request below its priority's guarantee goes over the limit (see above). */
-  function overLimit(refused: AdaptiveDecision & { allowed: false }): AdaptiveDecision {
-    const names = limiter.priorities;
-    const name = refused.priority;
-    if (name === names[names.length - 1]) return refused;
-    const figures = limiter.stats().priorities[name];
-    const o = overOf(name);
-    if (figures === undefined || figures.inFlight + o.held >= figures.guaranteed) return refused;
-    o.held++;
-    o.admitted++;
-    let released = false;
-    return {
-      allowed: true,
-      priority: name,
-      release() {
-        if (released) return;
-        released = true;
-        o.held--;
-      },
-    };
+    limiter = build(shape, limiter.limit);
+    key = keyOf(shape);
   }
 
   return {
@@ -120,26 +86,72 @@ export function createGatewayAdaptive(options: AdaptiveLimiterOptions, ruleSet: 
       if (next !== seen) reshape(next);
       const known = priority !== undefined && limiter.priorities.includes(priority);
       const decision = limiter.tryAcquire(known ? { priority } : {});
-      return decision.allowed || decision.reason !== 'limit' ? decision : overLimit(decision);
+      return decision.allowed || decision.reason !== 'limit' ? decision : admitOverLimit(limiter, over, decision);
     },
     stats() {
-      const now = limiter.stats();
-      const priorities: Record<string, PriorityFigures> = {};
-      let overHeld = 0;
-      for (const [name, f] of Object.entries(now.priorities)) {
-        const c = carried.get(name);
-        const o = over.get(name);
-        overHeld += o?.held ?? 0;
-        priorities[name] = {
-          ...f,
-          inFlight: f.inFlight + (o?.held ?? 0),
-          admitted: f.admitted + (c?.admitted ?? 0) + (o?.admitted ?? 0),
-          shed: f.shed + (c?.shed ?? 0) - (o?.admitted ?? 0),
-        };
-      }
       retired = retired.filter((l) => l.inFlight > 0);
-      const draining = retired.reduce((sum, l) => sum + l.inFlight, 0);
-      return { ...now, inFlight: now.inFlight + overHeld + draining, priorities };
+      return combinedStats(limiter, carried, over, retired);
     },
   };
+}
+
+/** Per name: admitted and shed by limiters a reload replaced. */
+type Carried = Map<string, { admitted: number; shed: number }>;
+/** Per name: requests admitted over the limit (counted as shed by the limiter, so taken off there), and held now. */
+type OverLimit = Map<string, { admitted: number; held: number }>;
+
+/** The floor: a refused request below its priority's guarantee goes over the limit (see createGatewayAdaptive). */
+function admitOverLimit(
+  limiter: AdaptiveLimiter,
+  over: OverLimit,
+  refused: AdaptiveDecision & { allowed: false },
+): AdaptiveDecision {
+  const names = limiter.priorities;
+  const name = refused.priority;
+  if (name === names[names.length - 1]) return refused;
+  const figures = limiter.stats().priorities[name];
+  let o = over.get(name);
+  if (figures === undefined || figures.inFlight + (o?.held ?? 0) >= figures.guaranteed) return refused;
+  if (o === undefined) {
+    o = { admitted: 0, held: 0 };
+    over.set(name, o);
+  }
+  const held = o;
+  held.held++;
+  held.admitted++;
+  let released = false;
+  return {
+    allowed: true,
+    priority: name,
+    release() {
+      if (released) return;
+      released = true;
+      held.held--;
+    },
+  };
+}
+
+/** The limiter's figures with what was carried over reloads, admitted over the limit, and still draining. */
+function combinedStats(
+  limiter: AdaptiveLimiter,
+  carried: Carried,
+  over: OverLimit,
+  retired: readonly AdaptiveLimiter[],
+): AdaptiveStats {
+  const now = limiter.stats();
+  const priorities: Record<string, PriorityFigures> = {};
+  for (const [name, f] of Object.entries(now.priorities)) {
+    const c = carried.get(name);
+    const o = over.get(name);
+    priorities[name] = {
+      ...f,
+      inFlight: f.inFlight + (o?.held ?? 0),
+      admitted: f.admitted + (c?.admitted ?? 0) + (o?.admitted ?? 0),
+      shed: f.shed + (c?.shed ?? 0) - (o?.admitted ?? 0),
+    };
+  }
+  let extra = 0;
+  for (const o of over.values()) extra += o.held;
+  for (const l of retired) extra += l.inFlight;
+  return { ...now, inFlight: now.inFlight + extra, priorities };
 }
