@@ -107,7 +107,7 @@ describe('mysql store: group commit', () => {
     // Every row and gap of the table locked: the first transactions wait, and decisions pile up behind them.
     await holder.query(`SELECT * FROM ${table} FOR UPDATE`);
     const pending = Array.from({ length: 5000 }, (_, i) =>
-      store.check(`stuck${i}`, policy, 1, now, true).then(
+      Promise.resolve(store.check(`stuck${i}`, policy, 1, now, true)).then(
         (d) => d.allowed,
         (e: { code?: string }) => e.code,
       ),
