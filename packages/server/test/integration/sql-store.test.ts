@@ -5,7 +5,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { postJson, type SluiceProcess, startSluice, unique } from './helpers.js';
+import { type SluiceProcess, startSluice, unique } from './helpers.js';
+import { httpBurst, storeAnswered } from './sql-service-checks.js';
 
 const URL = 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -19,14 +20,12 @@ describe('sluice serve --store postgres://', { timeout: 60_000 }, () => {
   });
 
   it('admits exactly the limit of concurrent checks, counted in the database', async () => {
-    const key = unique('sql');
-    const url = `http://127.0.0.1:${service.http}/v1/check`;
-    const answers = await Promise.all(
-      Array.from({ length: 30 }, () => postJson(url, { checks: [{ key, limit: 10, period: '1h' }] })),
+    const results = await storeAnswered(
+      () => httpBurst(service, unique('sql'), 30),
+      (r) => r !== undefined && r.degraded !== true,
     );
-    const results = answers.map((a) => (a.json as { results: { allowed: boolean; degraded?: boolean }[] }).results[0]);
     assert.equal(results.filter((r) => r?.allowed).length, 10);
-    assert.ok(results.every((r) => r?.degraded !== true));
+    assert.ok(results.every((r) => r !== undefined && r.degraded !== true));
     const db = new pg.Client({ connectionString: URL });
     await db.connect();
     const { rows } = await db.query('SELECT count(*)::int AS n FROM sluice_state WHERE expires_at > 0');
