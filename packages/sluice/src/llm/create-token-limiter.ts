@@ -5,25 +5,22 @@
  */
 import type { Clock } from '../core/clock.js';
 import { systemClock } from '../core/clock.js';
-import type { Decision } from '../core/decision.js';
 import { SluiceError } from '../core/errors.js';
 import { type PolicyOptions, type ResolvedPolicy, resolvePolicy } from '../core/policy.js';
-import { chargeItems } from '../limiter/charge.js';
-import { combineDecisions, decisionWithResults } from '../limiter/combine.js';
 import type { LimiterDecision } from '../limiter/limiter-decision.js';
 import {
   createReservationBook,
   type Reservation,
-  type ReservationAccount,
   type ReservationOptions,
   type SettleResult,
 } from '../limiter/reservations.js';
 import { createMemoryStore } from '../stores/memory/memory-store.js';
-import type { Store, StoreItem } from '../stores/store.js';
+import type { Store } from '../stores/store.js';
 import { BUDGET_TOOLS, type BudgetTools, budgetTools } from './budget-tools.js';
+import { type TokenCost, type TokenLimit, tokenAccount, validCost, validCount } from './token-account.js';
 import { TOKEN_DIMENSIONS, type TokenDimension } from './token-dimension.js';
 import { tokenHeaders } from './token-headers.js';
-import { type CostLimitOptions, createPricing, MAX_COST } from './token-price.js';
+import { type CostLimitOptions, createPricing } from './token-price.js';
 import { MAX_TOKEN_COUNT, type Usage } from './usage.js';
 
 /** Options of {@link createTokenLimiter}: any subset of the four limits. */
@@ -42,8 +39,7 @@ export interface TokenLimiterOptions extends ReservationOptions {
   clock?: Clock;
 }
 
-/** A request's cost per dimension. */
-export type TokenCost = Readonly<Record<TokenDimension, number>>;
+export type { TokenCost } from './token-account.js';
 
 /** What a token reservation is settled with. */
 export type TokenSettleResult = SettleResult<TokenCost>;
@@ -70,22 +66,9 @@ export interface TokenReservation extends Omit<Reservation<TokenCost>, 'settle'>
   settle(usage: Usage): Promise<TokenSettleResult>;
 }
 
-const NOTHING: TokenCost = { requests: 0, inputTokens: 0, outputTokens: 0, totalTokens: 0, cost: 0 };
-
-const validCount = (n: unknown) => typeof n === 'number' && Number.isInteger(n) && n >= 0 && n <= MAX_TOKEN_COUNT;
-const validCost = (n: unknown) => typeof n === 'number' && Number.isInteger(n) && n >= 0 && n <= MAX_COST;
-const TOKEN_COUNTS = TOKEN_DIMENSIONS.filter((d) => d !== 'cost');
-
-/**
- * Creates a token limiter.
- *
- * @example
- * const budget = createTokenLimiter({ requests: { limit: 60, period: '1m' }, totalTokens: { limit: 25_000, period: '1m' } });
- * const r = await budget.reserve(apiKey, { inputTokens: estimateInputTokens(body), maxOutputTokens: body.max_tokens });
- * if (r.allowed) await r.settle(await readUsage(upstreamResponse, { provider: 'openai' }));
- */
-export function createTokenLimiter(options: TokenLimiterOptions): TokenLimiter {
-  const limits = TOKEN_DIMENSIONS.flatMap((name) => {
+/** Each dimension the options name, as a limit; at least one. */
+function tokenLimits(options: TokenLimiterOptions): TokenLimit[] {
+  const limits: TokenLimit[] = TOKEN_DIMENSIONS.flatMap((name) => {
     const given = options[name];
     if (given === undefined) return [];
     const { price: _price, ...policy } = given as CostLimitOptions;
@@ -97,6 +80,19 @@ export function createTokenLimiter(options: TokenLimiterOptions): TokenLimiter {
       'ERR_SLUICE_INVALID_OPTION',
       'createTokenLimiter needs at least one of requests, inputTokens, outputTokens, totalTokens, cost (each { limit, period })',
     );
+  return limits;
+}
+
+/**
+ * Creates a token limiter.
+ *
+ * @example
+ * const budget = createTokenLimiter({ requests: { limit: 60, period: '1m' }, totalTokens: { limit: 25_000, period: '1m' } });
+ * const r = await budget.reserve(apiKey, { inputTokens: estimateInputTokens(body), maxOutputTokens: body.max_tokens });
+ * if (r.allowed) await r.settle(await readUsage(upstreamResponse, { provider: 'openai' }));
+ */
+export function createTokenLimiter(options: TokenLimiterOptions): TokenLimiter {
+  const limits = tokenLimits(options);
   const priced = options.cost === undefined ? undefined : createPricing(options.cost.price);
   /** A request's cost per dimension; a pricing function's bad answer becomes a cost no limit accepts. */
   const costOf = (inputTokens: number, outputTokens: number): TokenCost => {
@@ -105,59 +101,7 @@ export function createTokenLimiter(options: TokenLimiterOptions): TokenLimiter {
   };
   const store = options.store ?? createMemoryStore();
   const clock = options.clock ?? systemClock;
-  const items = (key: string, cost: TokenCost): StoreItem[] =>
-    limits.map(({ name, policy }) => ({ key, policy, cost: cost[name] }));
-  const decide = (key: string, decisions: readonly Decision[]): LimiterDecision =>
-    decisionWithResults(
-      combineDecisions(decisions),
-      decisions.map((decision, i) => ({ name: (limits[i] as (typeof limits)[number]).name, key, decision })),
-    );
-  const giveBack = async (key: string, cost: TokenCost) => {
-    const now = clock.now();
-    for (const item of items(key, cost)) if (item.cost > 0) await store.refund(key, item.policy, item.cost, now);
-  };
-
-  const account: ReservationAccount<TokenCost> = {
-    take: async (key, cost) => decide(String(key), await store.checkMany(items(String(key), cost), clock.now(), true)),
-    giveBack: (key, cost) => giveBack(String(key), cost),
-    async settle(k, reserved, actual) {
-      const key = String(k);
-      const now = clock.now();
-      const charged = { ...actual } as Record<TokenDimension, number>;
-      const refunded = { ...NOTHING };
-      const over: { name: TokenDimension; item: StoreItem }[] = [];
-      for (const { name, policy } of limits) {
-        const diff = actual[name] - reserved[name];
-        if (diff < 0) {
-          await store.refund(key, policy, -diff, now);
-          refunded[name] = -diff;
-        } else if (diff > 0) over.push({ name, item: { key, policy, cost: diff } });
-      }
-      if (over.length === 0) return { charged, refunded, extra: undefined };
-      // The request already ran: its extra is owed on every dimension at once, past the limits if need be (debt,
-      // which later requests wait out). A store without charge takes it only while every limit has room.
-      const { decisions, took } = await chargeItems(
-        store,
-        undefined,
-        over.map((o) => o.item),
-        now,
-      );
-      if (!took) for (const { name } of over) charged[name] = reserved[name];
-      const extra = decisionWithResults(
-        combineDecisions(decisions),
-        decisions.map((decision, i) => ({ name: (over[i] as (typeof over)[number]).name, key, decision })),
-      );
-      return { charged, refunded, extra };
-    },
-    invalid: (actual) => {
-      const a = actual as Partial<TokenCost> | null;
-      if (a === null || typeof a !== 'object' || !TOKEN_COUNTS.every((d) => validCount(a[d])))
-        return `usage must have whole token counts from 0 to ${MAX_TOKEN_COUNT}`;
-      return validCost(a.cost) ? undefined : `the usage's cost is not a whole number ≥ 0 (${String(a.cost)})`;
-    },
-    // cancel: the request did not happen, so even its request unit comes back.
-    zero: NOTHING,
-  };
+  const account = tokenAccount(limits, store, clock);
   const book = createReservationBook(account, options, clock);
   const periods = Object.fromEntries(limits.map((l) => [l.name, l.policy.periodMs]));
   const actualOf = (usage: Usage): TokenCost =>
