@@ -135,7 +135,11 @@ export function createMySqlBackend(options: MySqlBackendOptions): StateBackend {
    * the connection dropped) on failure. Not durable: the decisions are answered once the writes are sent, while the
    * commit waits for the log flush (the rows stay locked until it is done, so the next decision on them sees them).
    */
-  async function once(entries: readonly BatchEntry[], hexes: readonly string[]): Promise<void> {
+  async function once(
+    entries: readonly BatchEntry[],
+    hexes: readonly string[],
+    sent: { answered: boolean },
+  ): Promise<void> {
     const session = await client.session();
     try {
       const results = await session.run(readStatements(table, hexes, session.fresh ? lockSeconds : undefined));
@@ -148,7 +152,10 @@ export function createMySqlBackend(options: MySqlBackendOptions): StateBackend {
           else entries[i]?.reject(o.error);
         });
       const committed = session.run(writeStatements(table, read.rows, read.placeholders));
-      if (!options.durable) answer();
+      if (!options.durable) {
+        answer();
+        sent.answered = true;
+      }
       await committed;
       session.release(false);
       if (options.durable) answer();
@@ -162,15 +169,20 @@ export function createMySqlBackend(options: MySqlBackendOptions): StateBackend {
     }
   }
 
-  /** A batch, retried whole when InnoDB picks it as a deadlock's victim (nothing was answered then). */
+  /**
+   * A batch, retried whole when InnoDB picks it as a deadlock's victim before anything was answered. Once answered
+   * (not durable), a retry would decide again on rows others may have changed since, and could take back nothing it
+   * told: the failed writes are lost instead, as a crash before the commit loses them.
+   */
   async function runBatch(entries: BatchEntry[]): Promise<void> {
     await prepare();
     const hexes = [...new Set(entries.flatMap((e) => e.hexes))];
+    const sent = { answered: false };
     for (let attempt = 0; ; attempt++) {
       try {
-        return await once(entries, hexes);
+        return await once(entries, hexes, sent);
       } catch (error) {
-        if ((error as { errno?: unknown })?.errno !== 1213 || attempt >= DEADLOCK_RETRIES)
+        if (sent.answered || (error as { errno?: unknown })?.errno !== 1213 || attempt >= DEADLOCK_RETRIES)
           throw mySqlError(error, table);
       }
     }
