@@ -10,7 +10,8 @@ import { type RemoteStoreOptions, resolveRemoteStoreOptions } from './remote-opt
 
 export type { RemoteStoreOptions } from './remote-options.js';
 
-import { policyPart, releaseItem, toDecision, toLeaseDecision, type WireItem, type WireResult } from './wire.js';
+import { at, chargeGroup, checkGroup, checkOne, idOf, type Remote, sendOne, toOk } from './remote-ops.js';
+import { policyPart, releaseItem, toLeaseDecision } from './wire.js';
 
 /** What a remote store did, for metrics, tests and benchmarks. */
 export interface RemoteStoreStats {
@@ -63,31 +64,13 @@ export function createRemoteStore(options: RemoteStoreOptions): RemoteStore {
     onError: options.onError,
   });
   const cache = o.cacheKeys === undefined ? undefined : new LocalCache(o.cacheKeys);
-  /** A counter's identity: its policy and key. */
-  const idOf = (key: string, policy: ResolvedPolicy) => `${policy.id}\u0000${key}`;
-  const clientClock = o.clientClock;
-  /** The item of one operation, with the caller's clock when the store runs on it. */
-  const at = (item: WireItem, nowMs: number): WireItem => {
-    if (clientClock) item.nowMs = nowMs;
-    return item;
-  };
-  const one = (item: WireItem) => batcher.send([item]).then((results) => results[0] as WireResult);
+  const remote: Remote = { batcher, cache, clientClock: o.clientClock };
 
   return {
     name: 'remote',
     synchronous: false,
 
-    check(key, policy, cost, nowMs, commit) {
-      const id = idOf(key, policy);
-      const cached = cache?.get(id, policy, cost, nowMs);
-      if (cached !== undefined) return Promise.resolve(cached);
-      const item = at({ key, op: commit ? 'check' : 'peek', cost, ...policyPart(policy) }, nowMs);
-      return one(item).then((r) => {
-        const d = toDecision(r);
-        cache?.learn(id, policy, cost, nowMs, commit, d);
-        return d;
-      });
-    },
+    check: (key, policy, cost, nowMs, commit) => checkOne(remote, key, policy, cost, nowMs, commit),
 
     async checkMany(items, nowMs, commit) {
       if (items.length === 0) return [];
@@ -95,61 +78,30 @@ export function createRemoteStore(options: RemoteStoreOptions): RemoteStore {
         const only = items[0] as StoreItem;
         return [await this.check(only.key, only.policy, only.cost, nowMs, commit)];
       }
-      const ids = items.map((item) => idOf(item.key, item.policy));
-      if (cache !== undefined && items.every((item) => item.policy.blockMs === 0)) {
-        // Only when every limit is known to reject: the answer must be the one the service would give.
-        const cached = items.map((item, i) => cache.get(ids[i] as string, item.policy, item.cost, nowMs));
-        if (cached.every((d) => d !== undefined)) return cached as Decision[];
-      }
-      const group = batcher.nextGroup();
-      const wire = items.map((item) =>
-        at({ key: item.key, op: commit ? 'check' : 'peek', cost: item.cost, group, ...policyPart(item.policy) }, nowMs),
-      );
-      const decisions = (await batcher.send(wire)).map(toDecision);
-      if (cache !== undefined && new Set(ids).size === ids.length) {
-        items.forEach((item, i) => {
-          cache.learn(ids[i] as string, item.policy, item.cost, nowMs, commit, decisions[i] as Decision, true);
-        });
-      }
-      return decisions;
+      return checkGroup(remote, items, nowMs, commit);
     },
 
-    // The service's op `charge`: several items as one group, charged in one step of its store.
     async charge(items, nowMs) {
       if (items.length === 0) return [];
-      for (const item of items) cache?.forget(idOf(item.key, item.policy));
-      const group = items.length > 1 ? batcher.nextGroup() : undefined;
-      const wire = items.map((item) =>
-        at(
-          {
-            key: item.key,
-            op: 'charge',
-            cost: item.cost,
-            ...(group === undefined ? {} : { group }),
-            ...policyPart(item.policy),
-          },
-          nowMs,
-        ),
-      );
-      return (await batcher.send(wire)).map(toDecision);
+      return chargeGroup(remote, items, nowMs);
     },
 
     async refund(key, policy, cost, nowMs) {
       cache?.forget(idOf(key, policy));
-      toOk(await one(at({ key, op: 'refund', cost, ...policyPart(policy) }, nowMs)));
+      toOk(await sendOne(remote, at(remote, { key, op: 'refund', cost, ...policyPart(policy) }, nowMs)));
     },
 
     async reset(key, policy) {
       cache?.forget(idOf(key, policy));
-      toOk(await one({ key, op: 'reset', ...policyPart(policy) }));
+      toOk(await sendOne(remote, { key, op: 'reset', ...policyPart(policy) }));
     },
 
     async acquire(key, limit, leaseMs, nowMs) {
-      return toLeaseDecision(await one(at({ key, op: 'acquire', limit, leaseMs }, nowMs)), key);
+      return toLeaseDecision(await sendOne(remote, at(remote, { key, op: 'acquire', limit, leaseMs }, nowMs)), key);
     },
 
     async release(lease, nowMs) {
-      const r = await one(at(releaseItem(lease), nowMs));
+      const r = await sendOne(remote, at(remote, releaseItem(lease), nowMs));
       if (typeof r.released !== 'boolean') toOk(r);
       return r.released === true;
     },
@@ -157,9 +109,4 @@ export function createRemoteStore(options: RemoteStoreOptions): RemoteStore {
     close: () => batcher.close(),
     stats: () => ({ ...batcher.stats, localCacheHits: cache?.hits ?? 0 }),
   };
-}
-
-/** A result that only says the operation was done. */
-function toOk(r: WireResult): void {
-  if (r.error !== undefined || r.ok !== true) toDecision(r); // throws the result's error
 }
