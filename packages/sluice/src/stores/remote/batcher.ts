@@ -5,6 +5,7 @@
  */
 import { SluiceError } from '../../core/errors.js';
 import { type FetchLike, type PostContext, postBatch, type Unit } from './post-batch.js';
+import { SendQueue } from './send-queue.js';
 
 export type { FetchLike } from './post-batch.js';
 
@@ -31,101 +32,59 @@ export interface Batcher {
   readonly stats: { requests: number; operations: number; errors: number; timeouts: number };
 }
 
-/**
- * A caller resumed by a reply reaches its next operation a few promise hops later, so a flush waits
- * (one microtask hop at a time) until a hop brings no new operation — at most this many hops.
- */
-const MAX_HOPS = 16;
-
-export function createBatcher(options: BatcherOptions): Batcher {
-  const { url, timeoutMs, batch, maxBatch, maxResponseBytesPerCheck, onError } = options;
-  const headers = { 'content-type': 'application/json', ...options.headers };
-  const stats = { requests: 0, operations: 0, errors: 0, timeouts: 0 };
-  let queue: Unit[] = [];
-  let queued = 0;
-  let scheduled = false;
-  let seen = 0;
-  let hops = 0;
-  let group = 0;
-  let closed = false;
+/** Counts failures and reports the first of each outage to `onError` (the service answering ends an outage). */
+function outageReport(
+  stats: PostContext['stats'],
+  onError: BatcherOptions['onError'],
+): Pick<PostContext, 'fail' | 'up'> {
   let downReported = false;
-  const inFlight = new Set<Promise<void>>();
-
-  function fail(error: SluiceError): SluiceError {
-    stats.errors++;
-    if (error.code === 'ERR_SLUICE_STORE_TIMEOUT') stats.timeouts++;
-    if (onError !== undefined && !downReported) {
-      downReported = true;
-      try {
-        onError(error);
-      } catch {
-        // A throwing onError must not turn a store failure into a crash.
+  return {
+    fail(error) {
+      stats.errors++;
+      if (error.code === 'ERR_SLUICE_STORE_TIMEOUT') stats.timeouts++;
+      if (onError !== undefined && !downReported) {
+        downReported = true;
+        try {
+          onError(error);
+        } catch {
+          // A throwing onError must not turn a store failure into a crash.
+        }
       }
-    }
-    return error;
-  }
-
-  const context: PostContext = {
-    url,
-    headers,
-    fetch: options.fetch,
-    timeoutMs,
-    maxResponseBytesPerCheck,
-    stats,
-    inFlight,
-    fail,
-    up: () => {
+      return error;
+    },
+    up() {
       downReported = false;
     },
   };
+}
+
+/** Creates the batcher of one remote store: a queue of operations, the POSTs that carry them, and the stats. */
+export function createBatcher(options: BatcherOptions): Batcher {
+  const { batch } = options;
+  const stats = { requests: 0, operations: 0, errors: 0, timeouts: 0 };
+  const inFlight = new Set<Promise<void>>();
+  const context: PostContext = {
+    url: options.url,
+    headers: { 'content-type': 'application/json', ...options.headers },
+    fetch: options.fetch,
+    timeoutMs: options.timeoutMs,
+    maxResponseBytesPerCheck: options.maxResponseBytesPerCheck,
+    stats,
+    inFlight,
+    ...outageReport(stats, options.onError),
+  };
   const post = (units: Unit[]) => postBatch(context, units);
-
-  function flush(): void {
-    scheduled = false;
-    let units: Unit[] = [];
-    let size = 0;
-    for (const unit of queue) {
-      if (size > 0 && size + unit.items.length > maxBatch) {
-        post(units);
-        units = [];
-        size = 0;
-      }
-      units.push(unit);
-      size += unit.items.length;
-    }
-    if (units.length > 0) post(units);
-    queue = [];
-    queued = 0;
-  }
-
-  function settleThenFlush(): void {
-    if (queued !== seen && hops < MAX_HOPS) {
-      seen = queued;
-      hops++;
-      queueMicrotask(settleThenFlush);
-      return;
-    }
-    flush();
-  }
+  const queue = new SendQueue(options.maxBatch, post);
+  let group = 0;
+  let closed = false;
 
   return {
     send(items) {
       if (closed) return Promise.reject(new SluiceError('ERR_SLUICE_STORE_CLOSED', 'the remote store was closed'));
       return new Promise<WireResult[]>((resolve, reject) => {
         const unit: Unit = { items, resolve, reject };
-        if (!batch) {
-          post([unit]);
-          return;
-        }
-        queue.push(unit);
-        queued += items.length;
-        if (queued >= maxBatch) flush();
-        else if (!scheduled) {
-          scheduled = true;
-          seen = queued;
-          hops = 0;
-          queueMicrotask(settleThenFlush);
-        }
+        if (batch) queue.push(unit);
+        else post([unit]);
       });
     },
     nextGroup: () => ++group,
@@ -133,7 +92,7 @@ export function createBatcher(options: BatcherOptions): Batcher {
       // Operations already queued still go out; close() resolves once every request has settled
       // (at most timeoutMs).
       closed = true;
-      if (queue.length > 0) flush();
+      queue.flushPending();
       await Promise.all(inFlight);
     },
     stats,
