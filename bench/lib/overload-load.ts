@@ -6,6 +6,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { Agent, createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Callers } from './overload-callers.js';
 
 /**
  * The upstream: `capacity` requests served at once, each `serviceMs` (a timer, not CPU), the rest
@@ -154,10 +155,10 @@ export function quantile(values: number[], q: number): number {
 }
 
 /**
- * Runs {@link offerLoad} in a child process (bench/lib/overload-client beside this file), calling
+ * Runs {@link offerLoad} (or the closed-loop callers of overload-callers.ts) in a child process (bench/lib/overload-client beside this file), calling
  * `onTick` every 100 ms meanwhile; answers its samples.
  */
-export async function offerLoadApart(load: Load, onTick: (elapsedMs: number) => void): Promise<Sample[]> {
+export async function offerLoadApart(load: Load | Callers, onTick: (elapsedMs: number) => void): Promise<Sample[]> {
   // Compiled by `npm run bench`, or run from source with tsx (node --import tsx bench/overload.ts).
   const fromSource = import.meta.url.endsWith('.ts');
   const script = new URL(fromSource ? './overload-client.ts' : './overload-client.js', import.meta.url).pathname;
