@@ -64,83 +64,98 @@ export function sqliteError(error: unknown, table: string): unknown {
   return error;
 }
 
+/** The statements a backend runs, prepared once. */
+interface Statements {
+  read: SqliteStatement;
+  now: SqliteStatement;
+  upsert: SqliteStatement;
+  remove: SqliteStatement;
+  sweep: SqliteStatement;
+}
+
+/** Sets the connection up (busy timeout, WAL, the table when asked) and prepares every statement. */
+function prepareStatements(options: SqliteBackendOptions): Statements {
+  const { db, table } = options;
+  if ((db as { readonly?: unknown }).readonly === true)
+    throw sqliteError(new Error('SQLITE_READONLY: the database was opened read-only'), table);
+  try {
+    db.exec(`PRAGMA busy_timeout = ${Math.ceil(options.lockTimeoutMs)}`);
+    if (options.wal) db.exec('PRAGMA journal_mode = WAL');
+    if (options.createTable) db.exec(sqliteTableSql(table));
+    return {
+      read: db.prepare(`SELECT state, expires_at FROM ${table} WHERE id = ?`),
+      now: db.prepare(`SELECT ${DB_NOW} AS now`),
+      upsert: db.prepare(
+        `INSERT INTO ${table} (id, state, expires_at) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET state = excluded.state, expires_at = excluded.expires_at`,
+      ),
+      remove: db.prepare(`DELETE FROM ${table} WHERE id = ?`),
+      sweep: db.prepare(`DELETE FROM ${table} WHERE id IN (SELECT id FROM ${table} WHERE expires_at <= ? LIMIT ?)`),
+    };
+  } catch (error) {
+    throw sqliteError(error, table);
+  }
+}
+
+/** The time a decision is made at: the database's clock or the caller's. */
+function decisionNow(s: Statements, clock: SqliteBackendOptions['clock'], nowMs: number): number {
+  return clock === 'database' ? Number((s.now.get() as { now: number | bigint }).now) : nowMs;
+}
+
+/** One decision's write transaction (the hot path): read the rows, run the step, write what it changed, commit. */
+function transact<T>(
+  options: SqliteBackendOptions,
+  s: Statements,
+  ids: readonly string[],
+  nowMs: number,
+  step: StateStep<T>,
+): T {
+  const { db, table } = options;
+  const keys = ids.map((id) => Buffer.from(idHex(id), 'hex'));
+  try {
+    db.exec('BEGIN IMMEDIATE');
+  } catch (error) {
+    throw sqliteError(error, table);
+  }
+  try {
+    const states = keys.map((key) => {
+      const row = s.read.get(key) as { state: string; expires_at: number } | undefined;
+      return row === undefined ? undefined : ({ state: row.state, expiresAt: Number(row.expires_at) } as StoredState);
+    });
+    const { writes, result } = step(states, decisionNow(s, options.clock, nowMs));
+    writes.forEach((w, i) => {
+      if (w === null) s.remove.run(keys[i]);
+      else if (w !== undefined) s.upsert.run(keys[i], w.state, w.expiresAt);
+    });
+    db.exec('COMMIT');
+    return result;
+  } catch (error) {
+    try {
+      db.exec('ROLLBACK');
+    } catch {
+      // No transaction left to roll back (SQLite ended it on the error).
+    }
+    throw sqliteError(error, table);
+  }
+}
+
 /** Creates the SQLite backend (createSqliteStore wraps it in the kit). */
 export function createSqliteBackend(options: SqliteBackendOptions): StateBackend {
-  const { db, table, clock } = options;
-  let statements:
-    | {
-        read: SqliteStatement;
-        now: SqliteStatement;
-        upsert: SqliteStatement;
-        remove: SqliteStatement;
-        sweep: SqliteStatement;
-      }
-    | undefined;
-
-  const prepare = () => {
-    if (statements !== undefined) return statements;
-    if ((db as { readonly?: unknown }).readonly === true)
-      throw sqliteError(new Error('SQLITE_READONLY: the database was opened read-only'), table);
-    try {
-      db.exec(`PRAGMA busy_timeout = ${Math.ceil(options.lockTimeoutMs)}`);
-      if (options.wal) db.exec('PRAGMA journal_mode = WAL');
-      if (options.createTable) db.exec(sqliteTableSql(table));
-      statements = {
-        read: db.prepare(`SELECT state, expires_at FROM ${table} WHERE id = ?`),
-        now: db.prepare(`SELECT ${DB_NOW} AS now`),
-        upsert: db.prepare(
-          `INSERT INTO ${table} (id, state, expires_at) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET state = excluded.state, expires_at = excluded.expires_at`,
-        ),
-        remove: db.prepare(`DELETE FROM ${table} WHERE id = ?`),
-        sweep: db.prepare(`DELETE FROM ${table} WHERE id IN (SELECT id FROM ${table} WHERE expires_at <= ? LIMIT ?)`),
-      };
-      return statements;
-    } catch (error) {
-      throw sqliteError(error, table);
-    }
+  let statements: Statements | undefined;
+  const prepare = (): Statements => {
+    statements ??= prepareStatements(options);
+    return statements;
   };
-
-  function update<T>(ids: readonly string[], nowMs: number, step: StateStep<T>): T {
-    const s = prepare();
-    const keys = ids.map((id) => Buffer.from(idHex(id), 'hex'));
-    try {
-      db.exec('BEGIN IMMEDIATE');
-    } catch (error) {
-      throw sqliteError(error, table);
-    }
-    try {
-      const states = keys.map((key) => {
-        const row = s.read.get(key) as { state: string; expires_at: number } | undefined;
-        return row === undefined ? undefined : ({ state: row.state, expiresAt: Number(row.expires_at) } as StoredState);
-      });
-      const now = clock === 'database' ? Number((s.now.get() as { now: number | bigint }).now) : nowMs;
-      const { writes, result } = step(states, now);
-      writes.forEach((w, i) => {
-        if (w === null) s.remove.run(keys[i]);
-        else if (w !== undefined) s.upsert.run(keys[i], w.state, w.expiresAt);
-      });
-      db.exec('COMMIT');
-      return result;
-    } catch (error) {
-      try {
-        db.exec('ROLLBACK');
-      } catch {
-        // No transaction left to roll back (SQLite ended it on the error).
-      }
-      throw sqliteError(error, table);
-    }
-  }
 
   return {
     name: 'sqlite',
-    update: async (ids, nowMs, step) => update(ids, nowMs, step),
+    update: async (ids, nowMs, step) => transact(options, prepare(), ids, nowMs, step),
     async sweep(nowMs, max) {
       const s = prepare();
-      const at = clock === 'database' ? Number((s.now.get() as { now: number | bigint }).now) : nowMs;
+      const at = decisionNow(s, options.clock, nowMs);
       try {
         return Number((s.sweep.run(at, max) as { changes?: number | bigint }).changes ?? 0);
       } catch (error) {
-        throw sqliteError(error, table);
+        throw sqliteError(error, options.table);
       }
     },
     async ready() {
