@@ -1,5 +1,5 @@
 /**
- * The scripts print every number they write with `fmt` (stores/redis/lua-checks.ts): '%d' for
+ * The scripts print every number they write with `fmt` (stores/redis/lua-macros.ts): '%d' for
  * integers, which Redis's Lua does far faster than '%.17g', and '%.17g' for anything else. State
  * written before that change must read the same after it, so for every integer '%d' must print
  * exactly what '%.17g' printed, and every other number must still come back exact.
@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { useRedis } from '../../../../test/helpers/redis-client.js';
-import { fmt } from '../../src/stores/redis/lua-checks.js';
+import { fmt } from '../../src/stores/redis/lua-macros.js';
 
 describe('Redis scripts: numbers written exactly', () => {
   const redis = useRedis();

@@ -14,7 +14,16 @@ import * as escrow from '../../src/stores/multi-region/escrow-lua.js';
 import * as eventual from '../../src/stores/multi-region/eventual-lua.js';
 import { ALGORITHM_CODES } from '../../src/stores/redis/lua.js';
 import { LUA_SOURCES } from '../../src/stores/redis/lua-sources.js';
-import { ALL_SCRIPTS, policyScript, type Script } from '../../src/stores/redis/scripts.js';
+import {
+  ACQUIRE_SCRIPT,
+  ALL_SCRIPTS,
+  CHECK_SCRIPTS,
+  MANY_SCRIPT,
+  policyScript,
+  REFUND_SCRIPT,
+  RELEASE_SCRIPT,
+  type Script,
+} from '../../src/stores/redis/scripts.js';
 
 const stores = resolve(import.meta.dirname, '..', '..', 'src', 'stores');
 
@@ -44,14 +53,50 @@ describe('Lua sources', () => {
   });
 });
 
+const algorithms = Object.keys(ALGORITHM_CODES) as AlgorithmName[];
+/** Each algorithm's policy scripts (its batch script with the policy written in), blocking and not. */
+const policyScripts = algorithms.flatMap((algorithm) => [
+  policyScript(resolvePolicy({ algorithm, limit: 10, period: '1m' })),
+  policyScript(resolvePolicy({ algorithm, limit: 7, period: '1s', blockDuration: '1m' })),
+]);
+/**
+ * Every script the Redis store assembles from its templated .lua files (lua.ts): each algorithm's batch
+ * script (a lone check is a batch of one) and policy scripts; the multi-limit script, which holds every
+ * algorithm's check, refund and charge steps; refunds; leases.
+ */
+const redisScripts = [
+  ...Object.values(CHECK_SCRIPTS),
+  ...policyScripts,
+  MANY_SCRIPT,
+  REFUND_SCRIPT,
+  ACQUIRE_SCRIPT,
+  RELEASE_SCRIPT,
+];
+
+describe('the assembled Redis store scripts', () => {
+  it('hold no template word: every macro and constant was expanded', () => {
+    // Lua's own upper-case names in these scripts have no underscore but REDIS_VERSION_NUM (a field of redis).
+    for (const script of redisScripts) {
+      const code = script.source.replace(/--[^\n]*/g, '').replace(/'[^'\n]*'/g, "''");
+      const left = code.match(/(?<![.\w])[A-Z][A-Z0-9]*_[A-Z0-9_]*\b/g) ?? [];
+      assert.deepEqual(left, [], script.name);
+    }
+  });
+
+  it('every check script pastes its own algorithm once, and the multi-limit script all of them', () => {
+    for (const algorithm of algorithms) {
+      const source = CHECK_SCRIPTS[algorithm].source;
+      assert.equal(source.match(/repeat\n/g)?.length, 1, algorithm);
+    }
+    for (const code of Object.values(ALGORITHM_CODES))
+      assert.match(MANY_SCRIPT.source, new RegExp(`CHECK\\[${code}\\] =`));
+  });
+});
+
 describe('every store script loads into Redis', () => {
   const redis = useRedis();
 
-  const policies = (Object.keys(ALGORITHM_CODES) as AlgorithmName[]).flatMap((algorithm) => [
-    resolvePolicy({ algorithm, limit: 10, period: '1m' }),
-    resolvePolicy({ algorithm, limit: 7, period: '1s', blockDuration: '1m' }),
-  ]);
-  const all = [...ALL_SCRIPTS, ...policies.map(policyScript), ...scriptsOf(escrow), ...scriptsOf(eventual)];
+  const all = [...ALL_SCRIPTS, ...redisScripts, ...scriptsOf(escrow), ...scriptsOf(eventual)];
 
   it(`SCRIPT LOAD accepts all ${all.length} and returns their SHA1s`, async () => {
     assert.ok(all.length >= 30, `${all.length} scripts`);

@@ -12,7 +12,7 @@ import { type AlgorithmName, MAX_SLIDING_LOG_LIMIT, resolvePolicy } from '../../
 import { createMemoryStore } from '../../src/stores/memory/memory-store.js';
 import { createRedisStore } from '../../src/stores/redis/index.js';
 import { keyIdOf, stateKey, tagOf } from '../../src/stores/redis/keys.js';
-import { LOG_ENTRY_SIZE, LOG_HEADER_SIZE } from '../../src/stores/redis/lua-checks.js';
+import { LOG_ENTRY_SIZE, LOG_HEADER_SIZE } from '../../src/stores/redis/lua-macros.js';
 
 const NOW = 1_700_000_000_000;
 const TAT_ALGORITHMS: readonly AlgorithmName[] = ['token-bucket', 'leaky-bucket', 'gcra'];

@@ -52,7 +52,7 @@
  */
 
 import { createHash } from 'node:crypto';
-import { CHECK_SNIPPETS } from '../redis/lua-checks.js';
+import { CHECK_SNIPPETS } from '../redis/lua.js';
 import { LUA_SOURCES } from '../redis/lua-sources.js';
 import type { Script } from '../redis/scripts.js';
 
