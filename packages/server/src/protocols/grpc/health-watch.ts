@@ -77,105 +77,141 @@ interface Entry {
   generation: number;
 }
 
+/** The hub's state, shared by its parts below. */
+interface Hub {
+  readonly check: GrpcHealthCheck;
+  readonly slots: WatchSlots;
+  readonly pollMs: number;
+  readonly entries: Set<Entry>;
+  /** The poll, running while a watch is open. */
+  timer: NodeJS.Timeout | undefined;
+  closed: boolean;
+  /** Counts evaluations, so that a late answer of an older one loses to a newer. */
+  generation: number;
+  /** {@link evaluate}, with overlapping calls coalesced. */
+  refresh: () => Promise<void>;
+}
+
 /** Creates the Watch hub. The poll timer runs only while a watch is open, and never holds the process. */
 export function createHealthWatch(options: HealthWatchOptions): HealthWatch {
-  const slots = new WatchSlots({
-    maxWatches: options.maxWatches ?? 1000,
-    perConnection: options.maxWatchesPerConnection ?? 16,
-    perClient: options.maxWatchesPerClient ?? 64,
-  });
-  const pollMs = options.pollMs ?? 1000;
-  const entries = new Set<Entry>();
-  let timer: NodeJS.Timeout | undefined;
-  let closed = false;
-  let generation = 0;
-
-  const statusOf = async (service: string): Promise<WatchStatus> => {
-    try {
-      return (await options.check(service)) ?? 'SERVICE_UNKNOWN';
-    } catch {
-      return 'NOT_SERVING';
-    }
+  const hub: Hub = {
+    check: options.check,
+    slots: new WatchSlots({
+      maxWatches: options.maxWatches ?? 1000,
+      perConnection: options.maxWatchesPerConnection ?? 16,
+      perClient: options.maxWatchesPerClient ?? 64,
+    }),
+    pollMs: options.pollMs ?? 1000,
+    entries: new Set<Entry>(),
+    timer: undefined,
+    closed: false,
+    generation: 0,
+    refresh: () => Promise.resolve(),
   };
-
-  function forget(entry: Entry): void {
-    if (!entries.delete(entry)) return;
-    slots.give(entry.connection, entry.client);
-    if (entries.size === 0 && timer !== undefined) {
-      clearInterval(timer);
-      timer = undefined;
-    }
-  }
-
-  async function evaluate(): Promise<void> {
-    // One look per distinct service name, shared by its watchers.
-    const statuses = new Map<string, Promise<WatchStatus>>();
-    const from = ++generation;
-    const snapshot = [...entries];
-    for (const entry of snapshot) {
-      if (!statuses.has(entry.service)) statuses.set(entry.service, statusOf(entry.service));
-    }
-    for (const entry of snapshot) {
-      const status = await (statuses.get(entry.service) as Promise<WatchStatus>);
-      if (!closed) offer(entries, entry, status, from);
-    }
-  }
-
-  const refresh = coalescedRun(evaluate, () => closed);
-
+  hub.refresh = coalescedRun(
+    () => evaluate(hub),
+    () => hub.closed,
+  );
   return {
-    open(service, connection, sink, client) {
-      if (closed || !slots.take(connection, client)) return undefined;
-      const entry: Entry = {
-        service,
-        connection,
-        client,
-        sink,
-        sent: undefined,
-        pending: undefined,
-        blocked: false,
-        generation: 0,
-      };
-      entries.add(entry);
-      if (timer === undefined) {
-        timer = setInterval(() => void refresh(), pollMs);
-        timer.unref();
-      }
-      // The first message is the status now; later ones come from refresh() when it changes.
-      const from = ++generation;
-      void statusOf(service).then((status) => {
-        if (!closed) offer(entries, entry, status, from);
-      });
-      return {
-        drained() {
-          entry.blocked = false;
-          const pending = entry.pending;
-          if (pending !== undefined) offer(entries, entry, pending, entry.generation);
-        },
-        close: () => forget(entry),
-      };
-    },
-    refresh,
-    close() {
-      if (closed) return;
-      closed = true;
-      if (timer !== undefined) clearInterval(timer);
-      timer = undefined;
-      for (const entry of [...entries]) {
-        try {
-          // Written even to a full stream: one more small message, so the client learns why the call ends.
-          if (entry.sent !== 'SERVICE_UNKNOWN' && entry.sent !== 'NOT_SERVING') entry.sink.write('NOT_SERVING');
-          entry.sink.end();
-        } catch {
-          // The call is already gone.
-        }
-        forget(entry);
-      }
-    },
+    open: (service, connection, sink, client) => openWatch(hub, service, connection, sink, client),
+    refresh: hub.refresh,
+    close: () => closeHub(hub),
     get size() {
-      return entries.size;
+      return hub.entries.size;
     },
   };
+}
+
+/** A service's status now; a failing check reads as NOT_SERVING. */
+async function statusOf(hub: Hub, service: string): Promise<WatchStatus> {
+  try {
+    return (await hub.check(service)) ?? 'SERVICE_UNKNOWN';
+  } catch {
+    return 'NOT_SERVING';
+  }
+}
+
+/** Starts a watch (undefined when a cap is reached): its first status at once, changes from the poll. */
+function openWatch(
+  hub: Hub,
+  service: string,
+  connection: unknown,
+  sink: WatchSink,
+  client: string | undefined,
+): Watcher | undefined {
+  if (hub.closed || !hub.slots.take(connection, client)) return undefined;
+  const entry: Entry = {
+    service,
+    connection,
+    client,
+    sink,
+    sent: undefined,
+    pending: undefined,
+    blocked: false,
+    generation: 0,
+  };
+  const { entries } = hub;
+  entries.add(entry);
+  if (hub.timer === undefined) {
+    hub.timer = setInterval(() => void hub.refresh(), hub.pollMs);
+    hub.timer.unref();
+  }
+  // The first message is the status now; later ones come from refresh() when it changes.
+  const from = ++hub.generation;
+  void statusOf(hub, service).then((status) => {
+    if (!hub.closed) offer(entries, entry, status, from);
+  });
+  return {
+    drained() {
+      entry.blocked = false;
+      const pending = entry.pending;
+      if (pending !== undefined) offer(entries, entry, pending, entry.generation);
+    },
+    close: () => forget(hub, entry),
+  };
+}
+
+/** Forgets a watch that ended: its slot back, and the poll stopped when it was the last. */
+function forget(hub: Hub, entry: Entry): void {
+  if (!hub.entries.delete(entry)) return;
+  hub.slots.give(entry.connection, entry.client);
+  if (hub.entries.size === 0 && hub.timer !== undefined) {
+    clearInterval(hub.timer);
+    hub.timer = undefined;
+  }
+}
+
+/** Looks at every watched service once and offers each watcher its status. */
+async function evaluate(hub: Hub): Promise<void> {
+  // One look per distinct service name, shared by its watchers.
+  const statuses = new Map<string, Promise<WatchStatus>>();
+  const from = ++hub.generation;
+  const snapshot = [...hub.entries];
+  for (const entry of snapshot) {
+    if (!statuses.has(entry.service)) statuses.set(entry.service, statusOf(hub, entry.service));
+  }
+  for (const entry of snapshot) {
+    const status = await (statuses.get(entry.service) as Promise<WatchStatus>);
+    if (!hub.closed) offer(hub.entries, entry, status, from);
+  }
+}
+
+/** Shutdown: NOT_SERVING to every watcher of a known service, then every call ends. */
+function closeHub(hub: Hub): void {
+  if (hub.closed) return;
+  hub.closed = true;
+  if (hub.timer !== undefined) clearInterval(hub.timer);
+  hub.timer = undefined;
+  for (const entry of [...hub.entries]) {
+    try {
+      // Written even to a full stream: one more small message, so the client learns why the call ends.
+      if (entry.sent !== 'SERVICE_UNKNOWN' && entry.sent !== 'NOT_SERVING') entry.sink.write('NOT_SERVING');
+      entry.sink.end();
+    } catch {
+      // The call is already gone.
+    }
+    forget(hub, entry);
+  }
 }
 
 /**
