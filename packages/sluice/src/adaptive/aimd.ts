@@ -20,7 +20,7 @@ export function createAimd(options: AimdOptions = {}): LimitAlgorithm {
     update(limit, sample) {
       if (sample.dropped || sample.rttMs > boundMs) return limit * backoff;
       // Only grow while the limit is what holds requests back: an idle service proves nothing.
-      return sample.inFlight * 2 >= limit ? limit + 1 : limit;
+      return sample.limited || sample.inFlight * 2 >= limit ? limit + 1 : limit;
     },
   };
 }

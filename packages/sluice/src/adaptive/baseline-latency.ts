@@ -1,30 +1,39 @@
 /**
- * The no-load latency an algorithm compares with: the fastest seen, moved up only when a whole period
- * stayed beyond `riseFactor` times it — the service became slower for good. Re-learning it from any
- * later sample (as a periodic probe does) would take the very queue it must detect for the floor, and
- * the limit would creep upwards.
+ * The no-load latency an algorithm compares with: the fastest seen, moved up only when latency stayed
+ * at `riseFactor` times it or more for a whole period — the service became slower for good. Re-learning
+ * it from any later sample (as a periodic probe does) would take the very queue it must detect for the
+ * floor, and the limit would creep upwards.
  */
 
 /** A baseline latency. */
 export interface BaselineLatency {
-  /** Feeds a window's latency at `atMs`; answers the baseline. */
+  /** Feeds a window's fastest latency at `atMs`; answers the baseline. */
   update(rttMs: number, atMs: number): number;
 }
 
-/** Creates a baseline that may rise after `periodMs` spent beyond `riseFactor` × it. */
+/** Creates a baseline that rises after `periodMs` spent at `riseFactor` × it or more. */
 export function createBaselineLatency(periodMs: number, riseFactor: number): BaselineLatency {
   let baseline = Number.POSITIVE_INFINITY;
-  let fastest = Number.POSITIVE_INFINITY;
-  let periodStart = Number.NEGATIVE_INFINITY;
+  // The current stretch of slow windows: when it began, and its fastest latency.
+  let slowSinceMs = Number.NaN;
+  let fastestSlow = Number.POSITIVE_INFINITY;
   return {
     update(rttMs, atMs) {
-      if (atMs - periodStart >= periodMs) {
-        if (fastest !== Number.POSITIVE_INFINITY && fastest > riseFactor * baseline) baseline = fastest;
-        fastest = Number.POSITIVE_INFINITY;
-        periodStart = atMs;
+      if (!(rttMs >= riseFactor * baseline)) {
+        slowSinceMs = Number.NaN;
+        fastestSlow = Number.POSITIVE_INFINITY;
+        baseline = Math.min(baseline, rttMs);
+        return baseline;
       }
-      fastest = Math.min(fastest, rttMs);
-      baseline = Math.min(baseline, rttMs);
+      // Counted from the first slow window on, not from fixed period boundaries: a slowdown just after
+      // a boundary would otherwise wait almost two periods.
+      if (Number.isNaN(slowSinceMs)) slowSinceMs = atMs;
+      fastestSlow = Math.min(fastestSlow, rttMs);
+      if (atMs - slowSinceMs >= periodMs) {
+        baseline = fastestSlow;
+        slowSinceMs = Number.NaN;
+        fastestSlow = Number.POSITIVE_INFINITY;
+      }
       return baseline;
     },
   };

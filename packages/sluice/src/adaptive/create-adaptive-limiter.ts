@@ -4,13 +4,13 @@
 import { createAimd } from './aimd.js';
 import type { AdaptiveDecision, AdaptivePermit, AdaptiveRejectReason, AdaptiveStats } from './decision.js';
 import { createGradient2 } from './gradient2.js';
-import type { LimitAlgorithm } from './limit-algorithm.js';
-import { type AdaptiveLimiterOptions, resolveAdaptiveOptions } from './options.js';
+import type { LimitAlgorithm, LimitSample } from './limit-algorithm.js';
+import { createLimitTracker, type LimitTracker } from './limit-tracker.js';
+import { type AdaptiveLimiterOptions, type ResolvedAdaptiveOptions, resolveAdaptiveOptions } from './options.js';
 import { takePermit } from './permit.js';
-import { createPriorityBook, fits, guaranteed, priorityFigures, priorityIndex, waitingAhead } from './priority-book.js';
-import { createSampleWindow } from './sample-window.js';
+import { admits, createPriorityBook, type PriorityBook, priorityFigures, priorityIndex } from './priority-book.js';
 import { createVegas } from './vegas.js';
-import { createWaitQueue, waitInQueue } from './wait-queue.js';
+import { createWaitQueue, serveWaiters, type WaitQueue, waitInQueue } from './wait-queue.js';
 
 /** What to acquire a place for. */
 export interface AcquireOptions {
@@ -49,6 +49,45 @@ function algorithmOf(options: AdaptiveLimiterOptions, name: string): LimitAlgori
   return createGradient2(options.gradient2);
 }
 
+/** The parts a limiter's public face reads. */
+interface Parts {
+  tryAcquire: AdaptiveLimiter['tryAcquire'];
+  acquire: AdaptiveLimiter['acquire'];
+  tracker: LimitTracker;
+  book: PriorityBook;
+  queue: WaitQueue | undefined;
+  resolved: ResolvedAdaptiveOptions;
+  admitted: readonly number[];
+  shed: readonly number[];
+}
+
+/** The limiter users hold: acquire, and read-only figures over its parts. */
+function facade(parts: Parts): AdaptiveLimiter {
+  const { tracker, book, queue, resolved } = parts;
+  return {
+    tryAcquire: parts.tryAcquire,
+    acquire: parts.acquire,
+    get limit() {
+      return tracker.limit;
+    },
+    get inFlight() {
+      return book.total;
+    },
+    get queued() {
+      return queue?.size ?? 0;
+    },
+    queueSize: resolved.queue?.size ?? 0,
+    priorities: resolved.names,
+    stats: (): AdaptiveStats => ({
+      algorithm: resolved.algorithm,
+      limit: tracker.limit,
+      inFlight: book.total,
+      queued: queue?.size ?? 0,
+      priorities: priorityFigures(book, tracker.limit, parts.admitted, parts.shed),
+    }),
+  };
+}
+
 /**
  * Creates an adaptive limiter.
  * @example
@@ -59,46 +98,39 @@ function algorithmOf(options: AdaptiveLimiterOptions, name: string): LimitAlgori
  */
 export function createAdaptiveLimiter(options: AdaptiveLimiterOptions = {}): AdaptiveLimiter {
   const resolved = resolveAdaptiveOptions(options);
-  const { clock, minLimit, maxLimit, names } = resolved;
+  const { clock, names } = resolved;
   const algorithm = algorithmOf(options, resolved.algorithm);
+  const tracker = createLimitTracker(algorithm, resolved.initialLimit, resolved.minLimit, resolved.maxLimit);
   const book = createPriorityBook(names, resolved.shares);
   const queue = resolved.queue && createWaitQueue(resolved.queue.size, book.waiting);
   const admitted = names.map(() => 0);
   const shed = names.map(() => 0);
   const index = new Map(names.map((name, i) => [name, i]));
-  const window = createSampleWindow();
-  let estimate = resolved.initialLimit;
-  let limit = resolved.initialLimit;
+  const serve = (nowMs: number) => {
+    if (queue !== undefined && queue.size > 0) serveWaiters(queue, book, tracker.limit, nowMs);
+  };
+  // One listener for every permit: the sample moves the limit, then the freed place goes to a waiter.
+  const onRelease = (sample: LimitSample | undefined) => {
+    tracker.add(sample);
+    serve(clock.now());
+  };
 
   function reject(i: number, reason: AdaptiveRejectReason): AdaptiveDecision {
     shed[i] = (shed[i] as number) + 1;
-    const priority = names[i] as string;
-    return { allowed: false, priority, reason, limit, inFlight: book.total, retryAfterMs: RETRY_AFTER_MS };
+    const { limit } = tracker;
+    return {
+      allowed: false,
+      priority: names[i] as string,
+      reason,
+      limit,
+      inFlight: book.total,
+      retryAfterMs: RETRY_AFTER_MS,
+    };
   }
 
   function grant(i: number): AdaptivePermit {
     admitted[i] = (admitted[i] as number) + 1;
-    return takePermit(book, i, clock, (sample) => {
-      const summary = sample && window.add(sample, limit);
-      if (summary !== undefined) {
-        estimate = Math.min(maxLimit, Math.max(minLimit, algorithm.update(estimate, summary)));
-        limit = Math.floor(estimate);
-      }
-      drain();
-    });
-  }
-
-  /** Hands freed places to waiters, most important first; a priority that does not fit lets the next try. */
-  function drain(): void {
-    if (queue === undefined || queue.size === 0) return;
-    const nowMs = clock.now();
-    for (let i = 0; i < names.length; i++) {
-      for (let head = queue.head(i); head !== undefined; head = queue.head(i)) {
-        if (!fits(book, i, limit, nowMs)) break;
-        queue.shift(i);
-        head.settle(true);
-      }
-    }
+    return takePermit(book, i, clock, onRelease);
   }
 
   function tryAcquire(acquireOptions?: AcquireOptions): AdaptiveDecision {
@@ -106,41 +138,22 @@ export function createAdaptiveLimiter(options: AdaptiveLimiterOptions = {}): Ada
     const nowMs = clock.now();
     book.lastDemandMs[i] = nowMs;
     // Places may have come free for waiters without a release (a priority's demand lapsed): they are
-    // served first, and a borrowing arrival does not pass one as important or more.
-    drain();
-    const own = book.inFlight[i] as number;
-    const ok = fits(book, i, limit, nowMs) && (own < guaranteed(book, i, limit) || !waitingAhead(book, i));
-    return ok ? grant(i) : reject(i, 'limit');
+    // served first.
+    serve(nowMs);
+    if (admits(book, i, tracker.limit, nowMs)) return grant(i);
+    tracker.refused();
+    return reject(i, 'limit');
   }
 
-  return {
-    tryAcquire,
-    async acquire(acquireOptions) {
-      const decision = tryAcquire(acquireOptions);
-      if (decision.allowed || queue === undefined) return decision;
-      const i = index.get(decision.priority) as number;
-      shed[i] = (shed[i] as number) - 1; // Not shed yet: it waits.
-      if (acquireOptions?.signal?.aborted) return reject(i, 'aborted');
-      const { timeoutMs } = resolved.queue as { timeoutMs: number };
-      return waitInQueue(queue, i, timeoutMs, acquireOptions?.signal, (r) => (r === true ? grant(i) : reject(i, r)));
-    },
-    get limit() {
-      return limit;
-    },
-    get inFlight() {
-      return book.total;
-    },
-    get queued() {
-      return queue?.size ?? 0;
-    },
-    queueSize: resolved.queue?.size ?? 0,
-    priorities: names,
-    stats: () => ({
-      algorithm: resolved.algorithm,
-      limit,
-      inFlight: book.total,
-      queued: queue?.size ?? 0,
-      priorities: priorityFigures(book, limit, admitted, shed),
-    }),
-  };
+  async function acquire(acquireOptions?: AcquireOptions): Promise<AdaptiveDecision> {
+    const decision = tryAcquire(acquireOptions);
+    if (decision.allowed || queue === undefined) return decision;
+    const i = index.get(decision.priority) as number;
+    shed[i] = (shed[i] as number) - 1; // Not shed yet: it waits.
+    if (acquireOptions?.signal?.aborted) return reject(i, 'aborted');
+    const { timeoutMs } = resolved.queue as { timeoutMs: number };
+    return waitInQueue(queue, i, timeoutMs, acquireOptions?.signal, (r) => (r === true ? grant(i) : reject(i, r)));
+  }
+
+  return facade({ tryAcquire, acquire, tracker, book, queue, resolved, admitted, shed });
 }

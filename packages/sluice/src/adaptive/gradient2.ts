@@ -27,8 +27,8 @@ export function createGradient2(options: Gradient2Options = {}): LimitAlgorithm 
   return {
     update(limit, sample) {
       const rtt = Math.max(sample.rttMs, 0.001);
-      const floor = baseline.update(rtt, sample.atMs);
-      if (!sample.dropped && sample.inFlight * 2 < limit) return limit;
+      const floor = baseline.update(Math.max(sample.minRttMs ?? rtt, 0.001), sample.atMs);
+      if (!sample.dropped && !sample.limited && sample.inFlight * 2 < limit) return limit;
       const gradient = sample.dropped ? 0.5 : Math.max(0.5, Math.min(1, (tolerance * floor) / rtt));
       const target = limit * gradient + Math.sqrt(limit);
       return limit * (1 - smoothing) + target * smoothing;

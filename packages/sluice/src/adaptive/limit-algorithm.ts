@@ -13,6 +13,18 @@ export interface LimitSample {
   dropped: boolean;
   /** When it finished, on the limiter's clock (ms). */
   atMs: number;
+  /**
+   * In a window's summary: the fastest request of the window that was not dropped (its `rttMs` is the
+   * window's average). The no-load latency is a fastest request's, not an average's: an average taken
+   * while the limit already holds a queue includes that queue.
+   */
+  minRttMs?: number;
+  /**
+   * In a window's summary: some request was refused (or had to wait) for want of a place during the
+   * window, so the limit is in use even when fewer than half its places are held — as when part of
+   * it is kept for a priority with demand that uses less than its share.
+   */
+  limited?: boolean;
 }
 
 /** An adaptive limit algorithm: a step from the current limit and one sample to the next limit. */

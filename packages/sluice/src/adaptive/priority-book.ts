@@ -68,6 +68,15 @@ export function fits(book: PriorityBook, i: number, limit: number, nowMs: number
   return book.total + 1 + reserved <= limit;
 }
 
+/**
+ * Whether an arrival of priority `i` is let in now: it fits, and within its guarantee it goes at once,
+ * while beyond it (borrowing) it does not pass a waiter as important or more.
+ */
+export function admits(book: PriorityBook, i: number, limit: number, nowMs: number): boolean {
+  if (!fits(book, i, limit, nowMs)) return false;
+  return (book.inFlight[i] as number) < guaranteed(book, i, limit) || !waitingAhead(book, i);
+}
+
 /** Per-priority figures for `stats()`; `admitted` and `shed` are counted by the limiter. */
 export function priorityFigures(
   book: PriorityBook,

@@ -12,6 +12,8 @@ const MIN_SAMPLES = 10;
 export interface SampleWindow {
   /** Adds a sample; answers the window's summary when it closes, else undefined. */
   add(sample: LimitSample, limit: number): LimitSample | undefined;
+  /** Notes that a request was refused or queued for want of a place: the window's `limited`. */
+  refused(): void;
 }
 
 /** Creates an empty window. */
@@ -19,20 +21,37 @@ export function createSampleWindow(): SampleWindow {
   let count = 0;
   let sumMs = 0;
   let maxInFlight = 0;
+  let minRttMs = Number.POSITIVE_INFINITY;
   let dropped = false;
+  let limited = false;
   return {
     add(sample, limit) {
       count++;
       sumMs += sample.rttMs;
       if (sample.inFlight > maxInFlight) maxInFlight = sample.inFlight;
       dropped ||= sample.dropped;
+      // A dropped request may have failed fast (a refused connection): it says nothing of the no-load latency.
+      if (!sample.dropped && sample.rttMs < minRttMs) minRttMs = sample.rttMs;
       if (count < Math.max(MIN_SAMPLES, limit)) return undefined;
-      const summary = { rttMs: sumMs / count, inFlight: maxInFlight, dropped, atMs: sample.atMs };
+      const fastest = minRttMs === Number.POSITIVE_INFINITY ? sumMs / count : minRttMs;
+      const summary = {
+        rttMs: sumMs / count,
+        inFlight: maxInFlight,
+        dropped,
+        atMs: sample.atMs,
+        minRttMs: fastest,
+        limited,
+      };
       count = 0;
       sumMs = 0;
       maxInFlight = 0;
+      minRttMs = Number.POSITIVE_INFINITY;
       dropped = false;
+      limited = false;
       return summary;
+    },
+    refused() {
+      limited = true;
     },
   };
 }

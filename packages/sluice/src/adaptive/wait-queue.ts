@@ -4,6 +4,7 @@
  * important arrival.
  */
 import type { AdaptiveDecision, AdaptiveRejectReason } from './decision.js';
+import { fits, type PriorityBook } from './priority-book.js';
 
 /** One request waiting for a place. */
 export interface Waiter {
@@ -74,6 +75,18 @@ export function createWaitQueue(capacity: number, waiting: number[]): WaitQueue 
     head: (i) => (lines[i] as Waiter[])[0],
     shift: (i) => take(i, 'first'),
   };
+}
+
+/** Hands free places to waiters, most important first; a priority that does not fit lets the next try. */
+export function serveWaiters(queue: WaitQueue, book: PriorityBook, limit: number, nowMs: number): void {
+  if (queue.size === 0) return;
+  for (let i = 0; i < book.names.length; i++) {
+    for (let head = queue.head(i); head !== undefined; head = queue.head(i)) {
+      if (!fits(book, i, limit, nowMs)) break;
+      queue.shift(i);
+      head.settle(true);
+    }
+  }
 }
 
 /**
