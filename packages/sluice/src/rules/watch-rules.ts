@@ -3,11 +3,10 @@
  * the engine with its counters kept, an invalid one is reported and changes nothing.
  */
 import { SluiceError } from '../core/errors.js';
-import { RULE_ISSUE_CODES } from './codes.js';
-import { DirectoryWatchers } from './directory-watchers.js';
 import type { RulesEngine } from './engine-types.js';
-import { type LoadRulesOptions, readSources, withReadIssues } from './load-rules.js';
+import type { LoadRulesOptions } from './load-rules.js';
 import { parseRules } from './parse-rules.js';
+import { RulesReloader } from './rules-reloader.js';
 import type { LoadResult, RuleSet, RuleSource } from './types.js';
 
 /** Options of `watchRules`. */
@@ -52,6 +51,23 @@ export interface RulesWatcher {
  * // later: watcher.close();
  */
 export function watchRules(paths: string | readonly string[], options: WatchRulesOptions): RulesWatcher {
+  const debounceMs = checkWatchOptions(options);
+  const list = typeof paths === 'string' ? [paths] : [...paths];
+  const parse =
+    options.parse ?? ((sources: RuleSource[]) => parseRules(sources, { mergeDomains: options.mergeDomains === true }));
+  const reloader = new RulesReloader(list, debounceMs, parse, options);
+  reloader.watch();
+  return {
+    reload: () => reloader.run(true),
+    get lastGood() {
+      return reloader.lastGood;
+    },
+    close: () => reloader.close(),
+  };
+}
+
+/** Checks the options a watch cannot start without; returns the debounce in ms. */
+function checkWatchOptions(options: WatchRulesOptions): number {
   if (typeof options?.onReload !== 'function') {
     throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'onReload: expected a function', { option: 'onReload' });
   }
@@ -61,105 +77,5 @@ export function watchRules(paths: string | readonly string[], options: WatchRule
       option: 'debounceMs',
     });
   }
-  const list = typeof paths === 'string' ? [paths] : [...paths];
-  const watchers = new DirectoryWatchers(list, () => schedule());
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<LoadResult> | undefined;
-  let again = false;
-  let closed = false;
-  let lastSignature: string | undefined;
-  let lastGood: RuleSet | undefined;
-
-  function schedule(): void {
-    if (closed) return;
-    if (timer) clearTimeout(timer);
-    timer = setTimeout(() => {
-      timer = undefined;
-      // load() never rejects; only an exception thrown by onReload itself could land here, and a file
-      // event must not turn it into an unhandled rejection that ends the process.
-      run(false).catch(() => {});
-    }, debounceMs);
-    timer.unref();
-  }
-
-  const parse =
-    options.parse ?? ((sources: RuleSource[]) => parseRules(sources, { mergeDomains: options.mergeDomains === true }));
-
-  async function load(): Promise<{ result: LoadResult; changed: boolean }> {
-    try {
-      const { sources, issues } = await readSources(list);
-      const signature = JSON.stringify([sources, issues]);
-      const changed = signature !== lastSignature;
-      lastSignature = signature;
-      return { result: withReadIssues(issues, await parse(sources), sources), changed };
-    } catch (error) {
-      // Whatever went wrong, it is a failed reload (the rules in use stay), never an unhandled rejection.
-      lastSignature = undefined;
-      return { result: loadFailed(list, error), changed: true };
-    }
-  }
-
-  async function run(force: boolean): Promise<LoadResult> {
-    if (running) {
-      // A change arrived while loading: load once more afterwards, so the last write always wins.
-      again = true;
-      return running;
-    }
-    running = (async () => {
-      let outcome: { result: LoadResult; changed: boolean };
-      let changed = force;
-      try {
-        do {
-          again = false;
-          outcome = await load();
-          changed ||= outcome.changed;
-        } while (again && !closed);
-      } finally {
-        running = undefined;
-      }
-      watchers.ensure();
-      if (changed && !closed) report(outcome.result);
-      return outcome.result;
-    })();
-    return running;
-  }
-
-  function report(result: LoadResult): void {
-    if (result.ok) {
-      lastGood = result.ruleSet;
-      options.engine?.setRuleSet(result.ruleSet);
-    }
-    options.onReload(result);
-  }
-
-  watchers.ensure();
-  return {
-    reload: () => run(true),
-    get lastGood() {
-      return lastGood;
-    },
-    close() {
-      closed = true;
-      if (timer) clearTimeout(timer);
-      watchers.close();
-    },
-  };
-}
-
-/** A failed LoadResult for an exception thrown while loading. */
-export function loadFailed(paths: readonly string[], error: unknown): LoadResult {
-  const message = error instanceof Error ? error.message : String(error);
-  return {
-    ok: false,
-    issues: [
-      {
-        code: RULE_ISSUE_CODES.loadFailed,
-        message: `loading the rules failed: ${message}; the rules in use stay`,
-        file: paths.join(', '),
-        line: 0,
-        column: 0,
-      },
-    ],
-    files: [],
-  };
+  return debounceMs;
 }
