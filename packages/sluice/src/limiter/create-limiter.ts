@@ -6,7 +6,7 @@ import type { Clock } from '../core/clock.js';
 import { SluiceError } from '../core/errors.js';
 import type { MaybePromise, Store } from '../stores/store.js';
 import { chargeItems, type LimiterCharge, registerCharge } from './charge.js';
-import { observeChecks } from './decision-channel.js';
+import { type DecisionSource, decisionChannel, publishedAsync, publishedSync } from './decision-channel.js';
 import { explainItems, type LimiterExplanation } from './explain.js';
 import { createFailurePolicy, type FailurePolicy } from './failure-policy.js';
 import type { LimiterDecision } from './limiter-decision.js';
@@ -91,12 +91,17 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const resolved = resolveLimiterOptions(options);
   const { limits, store, clock, failure } = resolved;
   const runner = createLimiterRun(limits, store, clock, failure, options.limits !== undefined);
-  const unobserved: Limiter = {
+  // Checks are published on `sluice:decision` while it has subscribers (OpenTelemetry's, once an SDK is there).
+  const source: DecisionSource = { name: options.name, limits: limits.map((l) => l.name) };
+  const limiter: Limiter = {
     limits,
     store,
     clock,
-    check: checkMethod(runner, store),
-    checkSync: (key, o) => checkSyncOf(runner, store, key, o),
+    check: checkMethod(runner, store, source),
+    checkSync: (key, o) =>
+      decisionChannel.hasSubscribers
+        ? publishedSync(source, key, o, () => checkSyncOf(runner, store, key, o))
+        : checkSyncOf(runner, store, key, o),
     peek: (key, o) => settle(() => runner.run(key, o, false)),
     explain: (key, o) =>
       settle(() => {
@@ -108,12 +113,6 @@ export function createLimiter(options: LimiterOptions): Limiter {
     settle: (id, actual) => reservations.settle(id, actual),
     cancel: (id) => reservations.cancel(id),
   };
-  // Checks published on `sluice:decision` while it has subscribers (OpenTelemetry's, once an SDK is there).
-  const limiter = observeChecks(
-    unobserved,
-    options.name,
-    limits.map((l) => l.name),
-  );
   void connectOpenTelemetry();
   // Validated now (a bad reservationTtl, onExpire or reservationStore throws here); the book holds no timer.
   const charge = chargeOn(resolved);
@@ -131,10 +130,11 @@ export function createLimiter(options: LimiterOptions): Limiter {
  * synchronous store an async function is the cheapest promise: one allocation, and a throw (misuse) becomes the
  * rejection. One limit there calls runOne directly: no test.
  */
-function checkMethod(runner: LimiterRun, store: Store): Limiter['check'] {
+function checkMethod(runner: LimiterRun, store: Store, source: DecisionSource): Limiter['check'] {
   const { runOne, run } = runner;
   if (runner.oneSync)
     return async (key, options) => {
+      if (decisionChannel.hasSubscribers) return publishedSync(source, key, options, () => runOne(key, options, true));
       const decision = runOne(key, options, true);
       // Resolving a promise with an object looks up its `then` (a generic lookup, ~300 instructions when V8 has not
       // inlined where the object was made). Reading a field here checks the decision's map, so V8 knows it has none
@@ -142,8 +142,12 @@ function checkMethod(runner: LimiterRun, store: Store): Limiter['check'] {
       decision.allowed;
       return decision;
     };
-  if (store.synchronous) return async (key, options) => run(key, options, true);
-  return (key, options) => {
+  if (store.synchronous)
+    return async (key, options) =>
+      decisionChannel.hasSubscribers
+        ? publishedSync(source, key, options, () => run(key, options, true) as LimiterDecision)
+        : (run(key, options, true) as LimiterDecision);
+  const pending = (key: LimiterKey, options: CheckOptions | undefined): Promise<LimiterDecision> => {
     try {
       const result = run(key, options, true);
       return result instanceof Promise ? result : Promise.resolve(result);
@@ -151,6 +155,10 @@ function checkMethod(runner: LimiterRun, store: Store): Limiter['check'] {
       return Promise.reject(error);
     }
   };
+  return (key, options) =>
+    decisionChannel.hasSubscribers
+      ? publishedAsync(source, key, options, pending(key, options))
+      : pending(key, options);
 }
 
 function checkSyncOf(runner: LimiterRun, store: Store, key: LimiterKey, options?: CheckOptions): LimiterDecision {

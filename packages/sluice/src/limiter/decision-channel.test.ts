@@ -40,6 +40,16 @@ function brokenStore(): Store {
   });
 }
 
+/** A memory store that answers through promises, as Redis does. */
+function asyncStore(): Store {
+  const store = createMemoryStore();
+  return Object.assign(Object.create(store) as Store, {
+    synchronous: false,
+    check: async (...args: Parameters<Store['check']>) => store.check(...args),
+    checkMany: async (...args: Parameters<Store['checkMany']>) => store.checkMany(...args),
+  });
+}
+
 describe('sluice:decision', () => {
   it('publishes each check of a multi-limit limiter: allowed, then rejected by the limit that binds', async () => {
     diagnostics.subscribe(DECISION_CHANNEL, collect);
@@ -129,6 +139,22 @@ describe('sluice:decision', () => {
       [
         [undefined, 1, true],
         [undefined, 1, false],
+      ],
+    );
+  });
+
+  it('publishes for a limiter on an asynchronous store once each check settles, allowed and rejected', async () => {
+    diagnostics.subscribe(DECISION_CHANNEL, collect);
+    const limiter = createLimiter({ limit: 1, period: '1m', clock: createManualClock(0), store: asyncStore() });
+    const first = limiter.check('k');
+    assert.equal(messages.length, 0, 'nothing before the store answers');
+    assert.equal((await first).allowed, true);
+    assert.equal((await limiter.check('k')).allowed, false);
+    assert.deepEqual(
+      messages.map((m) => [m.limits.length, m.cost, m.decision?.allowed]),
+      [
+        [1, 1, true],
+        [1, 1, false],
       ],
     );
   });

@@ -54,56 +54,64 @@ function openChannel(): DecisionChannel {
 /** The channel itself, held here so Node keeps it (it holds channels weakly). */
 export const decisionChannel: DecisionChannel = openChannel();
 
-/** The limiter calls `observeChecks` wraps. */
-interface Checks {
-  check(key: LimiterKey, options?: { cost?: number }): Promise<LimiterDecision>;
-  checkSync(key: LimiterKey, options?: { cost?: number }): LimiterDecision;
+/** Who a limiter's messages name: its `name` option and its limits' names. */
+export interface DecisionSource {
+  readonly name: string | undefined;
+  readonly limits: readonly string[];
 }
 
-/**
- * `target` with a `check` and `checkSync` that publish to `sluice:decision`: a new object, so that its
- * methods stay constant fields (V8 inlines calls to those). With no subscriber each call costs one
- * `hasSubscribers` read: no message, no closure, no promise of its own.
+/*
+ * The limiter's own `check` and `checkSync` read `decisionChannel.hasSubscribers` first and call these only when it
+ * is true: with nobody listening a check costs that one read (no wrapper call, message, closure or promise), which
+ * bench/observability-ab.ts measures against the library before the hook.
  */
-export function observeChecks<T extends Checks>(target: T, name: string | undefined, limits: readonly string[]): T {
-  const { check, checkSync } = target;
-  const publish = (
-    key: LimiterKey,
-    options: { cost?: number } | undefined,
-    decision?: LimiterDecision,
-    error?: unknown,
-  ) => {
-    const message: DecisionMessage = { name, limits, key, cost: costOf(options), decision, error };
-    decisionChannel.publish(message);
-  };
-  return {
-    ...target,
-    check(key: LimiterKey, options?: { cost?: number }) {
-      if (!decisionChannel.hasSubscribers) return check(key, options);
-      return check(key, options).then(
-        (decision) => {
-          publish(key, options, decision);
-          return decision;
-        },
-        (error: unknown) => {
-          publish(key, options, undefined, error);
-          throw error;
-        },
-      );
-    },
-    checkSync(key: LimiterKey, options?: { cost?: number }) {
-      if (!decisionChannel.hasSubscribers) return checkSync(key, options);
-      let decision: LimiterDecision;
-      try {
-        decision = checkSync(key, options);
-      } catch (error) {
-        publish(key, options, undefined, error);
-        throw error;
-      }
-      publish(key, options, decision);
+
+/** Runs a synchronous check and publishes its decision, or what it threw. */
+export function publishedSync(
+  source: DecisionSource,
+  key: LimiterKey,
+  options: { cost?: number } | undefined,
+  decide: () => LimiterDecision,
+): LimiterDecision {
+  let decision: LimiterDecision;
+  try {
+    decision = decide();
+  } catch (error) {
+    publish(source, key, options, undefined, error);
+    throw error;
+  }
+  publish(source, key, options, decision);
+  return decision;
+}
+
+/** Publishes a pending check's decision, or its rejection, when it settles. */
+export function publishedAsync(
+  source: DecisionSource,
+  key: LimiterKey,
+  options: { cost?: number } | undefined,
+  pending: Promise<LimiterDecision>,
+): Promise<LimiterDecision> {
+  return pending.then(
+    (decision) => {
+      publish(source, key, options, decision);
       return decision;
     },
-  };
+    (error: unknown) => {
+      publish(source, key, options, undefined, error);
+      throw error;
+    },
+  );
+}
+
+function publish(
+  { name, limits }: DecisionSource,
+  key: LimiterKey,
+  options: { cost?: number } | undefined,
+  decision?: LimiterDecision,
+  error?: unknown,
+): void {
+  const message: DecisionMessage = { name, limits, key, cost: costOf(options), decision, error };
+  decisionChannel.publish(message);
 }
 
 /** The cost a check asked for, as the message reports it (a bad one has already thrown). */
