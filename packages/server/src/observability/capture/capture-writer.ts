@@ -3,15 +3,10 @@
  * files, the directory kept under a byte budget by deleting the oldest files. It never blocks and never waits:
  * a full queue (a slow or stuck disk) or a failed write drops records and counts them.
  */
-import { mkdir, open } from 'node:fs/promises';
-import { join } from 'node:path';
-import { type CaptureFile, captureFileName, deleteOldest, listCaptureFiles } from './capture-files.js';
+import { open } from 'node:fs/promises';
+import { CaptureRotation, type CaptureSink } from './capture-rotation.js';
 
-/** Where a writer appends: one open file. */
-export interface CaptureSink {
-  write(data: string): Promise<unknown>;
-  close(): Promise<void>;
-}
+export type { CaptureSink } from './capture-rotation.js';
 
 /** Options of {@link createCaptureWriter}. */
 export interface CaptureWriterOptions {
@@ -64,46 +59,23 @@ async function openAppend(path: string): Promise<CaptureSink> {
 
 /** Creates a writer into `options.dir` (created when missing). Each writer starts a file of its own. */
 export function createCaptureWriter(options: CaptureWriterOptions): CaptureWriter {
-  const { dir, maxBytes } = options;
-  const fileBytes = options.fileBytes ?? Math.max(1, Math.min(32 * MiB, Math.floor(maxBytes / 4)));
+  const { maxBytes } = options;
   const maxQueue = options.maxQueueBytes ?? 4 * MiB;
   const maxLine = options.maxLine ?? 64 * 1024;
-  const openFile = options.openFile ?? openAppend;
-  const now = options.now ?? Date.now;
-  const startMs = now();
+  const files = new CaptureRotation({
+    dir: options.dir,
+    maxBytes,
+    fileBytes: options.fileBytes ?? Math.max(1, Math.min(32 * MiB, Math.floor(maxBytes / 4))),
+    startMs: (options.now ?? Date.now)(),
+    openFile: options.openFile ?? openAppend,
+  });
   let queue: string[] = [];
   let queued = 0;
   let writing: Promise<void> | undefined;
   let closed = false;
   const stats: CaptureWriterStats = { written: 0, dropped: 0, bytes: 0, files: 0 };
-  // The files before the current one (oldest first), their bytes, and the file being written.
-  let older: CaptureFile[] | undefined;
-  let olderBytes = 0;
-  let current: { path: string; sink: CaptureSink; bytes: number; records: number } | undefined;
-  let seq = 0;
 
-  async function startFile(): Promise<void> {
-    if (older === undefined) {
-      await mkdir(dir, { recursive: true });
-      older = await listCaptureFiles(dir);
-      olderBytes = older.reduce((sum, f) => sum + f.bytes, 0);
-    }
-    if (current !== undefined) {
-      older.push({ path: current.path, bytes: current.bytes });
-      olderBytes += current.bytes;
-      await current.sink.close();
-      current = undefined;
-    }
-    const path = join(dir, captureFileName(startMs, process.pid, seq++));
-    current = { path, sink: await openFile(path), bytes: 0, records: 0 };
-  }
-
-  /** Makes room for `bytes` more: a new file past `fileBytes`, the oldest files deleted past `maxBytes`. */
-  async function room(bytes: number): Promise<void> {
-    if (current === undefined || (current.bytes > 0 && current.bytes + bytes > fileBytes)) await startFile();
-    olderBytes -= await deleteOldest(older as CaptureFile[], olderBytes + (current?.bytes ?? 0), bytes, maxBytes);
-  }
-
+  /** Appends what is queued, in chunks, until the queue stays empty. */
   async function writeOut(): Promise<void> {
     while (queue.length > 0) {
       const lines = queue;
@@ -113,10 +85,7 @@ export function createCaptureWriter(options: CaptureWriterOptions): CaptureWrite
       const bytes = Buffer.byteLength(chunk);
       try {
         if (bytes > maxBytes) throw new Error(`capture: ${bytes} bytes queued exceed the budget of ${maxBytes}`);
-        await room(bytes);
-        const file = current as NonNullable<typeof current>;
-        await file.sink.write(chunk);
-        file.bytes += bytes;
+        await files.append(chunk, bytes);
         stats.written += lines.length;
       } catch (error) {
         stats.dropped += lines.length;
@@ -137,25 +106,29 @@ export function createCaptureWriter(options: CaptureWriterOptions): CaptureWrite
       if (writing === undefined) writing = new Promise((resolve) => setImmediate(resolve)).then(writeOut);
     },
     stats() {
-      const files = (older?.length ?? 0) + (current === undefined ? 0 : 1);
-      return { ...stats, bytes: olderBytes + (current?.bytes ?? 0), files };
+      return { ...stats, bytes: files.bytes, files: files.files };
     },
     async flush() {
       while (writing !== undefined) await writing;
     },
     async close(graceMs = 2000) {
       if (closed) return;
-      let timer: NodeJS.Timeout | undefined;
-      const late = new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, graceMs);
-        timer.unref();
-      });
-      await Promise.race([this.flush(), late]);
-      clearTimeout(timer);
+      await withinGrace(this.flush(), graceMs);
       closed = true;
       stats.dropped += queue.length;
       queue = [];
-      if (writing === undefined) await current?.sink.close();
+      if (writing === undefined) await files.close();
     },
   };
+}
+
+/** Waits for `work`, but at most `ms` (the timer never holds the process). */
+async function withinGrace(work: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+    timer.unref();
+  });
+  await Promise.race([work, late]);
+  clearTimeout(timer);
 }
