@@ -39,89 +39,11 @@ export interface ApiServerOptions {
  * a JSON body `{"error":{"code","message"}}`; nothing a client sends can crash it.
  */
 export function createApiServer(options: ApiServerOptions): Server {
-  const { decider, checkApi, metrics, logger, maxBodyBytes } = options;
-
-  async function route(req: IncomingMessage, res: ServerResponse, url: URL): Promise<string> {
-    const { pathname } = url;
-    const method = req.method ?? 'GET';
-    switch (pathname) {
-      case '/json': {
-        only(method, 'POST');
-        const body = await readJson(req, maxBodyBytes);
-        const request = requestFromMessage(body);
-        const decided = await decider.decide(request, 'json', req.headers);
-        if (decided.overallCode === 'OVER_LIMIT' && acceptsProblem(req.headers.accept)) {
-          sendProblem(res, problemOf(decided, decided.binding), decided.headers);
-          return 'json';
-        }
-        sendJson(res, decided.overallCode === 'OVER_LIMIT' ? 429 : 200, responseToJson(decided), decided.headers);
-        return 'json';
-      }
-      case '/v1/check': {
-        only(method, 'POST');
-        const body = await readJson(req, maxBodyBytes);
-        sendJson(res, 200, await checkApi.check(body));
-        return 'check';
-      }
-      case '/healthcheck': {
-        only(method, 'GET', 'HEAD');
-        const health = await options.health();
-        sendJson(res, health.status, health.body);
-        return 'healthcheck';
-      }
-      case '/metrics': {
-        only(method, 'GET');
-        const text = await metrics.render();
-        res.writeHead(200, { 'content-type': metrics.contentType, 'content-length': Buffer.byteLength(text) });
-        res.end(text);
-        return 'metrics';
-      }
-    }
-    if (pathname === '/admin' || pathname.startsWith('/admin/')) {
-      await options.admin(req, res, pathname);
-      return 'admin';
-    }
-    const extra = options.routes.get(pathname);
-    if (extra !== undefined) {
-      await extra(req, res, url);
-      return pathname.startsWith('/api/') ? 'api' : 'other';
-    }
-    if (options.staticFiles?.(req, res, pathname)) return 'static';
-    if (pathname === '/' && (method === 'GET' || method === 'HEAD')) {
-      sendJson(res, 200, {
-        service: 'sluice',
-        endpoints: [
-          'POST /json',
-          'POST /v1/check',
-          'GET /healthcheck',
-          'GET /metrics',
-          '/admin/...',
-          '/api/rules',
-          '/api/status',
-        ],
-      });
-      return 'index';
-    }
-    throw new HttpError(404, 'ERR_SLUICE_NOT_FOUND', `no endpoint at ${method} ${pathname}`);
-  }
-
   const server = createServer((req, res) => {
-    let url: URL;
-    try {
-      url = new URL(req.url ?? '/', 'http://sluice.invalid');
-    } catch {
-      url = new URL('http://sluice.invalid/');
-    }
-    route(req, res, url).then(
-      (name) => metrics.http(name, res.statusCode),
-      (error: unknown) => {
-        const httpError = toHttpError(error);
-        if (httpError.status >= 500 && httpError.status !== 503)
-          logger.error({ err: error, path: url.pathname }, 'request failed');
-        if (!res.headersSent) sendError(res, httpError);
-        else res.destroy();
-        metrics.http(routeName(url.pathname), httpError.status);
-      },
+    const url = requestUrl(req);
+    route(options, req, res, url).then(
+      (name) => options.metrics.http(name, res.statusCode),
+      (error: unknown) => answerError(options, res, url, error),
     );
   });
   // A slow or stuck client must not hold a connection (and a shutdown) forever.
@@ -130,6 +52,104 @@ export function createApiServer(options: ApiServerOptions): Server {
   server.keepAliveTimeout = 5_000;
   return server;
 }
+
+/** The request's URL; one that does not parse is read as `/`. */
+function requestUrl(req: IncomingMessage): URL {
+  try {
+    return new URL(req.url ?? '/', 'http://sluice.invalid');
+  } catch {
+    return new URL('http://sluice.invalid/');
+  }
+}
+
+/** Answers one request; resolves with the route's name for the metrics, or rejects with what went wrong. */
+async function route(options: ApiServerOptions, req: IncomingMessage, res: ServerResponse, url: URL): Promise<string> {
+  const { pathname } = url;
+  const method = req.method ?? 'GET';
+  switch (pathname) {
+    case '/json':
+      return answerJson(options, req, res, method);
+    case '/v1/check':
+      only(method, 'POST');
+      sendJson(res, 200, await options.checkApi.check(await readJson(req, options.maxBodyBytes)));
+      return 'check';
+    case '/healthcheck': {
+      only(method, 'GET', 'HEAD');
+      const health = await options.health();
+      sendJson(res, health.status, health.body);
+      return 'healthcheck';
+    }
+    case '/metrics':
+      only(method, 'GET');
+      return answerMetrics(options.metrics, res);
+  }
+  if (pathname === '/admin' || pathname.startsWith('/admin/')) {
+    await options.admin(req, res, pathname);
+    return 'admin';
+  }
+  const extra = options.routes.get(pathname);
+  if (extra !== undefined) {
+    await extra(req, res, url);
+    return pathname.startsWith('/api/') ? 'api' : 'other';
+  }
+  if (options.staticFiles?.(req, res, pathname)) return 'static';
+  if (pathname === '/' && (method === 'GET' || method === 'HEAD')) {
+    sendJson(res, 200, INDEX);
+    return 'index';
+  }
+  throw new HttpError(404, 'ERR_SLUICE_NOT_FOUND', `no endpoint at ${method} ${pathname}`);
+}
+
+/** `POST /json`: envoy ratelimit's JSON request decided; over the limit a 429 (a problem+json when asked for). */
+async function answerJson(
+  options: ApiServerOptions,
+  req: IncomingMessage,
+  res: ServerResponse,
+  method: string,
+): Promise<string> {
+  only(method, 'POST');
+  const body = await readJson(req, options.maxBodyBytes);
+  const decided = await options.decider.decide(requestFromMessage(body), 'json', req.headers);
+  if (decided.overallCode === 'OVER_LIMIT' && acceptsProblem(req.headers.accept)) {
+    sendProblem(res, problemOf(decided, decided.binding), decided.headers);
+    return 'json';
+  }
+  sendJson(res, decided.overallCode === 'OVER_LIMIT' ? 429 : 200, responseToJson(decided), decided.headers);
+  return 'json';
+}
+
+/** `GET /metrics`: the Prometheus text. */
+async function answerMetrics(metrics: ServiceMetrics, res: ServerResponse): Promise<string> {
+  const text = await metrics.render();
+  res.writeHead(200, { 'content-type': metrics.contentType, 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+  return 'metrics';
+}
+
+/** A request that failed: its error as JSON (or the connection cut when the answer had begun), logged when ours. */
+function answerError(options: ApiServerOptions, res: ServerResponse, url: URL, error: unknown): void {
+  const httpError = toHttpError(error);
+  if (httpError.status >= 500 && httpError.status !== 503) {
+    options.logger.error({ err: error, path: url.pathname }, 'request failed');
+  }
+  if (!res.headersSent) sendError(res, httpError);
+  else res.destroy();
+  options.metrics.http(routeName(url.pathname), httpError.status);
+}
+
+/** `GET /`: what this server answers. */
+const INDEX = {
+  service: 'sluice',
+  endpoints: [
+    'POST /json',
+    'POST /v1/check',
+    'GET /healthcheck',
+    'GET /metrics',
+    '/admin/...',
+    '/api/rules',
+    '/api/status',
+  ],
+};
 
 function only(method: string, ...methods: string[]): void {
   if (!methods.includes(method)) {
