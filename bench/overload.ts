@@ -50,13 +50,16 @@ const ROWS: Row[] = [
   { name: 'adaptive aimd', make: adaptive('aimd') },
 ];
 
-/** p99 latency through the proxy at a tenth of the upstream's capacity, at `serviceMs` a request. */
+/**
+ * p99 latency through the proxy at a quarter of the upstream's capacity (4 requests in flight of its 16:
+ * no queue), at `serviceMs` a request; enough samples (300 and 100) that one stall is not the p99.
+ */
 async function unloaded(serviceMs: number, durationMs: number): Promise<number> {
   const upstream = await startUpstream(CAPACITY, serviceMs);
   const proxy = await startProxy(upstream.url, undefined);
   const load = {
     url: proxy.url,
-    ratePerS: (CAPACITY * 100) / serviceMs,
+    ratePerS: (CAPACITY * 250) / serviceMs,
     durationMs,
     criticalShare: 0.2,
     timeoutMs: 1000,
