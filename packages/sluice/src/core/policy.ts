@@ -71,7 +71,7 @@ export const MAX_MAGNITUDE = 2 ** 50;
 export const MAX_PERIOD_MS = 10 * 366 * 86_400_000;
 /**
  * The largest limit of a sliding log. A log keeps one (time, units) pair — 16 bytes in memory, 8 in
- * Redis, whose 16-bit units field this bound keeps (stores/redis/lua-checks.ts) — per admitted request
+ * Redis, whose 16-bit units field this bound keeps (stores/redis/lua-macros.ts) — per admitted request
  * still in its window, so its memory per key is O(limit): 10,000 is at most 160 KB per key. Larger
  * limits are refused (`ERR_SLUICE_SLIDING_LOG_TOO_LARGE`); the sliding window counter keeps two counts
  * per key whatever the limit, within about 1% of the exact log.

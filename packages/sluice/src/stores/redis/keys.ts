@@ -36,7 +36,7 @@ export function tagOf(prefix: string, key: string): string {
 /**
  * One letter per algorithm code of policy ids (core/policy.ts). A letter also says how a key's value
  * is laid out: earlier versions kept the buckets (`t`, `k`) as "level:last" and the sliding log (`l`)
- * in doubles, which this version's scripts do not read (lua-checks.ts), so the new layouts live under
+ * in doubles, which this version's scripts do not read (lua/check-*.lua), so the new layouts live under
  * new names and an older process never misreads one.
  */
 const ALGORITHM_LETTERS: Readonly<Record<string, string>> = { fw: 'f', sw: 'w', sl: 'e', tb: 'b', lb: 'q', gc: 'g' };
