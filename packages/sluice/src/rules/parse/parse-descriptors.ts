@@ -7,7 +7,7 @@ import type { MetricLevel } from '../metric-key.js';
 import type { DescriptorLevel, DescriptorNode, DescriptorPathEntry, FailMode } from '../types.js';
 import { compileWildcard, isWildcard } from '../wildcard.js';
 import { parseFail } from './parse-fail.js';
-import { parseRuleLimits } from './parse-rule-limits.js';
+import { parseRuleLimits, type RuleLimits } from './parse-rule-limits.js';
 import { type Field, joinPath, type Reader } from './reader.js';
 
 const DESCRIPTOR_FIELDS = [
@@ -84,6 +84,28 @@ export function parseDescriptors(
   return level;
 }
 
+/** A descriptor's own fields, as read (every problem in them reported). */
+interface DescriptorFields {
+  key: string | undefined;
+  value: string | undefined;
+  shadow: boolean;
+  detailedMetric: boolean;
+  valueToMetric: boolean;
+  quotaMode: boolean;
+  metadata: Record<string, unknown> | undefined;
+  shareThreshold: boolean;
+  fail: FailMode | undefined;
+}
+
+/** What a descriptor node is built from beside its own fields: its limits, children and place in the tree. */
+interface NodeParts {
+  rules: RuleLimits;
+  metricLevels: MetricLevel[];
+  children: DescriptorLevel;
+  path: DescriptorPathEntry[];
+  id: string;
+}
+
 /** One descriptor and everything below it; undefined when it has no key or repeats one at its level. */
 function parseDescriptor(
   r: Reader,
@@ -95,10 +117,36 @@ function parseDescriptor(
   const f = r.fields(item.node, itemPath, DESCRIPTOR_FIELDS, item.at);
   if (f === undefined) return undefined;
   const p = (name: string) => joinPath(itemPath, name);
+  const d = readDescriptorFields(r, f, p, item.at, ctx.fail);
+  const { key, value } = d;
+  const entry: DescriptorPathEntry = value === undefined ? { key: key ?? '' } : { key: key ?? '', value };
+  const path = [...ctx.parentPath, entry];
+  const id = pathId(ctx.domain, path);
+  const metricLevels = metricLevelsOf(ctx.parentMetric, d);
+  const rules = parseRuleLimits(r, f, p, id);
+  const children = parseDescriptors(r, f.get('descriptors'), p('descriptors'), {
+    domain: ctx.domain,
+    parentPath: path,
+    parentMetric: metricLevels,
+    fail: d.fail,
+  });
+  if (key === undefined || key === '') return undefined;
+  if (!firstAtLevel(r, key, value, itemPath, item, seen)) return undefined;
+  return descriptorNode(r, item, key, d, { rules, metricLevels, children, path, id });
+}
+
+/** Reads a descriptor's own fields; `fail` is inherited from its parent when it has none. */
+function readDescriptorFields(
+  r: Reader,
+  f: Map<string, Field>,
+  p: (name: string) => string,
+  at: ListItem['at'],
+  parentFail: FailMode | undefined,
+): DescriptorFields {
   const keyField = f.get('key');
   const key = r.string(keyField, p('key'));
   if (key === '' || keyField === undefined) {
-    r.report(C.emptyKey, `${p('key')}: every descriptor needs a non-empty key`, keyField?.at ?? item.at);
+    r.report(C.emptyKey, `${p('key')}: every descriptor needs a non-empty key`, keyField?.at ?? at);
   }
   // An empty value is the same as none, as in envoy ratelimit.
   const value = r.string(f.get('value'), p('value')) || undefined;
@@ -114,32 +162,38 @@ function parseDescriptor(
     r.report(
       C.shareThresholdWithoutWildcard,
       `${p('share_threshold')}: only a value with a * wildcard can share a threshold${value === undefined ? ' (this descriptor has no value)' : ` ('${value}' has no *)`}`,
-      shareField?.at ?? item.at,
+      shareField?.at ?? at,
     );
   }
   const failField = f.get('fail');
-  const fail = failField ? (parseFail(r, failField, p('fail')) ?? ctx.fail) : ctx.fail;
-  const entry: DescriptorPathEntry = value === undefined ? { key: key ?? '' } : { key: key ?? '', value };
-  const nodePath = [...ctx.parentPath, entry];
-  const id = pathId(ctx.domain, nodePath);
-  const metricLevels: MetricLevel[] = [
-    ...(ctx.parentMetric ?? []),
+  const fail = failField ? (parseFail(r, failField, p('fail')) ?? parentFail) : parentFail;
+  return { key, value, shadow, detailedMetric, valueToMetric, quotaMode, metadata, shareThreshold, fail };
+}
+
+/** The metric levels of a descriptor's path (envoy stats keys): its parent's, then its own. */
+function metricLevelsOf(parent: readonly MetricLevel[] | undefined, d: DescriptorFields): MetricLevel[] {
+  const { value } = d;
+  return [
+    ...(parent ?? []),
     {
-      key: key ?? '',
+      key: d.key ?? '',
       ...(value === undefined ? {} : { value }),
       wildcard: isWildcard(value),
-      valueToMetric,
-      shareThreshold,
+      valueToMetric: d.valueToMetric,
+      shareThreshold: d.shareThreshold,
     },
   ];
-  const { limits, unlimited, unlimitedName, replaces } = parseRuleLimits(r, f, p, id);
-  const children = parseDescriptors(r, f.get('descriptors'), p('descriptors'), {
-    domain: ctx.domain,
-    parentPath: nodePath,
-    parentMetric: metricLevels,
-    fail,
-  });
-  if (key === undefined || key === '') return undefined;
+}
+
+/** Whether (key, value) is new at this level (remembered); a repeat is reported. */
+function firstAtLevel(
+  r: Reader,
+  key: string,
+  value: string | undefined,
+  itemPath: string,
+  item: ListItem,
+  seen: Set<string>,
+): boolean {
   const composite = `${key}\u0000${value ?? ''}`;
   if (seen.has(composite)) {
     r.report(
@@ -147,9 +201,17 @@ function parseDescriptor(
       `${itemPath}: duplicate descriptor ${value === undefined ? `key '${key}'` : `'${key}' = '${value}'`} at this level`,
       item.at,
     );
-    return undefined;
+    return false;
   }
   seen.add(composite);
+  return true;
+}
+
+/** The node, one object literal (one shape for every node). */
+function descriptorNode(r: Reader, item: ListItem, key: string, d: DescriptorFields, parts: NodeParts): DescriptorNode {
+  const { value, detailedMetric, metadata, fail } = d;
+  const { limits, unlimited, unlimitedName, replaces } = parts.rules;
+  const { metricLevels } = parts;
   const { line, col } = r.position(item.at);
   return {
     key,
@@ -159,18 +221,18 @@ function parseDescriptor(
     unlimited,
     replaces,
     ...(unlimitedName === undefined ? {} : { unlimitedName }),
-    shadow,
+    shadow: d.shadow,
     detailedMetric,
-    valueToMetric,
-    quotaMode,
+    valueToMetric: d.valueToMetric,
+    quotaMode: d.quotaMode,
     ...(metadata === undefined ? {} : { metadata }),
     metricLevels,
     dynamicMetric: detailedMetric || metricLevels.some((l) => l.valueToMetric),
-    shareThreshold,
+    shareThreshold: d.shareThreshold,
     ...(fail === undefined ? {} : { fail }),
-    children,
-    path: nodePath,
-    id,
+    children: parts.children,
+    path: parts.path,
+    id: parts.id,
     file: r.file,
     line,
     column: col,
