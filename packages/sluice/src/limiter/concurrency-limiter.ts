@@ -9,7 +9,7 @@ import { SluiceError } from '../core/errors.js';
 import { createMemoryStore, type MemoryStore } from '../stores/memory/memory-store.js';
 import type { Lease, LeaseDecision, Store } from '../stores/store.js';
 import { settle } from './create-limiter.js';
-import { createFailurePolicy, type FailureOptions, isStoreFailure } from './failure-policy.js';
+import { createFailurePolicy, type FailMode, type FailureOptions, isStoreFailure } from './failure-policy.js';
 
 /** Options of `createConcurrencyLimiter`. */
 export interface ConcurrencyLimiterOptions extends FailureOptions {
@@ -38,6 +38,20 @@ const INSURED_LEASE = 'insured~';
 /** How long a fail-closed rejection tells the caller to wait, at most. */
 const CLOSED_RETRY_MS = 1000;
 
+/** One concurrency limiter: its checked options, its store and what it holds while the store is down. */
+interface Concurrency {
+  readonly limit: number;
+  readonly leaseMs: number;
+  readonly mode: FailMode;
+  /** The insurance share of the places this process may hand out alone. */
+  readonly share: number;
+  readonly store: Store;
+  readonly clock: Clock;
+  openSeq: number;
+  /** The places handed out while the store is down (insurance), made on the first failure. */
+  insurance: MemoryStore | undefined;
+}
+
 /**
  * Creates a concurrency limiter.
  * @example
@@ -46,6 +60,15 @@ const CLOSED_RETRY_MS = 1000;
  * if (d.lease) try { await work(); } finally { await inFlight.release(d.lease); }
  */
 export function createConcurrencyLimiter(options: ConcurrencyLimiterOptions): ConcurrencyLimiter {
+  const c = resolveConcurrency(options);
+  return {
+    acquire: (key) => settle(() => acquireNow(c, key)),
+    release: (lease) => settle(() => releaseNow(c, lease)),
+  };
+}
+
+/** Checks the options (limit, lease, and fail and insuranceShare exactly as createLimiter does). */
+function resolveConcurrency(options: ConcurrencyLimiterOptions): Concurrency {
   const { limit } = options;
   if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 0 || limit > 1_000_000) {
     throw new SluiceError(
@@ -60,79 +83,81 @@ export function createConcurrencyLimiter(options: ConcurrencyLimiterOptions): Co
   if (leaseMs < 1) {
     throw new SluiceError('ERR_SLUICE_INVALID_DURATION', 'lease: must be at least 1 ms', { option: 'lease' });
   }
-  // Validates fail and insuranceShare exactly as createLimiter does.
   const { mode } = createFailurePolicy({
     ...(options.fail === undefined ? {} : { fail: options.fail }),
     ...(options.insuranceShare === undefined ? {} : { insuranceShare: options.insuranceShare }),
   });
-  const share = options.insuranceShare ?? 1;
-  const store = options.store ?? createMemoryStore();
-  const clock = options.clock ?? systemClock;
-  let openSeq = 0;
-  let insurance: MemoryStore | undefined;
-
-  /** The failure policy's answer to an acquire the store could not take. */
-  function degraded(key: string, nowMs: number): LeaseDecision {
-    if (mode === 'open') {
-      const lease = { key, id: `${OPEN_LEASE}${++openSeq}`, expiresAt: nowMs + leaseMs };
-      return { allowed: true, limit, remaining: limit, resetMs: 0, retryAfterMs: 0, degraded: true, lease };
-    }
-    if (mode === 'closed') {
-      const wait = Math.min(CLOSED_RETRY_MS, leaseMs);
-      return {
-        allowed: false,
-        limit,
-        remaining: 0,
-        resetMs: wait,
-        retryAfterMs: wait,
-        reason: 'store-unavailable',
-        degraded: true,
-      };
-    }
-    // Insurance: this process's share of the places, held in memory until the store is back.
-    insurance ??= createMemoryStore({ maxKeys: 100_000 });
-    const part = limit === 0 ? 0 : Math.max(1, Math.floor(limit * share));
-    const d = insurance.acquire(key, part, leaseMs, nowMs);
-    if (d.lease) d.lease = { ...d.lease, id: `${INSURED_LEASE}${d.lease.id}` };
-    return { ...d, degraded: true };
-  }
-
   return {
-    acquire(key) {
-      return settle(() => {
-        if (typeof key !== 'string')
-          throw new SluiceError('ERR_SLUICE_INVALID_KEY', `key: expected a string, got ${typeof key}`);
-        const nowMs = clock.now();
-        try {
-          const d = store.acquire(key, limit, leaseMs, nowMs);
-          return d instanceof Promise ? d.catch((error: unknown) => onFailure(error, key, nowMs)) : d;
-        } catch (error) {
-          return onFailure(error, key, nowMs);
-        }
-      });
-    },
-    release(lease) {
-      return settle(() => {
-        const nowMs = clock.now();
-        if (lease.id.startsWith(OPEN_LEASE)) return true;
-        if (lease.id.startsWith(INSURED_LEASE)) {
-          return insurance?.release({ ...lease, id: lease.id.slice(INSURED_LEASE.length) }, nowMs) ?? false;
-        }
-        // A release the store cannot take is dropped: the lease lapses by itself after leaseMs.
-        try {
-          const released = store.release(lease, nowMs);
-          return released instanceof Promise ? released.catch((error: unknown) => dropped(error)) : released;
-        } catch (error) {
-          return dropped(error);
-        }
-      });
-    },
+    limit,
+    leaseMs,
+    mode,
+    share: options.insuranceShare ?? 1,
+    store: options.store ?? createMemoryStore(),
+    clock: options.clock ?? systemClock,
+    openSeq: 0,
+    insurance: undefined,
   };
+}
 
-  function onFailure(error: unknown, key: string, nowMs: number): LeaseDecision {
-    if (!isStoreFailure(error)) throw error;
-    return degraded(key, nowMs);
+/** Takes a place for `key` from the store; a store failure is answered by the failure policy. */
+function acquireNow(c: Concurrency, key: string): LeaseDecision | Promise<LeaseDecision> {
+  if (typeof key !== 'string')
+    throw new SluiceError('ERR_SLUICE_INVALID_KEY', `key: expected a string, got ${typeof key}`);
+  const nowMs = c.clock.now();
+  try {
+    const d = c.store.acquire(key, c.limit, c.leaseMs, nowMs);
+    return d instanceof Promise ? d.catch((error: unknown) => onFailure(c, error, key, nowMs)) : d;
+  } catch (error) {
+    return onFailure(c, error, key, nowMs);
   }
+}
+
+/** Gives a place back to wherever it came from: nowhere (open), the insurance places, or the store. */
+function releaseNow(c: Concurrency, lease: Lease): boolean | Promise<boolean> {
+  const nowMs = c.clock.now();
+  if (lease.id.startsWith(OPEN_LEASE)) return true;
+  if (lease.id.startsWith(INSURED_LEASE)) {
+    return c.insurance?.release({ ...lease, id: lease.id.slice(INSURED_LEASE.length) }, nowMs) ?? false;
+  }
+  // A release the store cannot take is dropped: the lease lapses by itself after leaseMs.
+  try {
+    const released = c.store.release(lease, nowMs);
+    return released instanceof Promise ? released.catch((error: unknown) => dropped(error)) : released;
+  } catch (error) {
+    return dropped(error);
+  }
+}
+
+function onFailure(c: Concurrency, error: unknown, key: string, nowMs: number): LeaseDecision {
+  if (!isStoreFailure(error)) throw error;
+  return degraded(c, key, nowMs);
+}
+
+/** The failure policy's answer to an acquire the store could not take. */
+function degraded(c: Concurrency, key: string, nowMs: number): LeaseDecision {
+  const { limit, leaseMs, mode } = c;
+  if (mode === 'open') {
+    const lease = { key, id: `${OPEN_LEASE}${++c.openSeq}`, expiresAt: nowMs + leaseMs };
+    return { allowed: true, limit, remaining: limit, resetMs: 0, retryAfterMs: 0, degraded: true, lease };
+  }
+  if (mode === 'closed') {
+    const wait = Math.min(CLOSED_RETRY_MS, leaseMs);
+    return {
+      allowed: false,
+      limit,
+      remaining: 0,
+      resetMs: wait,
+      retryAfterMs: wait,
+      reason: 'store-unavailable',
+      degraded: true,
+    };
+  }
+  // Insurance: this process's share of the places, held in memory until the store is back.
+  c.insurance ??= createMemoryStore({ maxKeys: 100_000 });
+  const part = limit === 0 ? 0 : Math.max(1, Math.floor(limit * c.share));
+  const d = c.insurance.acquire(key, part, leaseMs, nowMs);
+  if (d.lease) d.lease = { ...d.lease, id: `${INSURED_LEASE}${d.lease.id}` };
+  return { ...d, degraded: true };
 }
 
 function dropped(error: unknown): false {
