@@ -3,7 +3,7 @@
  * request took once its status is known, giving units back or taking more.
  */
 import { SluiceError } from '../core/errors.js';
-import type { Limiter, LimiterKey } from '../limiter/create-limiter.js';
+import type { CheckingLimiter, LimiterKey } from '../limiter/create-limiter.js';
 import type { Awaitable } from './request.js';
 import { warnOnce } from './warn.js';
 
@@ -45,7 +45,7 @@ const defaultSuccess = (_req: unknown, status: number) => status > 0 && status <
  */
 export function createResponseCounting<Req>(
   options: ResponseCountingOptions<Req>,
-): ((req: Req, limiter: Limiter, key: LimiterKey, charged: number) => AfterResponse) | undefined {
+): ((req: Req, limiter: CheckingLimiter, key: LimiterKey, charged: number) => AfterResponse) | undefined {
   const { skipSuccessfulRequests: skipOk, skipFailedRequests: skipFailed, responseCost } = options;
   for (const name of ['skipSuccessfulRequests', 'skipFailedRequests'] as const) {
     const v = options[name];

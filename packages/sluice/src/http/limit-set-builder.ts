@@ -3,7 +3,7 @@
  * store step per request) and each limit's header facts and key source.
  */
 import type { PolicyOptions } from '../core/policy.js';
-import { createLimiter } from '../limiter/create-limiter.js';
+import { createCheckingLimiter } from '../limiter/create-limiter.js';
 import type { LimiterOptions, LimitOptions } from '../limiter/options.js';
 import { limitHeaderInfo } from './headers.js';
 import { checkMissingKey } from './keys.js';
@@ -28,8 +28,8 @@ export function createSetBuilder<Req>(
     if (options.fail !== undefined) passthrough.fail = options.fail;
     if (options.insuranceShare !== undefined) passthrough.insuranceShare = options.insuranceShare;
     const limiter = single
-      ? createLimiter({ ...base, ...(resolved[0]?.policy as PolicyOptions) })
-      : createLimiter({ ...base, limits: resolved.map((r): LimitOptions => ({ name: r.name, ...r.policy })) });
+      ? createCheckingLimiter({ ...base, ...(resolved[0]?.policy as PolicyOptions) })
+      : createCheckingLimiter({ ...base, limits: resolved.map((r): LimitOptions => ({ name: r.name, ...r.policy })) });
     const limits = resolved.map((r, i) => {
       const policy = limiter.limits[i]?.policy;
       return {

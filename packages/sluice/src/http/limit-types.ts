@@ -3,7 +3,7 @@
  * the set of a request.
  */
 import type { Clock } from '../core/clock.js';
-import type { Limiter } from '../limiter/create-limiter.js';
+import type { CheckingLimiter } from '../limiter/create-limiter.js';
 import type { Store } from '../stores/store.js';
 import type { LimitHeaderInfo } from './headers.js';
 import type { MissingKey } from './keys.js';
@@ -28,7 +28,7 @@ export interface SetLimit<Req> {
 
 /** The limits that apply to a request, ready to check: one limiter (so one atomic store step). */
 export interface LimitSet<Req> {
-  readonly limiter: Limiter;
+  readonly limiter: CheckingLimiter;
   readonly limits: readonly SetLimit<Req>[];
   /** True for an inline limit: the limiter takes a plain string key. */
   readonly single: boolean;
@@ -53,7 +53,7 @@ export interface PlanContext {
 
 /** The set of a request no limit applies to: its limiter is never called (see `isEmptySet`). */
 // biome-ignore lint/suspicious/noExplicitAny: a shared sentinel, valid for every request type
-export const EMPTY_SET: LimitSet<any> = { limiter: undefined as unknown as Limiter, limits: [], single: false };
+export const EMPTY_SET: LimitSet<any> = { limiter: undefined as unknown as CheckingLimiter, limits: [], single: false };
 
 /** The plan of a middleware whose limits come from rules: it is never asked. */
 // biome-ignore lint/suspicious/noExplicitAny: a shared sentinel, valid for every request type

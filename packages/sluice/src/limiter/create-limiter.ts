@@ -91,29 +91,25 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const resolved = resolveLimiterOptions(options);
   const { limits, store, clock, failure } = resolved;
   const runner = createLimiterRun(limits, store, clock, failure, options.limits !== undefined);
-  // Checks are published on `sluice:decision` while it has subscribers (OpenTelemetry's, once an SDK is there).
-  const source: DecisionSource = { name: options.name, limits: limits.map((l) => l.name) };
+  const { check, checkSync, refund, reset } = checkingMethods(resolved, runner, options.name);
   const limiter: Limiter = {
     limits,
     store,
     clock,
-    check: checkMethod(runner, store, source),
-    checkSync: (key, o) =>
-      decisionChannel.hasSubscribers
-        ? publishedSync(source, key, o, () => checkSyncOf(runner, store, key, o))
-        : checkSyncOf(runner, store, key, o),
+    check,
+    checkSync,
     peek: (key, o) => settle(() => runner.run(key, o, false)),
     explain: (key, o) =>
       settle(() => {
         const cost = resolveCost(o?.cost);
         return explainItems(store, failure, itemsFor(limits, key, cost), clock.now(), cost);
       }),
-    ...upkeep(resolved),
+    refund,
+    reset,
     reserve: (key, reservation) => reservations.reserve(key, reservation),
     settle: (id, actual) => reservations.settle(id, actual),
     cancel: (id) => reservations.cancel(id),
   };
-  void connectOpenTelemetry();
   // Validated now (a bad reservationTtl, onExpire or reservationStore throws here); the book holds no timer.
   const charge = chargeOn(resolved);
   registerCharge(limiter, charge);
@@ -123,6 +119,41 @@ export function createLimiter(options: LimiterOptions): Limiter {
   );
   failures.set(limiter, failure);
   return limiter;
+}
+
+/** What an HTTP middleware asks of its limiters: checks, refunds and resets (no peek, explain or reservations). */
+export type CheckingLimiter = Pick<Limiter, 'limits' | 'store' | 'clock' | 'check' | 'checkSync' | 'refund' | 'reset'>;
+
+/**
+ * A limiter with `createLimiter`'s checks, refunds and resets and nothing else, for the middleware's limits (private to
+ * it): an edge bundle of `sluice/hono` then carries no reservation book, explain or debt charge (issue 38). Its checks
+ * are published on `sluice:decision` as every limiter's are.
+ */
+export function createCheckingLimiter(options: LimiterOptions): CheckingLimiter {
+  const resolved = resolveLimiterOptions(options);
+  const { limits, store, clock, failure } = resolved;
+  const runner = createLimiterRun(limits, store, clock, failure, options.limits !== undefined);
+  return { limits, store, clock, ...checkingMethods(resolved, runner, options.name) };
+}
+
+/** check, checkSync, refund and reset of a limiter, its checks published on `sluice:decision`. */
+function checkingMethods(
+  resolved: ResolvedLimiterOptions,
+  runner: LimiterRun,
+  name: string | undefined,
+): Pick<Limiter, 'check' | 'checkSync' | 'refund' | 'reset'> {
+  const { limits, store } = resolved;
+  // Checks are published on `sluice:decision` while it has subscribers (OpenTelemetry's, once an SDK is there).
+  const source: DecisionSource = { name, limits: limits.map((l) => l.name) };
+  void connectOpenTelemetry();
+  return {
+    check: checkMethod(runner, store, source),
+    checkSync: (key, o) =>
+      decisionChannel.hasSubscribers
+        ? publishedSync(source, key, o, () => checkSyncOf(runner, store, key, o))
+        : checkSyncOf(runner, store, key, o),
+    ...upkeep(resolved),
+  };
 }
 
 /**
