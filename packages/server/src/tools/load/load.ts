@@ -1,35 +1,9 @@
 /** The load generator behind `sluice bench`: sends calls at a rate or as fast as answered, and records latency. */
-import { Agent, request } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
-import { createH2RlsClient, type H2RlsClient } from '../../clients/h2-client.js';
-import { createRlsClient, type RlsClient } from '../../clients/rls-client.js';
-import { encodeRateLimitRequestFrame } from '../../rls/wire.js';
+import type { Call, LoadTarget } from './load-callers.js';
 
-/** What to load and how (the part of `sluice bench`'s options a load thread needs). */
-export interface LoadTarget {
-  protocol: 'grpc' | 'http';
-  /** `host:port` for gRPC, an origin (`http://127.0.0.1:8080`) for HTTP. */
-  target: string;
-  /** HTTP: `json` (POST /json) or `check` (POST /v1/check). */
-  endpoint: 'json' | 'check';
-  /** gRPC: the lean HTTP/2 client (`h2`) or @grpc/grpc-js. */
-  client: 'h2' | 'grpc-js';
-  /** gRPC channels / HTTP sockets of one thread. */
-  connections: number;
-  domain: string;
-  /** Descriptor key, and the prefix of its values (`prefix0`, `prefix1`, ...). */
-  key: string;
-  prefix: string;
-  /** Distinct values cycled through. */
-  keys: number;
-  /** /v1/check: the policy of each check. */
-  limit: number;
-  period: string;
-}
-
-/** One request; resolves with whether it was allowed. */
-export type Call = (n: number) => Promise<'ok' | 'over'>;
+export { type Call, type Caller, createCaller, type LoadTarget } from './load-callers.js';
 
 /** What one load thread measured. */
 export interface LoadSample {
@@ -53,95 +27,6 @@ export interface LoadSummary {
   decisionsPerS: number;
   latencyMs: { p50: number; p90: number; p99: number; max: number };
   firstError?: string;
-}
-
-/** Makes the function that sends request `n` to the target. */
-export function createCaller(t: LoadTarget): { call: Call; close: () => void } {
-  if (t.protocol === 'grpc' && t.client === 'h2') {
-    const clients = Array.from({ length: t.connections }, () => createH2RlsClient(t.target));
-    // Requests are encoded once per key: the load generator should spend its CPU on sending, not encoding.
-    const frames: Buffer[] = [];
-    const call: Call = async (n) => {
-      const k = n % t.keys;
-      let frame = frames[k];
-      if (frame === undefined) {
-        frame = Buffer.from(
-          encodeRateLimitRequestFrame({
-            domain: t.domain,
-            descriptors: [{ entries: [{ key: t.key, value: `${t.prefix}${k}` }] }],
-          }),
-        );
-        if (t.keys <= 100_000) frames[k] = frame;
-      }
-      const code = await (clients[n % clients.length] as H2RlsClient).shouldRateLimit(frame);
-      return code === 'OVER_LIMIT' ? 'over' : 'ok';
-    };
-    return {
-      call,
-      close: () => {
-        for (const c of clients) c.close();
-      },
-    };
-  }
-  if (t.protocol === 'grpc') {
-    // A channel of its own per connection: grpc-js would otherwise share one subchannel (one TCP socket).
-    const clients: RlsClient[] = Array.from({ length: t.connections }, () =>
-      createRlsClient(t.target, { 'grpc.use_local_subchannel_pool': 1 }),
-    );
-    const call: Call = async (n) => {
-      const res = await (clients[n % clients.length] as RlsClient).shouldRateLimit(
-        { domain: t.domain, descriptors: [{ entries: [{ key: t.key, value: `${t.prefix}${n % t.keys}` }] }] },
-        10_000,
-      );
-      return res.overallCode === 'OVER_LIMIT' ? 'over' : 'ok';
-    };
-    return {
-      call,
-      close: () => {
-        for (const c of clients) c.close();
-      },
-    };
-  }
-  const base = new URL(t.target);
-  const agent = new Agent({ keepAlive: true, maxSockets: t.connections });
-  const path = t.endpoint === 'json' ? '/json' : '/v1/check';
-  const call: Call = (n) =>
-    new Promise((resolve, reject) => {
-      const value = `${t.prefix}${n % t.keys}`;
-      const body =
-        t.endpoint === 'json'
-          ? JSON.stringify({ domain: t.domain, descriptors: [{ entries: [{ key: t.key, value }] }] })
-          : JSON.stringify({ checks: [{ key: value, limit: t.limit, period: t.period }] });
-      const req = request(
-        {
-          hostname: base.hostname,
-          port: base.port || 80,
-          path,
-          method: 'POST',
-          agent,
-          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => {
-            if (res.statusCode === 429) return resolve('over');
-            if (res.statusCode !== 200) {
-              return reject(new Error(`HTTP ${res.statusCode}: ${Buffer.concat(chunks).toString()}`));
-            }
-            if (t.endpoint === 'check') {
-              const parsed = JSON.parse(Buffer.concat(chunks).toString()) as { results: { allowed?: boolean }[] };
-              return resolve(parsed.results[0]?.allowed === false ? 'over' : 'ok');
-            }
-            resolve('ok');
-          });
-          res.on('error', reject);
-        },
-      );
-      req.on('error', reject);
-      req.end(body);
-    });
-  return { call, close: () => agent.destroy() };
 }
 
 /**
