@@ -82,43 +82,12 @@ export function createKitStore(backend: StateBackend, options: KitStoreOptions =
 
   const wrote = sweepOccasionally(backend, sweepEvery, stats);
 
-  async function check(
-    key: string,
-    p: ResolvedPolicy,
-    cost: number,
-    nowMs: number,
-    commit: boolean,
-  ): Promise<Decision> {
-    const id = stateId(p, key);
-    const cached = cache?.get(id, p, cost, nowMs);
-    if (cached !== undefined) {
-      stats.localCacheHits++;
-      return cached;
-    }
-    const decision = await update<Decision>([id], nowMs, (rows, now) => {
-      const state = liveState(rows[0], now);
-      const result = decideOnState(state, p, cost, now, commit);
-      return { writes: [writeOf(rows[0], state, p, now)], result };
-    });
-    if (commit) wrote(nowMs);
-    cache?.learn(id, p, cost, nowMs, commit, decision);
-    return decision;
-  }
-
+  const { check, reset } = singleRowOperations(update, cache, wrote, stats);
   const { checkMany, charge, refundMany } = multiRowOperations(update, cache, wrote);
 
   /** One refund is the one-row case of refundMany (same transaction shape, same cache forgetting). */
   const refund = (key: string, policy: ResolvedPolicy, cost: number, nowMs: number) =>
     refundMany([{ key, policy, cost }], nowMs);
-
-  async function reset(key: string, p: ResolvedPolicy): Promise<void> {
-    const id = stateId(p, key);
-    cache?.forget(id);
-    await update<void>([id], Date.now(), (rows) => ({
-      writes: [rows[0] === undefined ? undefined : null],
-      result: undefined,
-    }));
-  }
 
   const { acquire, release } = leaseOperations(update);
 
@@ -152,6 +121,50 @@ export function createKitStore(backend: StateBackend, options: KitStoreOptions =
       await backend.close();
     },
   };
+}
+
+/**
+ * check (the hot path: the local cache first, else one row's read-decide-write) and reset over the kit's timed
+ * update; `wrote` counts a write towards the next sweep.
+ */
+function singleRowOperations(
+  update: ReturnType<typeof timedUpdate>,
+  cache: LocalCache | undefined,
+  wrote: (nowMs: number) => void,
+  stats: { localCacheHits: number },
+) {
+  async function check(
+    key: string,
+    p: ResolvedPolicy,
+    cost: number,
+    nowMs: number,
+    commit: boolean,
+  ): Promise<Decision> {
+    const id = stateId(p, key);
+    const cached = cache?.get(id, p, cost, nowMs);
+    if (cached !== undefined) {
+      stats.localCacheHits++;
+      return cached;
+    }
+    const decision = await update<Decision>([id], nowMs, (rows, now) => {
+      const state = liveState(rows[0], now);
+      const result = decideOnState(state, p, cost, now, commit);
+      return { writes: [writeOf(rows[0], state, p, now)], result };
+    });
+    if (commit) wrote(nowMs);
+    cache?.learn(id, p, cost, nowMs, commit, decision);
+    return decision;
+  }
+
+  async function reset(key: string, p: ResolvedPolicy): Promise<void> {
+    const id = stateId(p, key);
+    cache?.forget(id);
+    await update<void>([id], Date.now(), (rows) => ({
+      writes: [rows[0] === undefined ? undefined : null],
+      result: undefined,
+    }));
+  }
+  return { check, reset };
 }
 
 /** Concurrency leases over the kit's timed update: one row per key holding its live leases. */
