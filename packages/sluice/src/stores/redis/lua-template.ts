@@ -20,58 +20,45 @@ export interface LuaWords {
   readonly flags?: readonly string[];
 }
 
-const TAGGED = /^(.*?)\s*-- (if|unless) ([A-Z][A-Z0-9_]*)$/;
-const WORD = /[A-Za-z0-9_]/;
+const TAG = /\s*-- (if|unless) ([A-Z][A-Z0-9_]*)$/;
 const UPPER = /^[A-Z][A-Z0-9_]*$/;
 
 /** The template's text with its tagged lines chosen, its macros expanded and its constants written in. */
 export function expandLua(source: string, words: LuaWords): string {
   const flags = new Set(words.flags);
   const lines = source.split('\n').flatMap((line) => {
-    const tag = TAGGED.exec(line);
+    const tag = line.includes('-- if ') || line.includes('-- unless ') ? TAG.exec(line) : null;
     if (tag === null) return [line];
-    return flags.has(tag[3] as string) === (tag[2] === 'if') ? [tag[1] as string] : [];
+    return flags.has(tag[2] as string) === (tag[1] === 'if') ? [line.slice(0, tag.index)] : [];
   });
   return expandSpan(lines.join('\n'), words);
 }
 
+/** What the expansion stops at: a comment, a string, or a name (everything between is copied as it is). */
+const TOKEN = /--[^\n]*|'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*"|[A-Za-z_][A-Za-z0-9_]*/g;
+
 /** Expands macros and constants in `text`, copying comments and strings as they are. */
 function expandSpan(text: string, words: LuaWords): string {
   let out = '';
-  let i = 0;
-  while (i < text.length) {
-    const c = text[i] as string;
-    if (c === '-' && text[i + 1] === '-') {
-      const end = text.indexOf('\n', i);
-      const stop = end === -1 ? text.length : end;
-      out += text.slice(i, stop);
-      i = stop;
-    } else if (c === "'" || c === '"') {
-      const stop = stringEnd(text, i);
-      out += text.slice(i, stop);
-      i = stop;
-    } else if (WORD.test(c)) {
-      let stop = i;
-      while (stop < text.length && WORD.test(text[stop] as string)) stop++;
-      const name = text.slice(i, stop);
-      if (text[stop] === '(' && UPPER.test(name) && name.length > 1) {
-        const macro = words.macros[name];
-        if (macro === undefined) throw new Error(`Lua template: no macro ${name}`);
-        const close = closingParen(text, stop);
-        const args = splitArgs(text.slice(stop + 1, close)).map((a) => expandSpan(a, words));
-        out += macro(...args);
-        i = close + 1;
-      } else {
-        const value = words.constants[name];
-        out += value === undefined ? name : String(value);
-        i = stop;
-      }
-    } else {
-      out += c;
-      i++;
+  let copied = 0;
+  const token = new RegExp(TOKEN);
+  for (let m = token.exec(text); m !== null; m = token.exec(text)) {
+    const name = m[0];
+    const stop = m.index + name.length;
+    if (!UPPER.test(name)) continue;
+    if (text[stop] === '(' && name.length > 1) {
+      const macro = words.macros[name];
+      if (macro === undefined) throw new Error(`Lua template: no macro ${name}`);
+      const close = closingParen(text, stop);
+      const args = splitArgs(text.slice(stop + 1, close)).map((a) => expandSpan(a, words));
+      out += text.slice(copied, m.index) + macro(...args);
+      copied = token.lastIndex = close + 1;
+    } else if (words.constants[name] !== undefined) {
+      out += text.slice(copied, m.index) + String(words.constants[name]);
+      copied = stop;
     }
   }
-  return out;
+  return out + text.slice(copied);
 }
 
 /** The index just past the string literal that opens at `start`. */

@@ -173,6 +173,30 @@ const policyAt = (fields: readonly string[]) => (b: string) =>
     })
     .join(', ');
 
+/** Where a policy's own script has its numbers (BAKED_POLICY): written in after the expansion. */
+const BAKED_MARK = '\u0000BAKED_POLICY\u0000';
+
+/** Each algorithm's batch script, with and without a policy baked in (the mark in its place), expanded once. */
+const batchSources = new Map<string, string>();
+
+/** batch.lua expanded for algorithm `code`, after prelude.lua with a lazy clock (cached). */
+function batchSource(code: number, baked: boolean): string {
+  // GCRA and the token bucket share their step, so their scripts are one text (built once).
+  const id = `${CHECK_FILES[code]}:${shaping(code)}:${baked}`;
+  let source = batchSources.get(id);
+  if (source === undefined) {
+    const fields: readonly string[] = BATCH_POLICY_FIELDS[batchPolicyKind(code)];
+    const w = words({
+      flags: [...shaping(code), ...(baked ? ['BAKED'] : [])],
+      constants: { POLICY_WIDTH: fields.length, FIRST_ARGV_POLICY: baked ? 2 : 1, BAKED_POLICY: BAKED_MARK },
+      macros: { POLICY_AT: policyAt(fields), CHECK_STEP: step(code) },
+    });
+    source = `${LAZY_PRELUDE}\n${part('batch', w)}\n`;
+    batchSources.set(id, source);
+  }
+  return source;
+}
+
 /**
  * The source of the batch-check script of one algorithm (code 1–6): prelude.lua with a lazy clock, then
  * batch.lua with the algorithm's step pasted in. With `baked` (a policy's own script: policy-scripts.ts), the
@@ -180,23 +204,12 @@ const policyAt = (fields: readonly string[]) => (b: string) =>
  * only the policies after it.
  */
 export function checkScriptSource(code: number, baked?: BakedPolicy): string {
+  if (baked === undefined) return batchSource(code, false);
   const fields: readonly string[] = BATCH_POLICY_FIELDS[batchPolicyKind(code)];
-  const bakedPolicy =
-    baked === undefined
-      ? '0'
-      : (Object.keys(BATCH_LOCAL) as (keyof BakedPolicy)[])
-          .map((field) => (fields.includes(field) ? String(baked[field]) : '0'))
-          .join(', ');
-  const w = words({
-    flags: [...shaping(code), ...(baked === undefined ? [] : ['BAKED'])],
-    constants: {
-      POLICY_WIDTH: fields.length,
-      FIRST_ARGV_POLICY: baked === undefined ? 1 : 2,
-      BAKED_POLICY: bakedPolicy,
-    },
-    macros: { POLICY_AT: policyAt(fields), CHECK_STEP: step(code) },
-  });
-  return `${LAZY_PRELUDE}\n${part('batch', w)}\n`;
+  const numbers = (Object.keys(BATCH_LOCAL) as (keyof BakedPolicy)[])
+    .map((field) => (fields.includes(field) ? String(baked[field]) : '0'))
+    .join(', ');
+  return batchSource(code, true).replace(BAKED_MARK, numbers);
 }
 
 /** Script sources by name: the prelude, the helpers and the steps a script needs, then its own .lua file. */
