@@ -67,85 +67,100 @@ export interface TopKeys {
  * cost a map lookup each.
  */
 export function createTopKeys(options: TopKeysOptions = {}): TopKeys {
-  const capacity = Math.max(1, options.capacity ?? 2048);
-  const minVisibleMs = options.minVisibleMs ?? 3000;
-  const entries = new Map<string, Entry>();
+  return new KeyTable(Math.max(1, options.capacity ?? 2048), options.minVisibleMs ?? 3000);
+}
 
-  const visibleUntil = (e: Entry) => (e.over ? Math.max(e.resetAtMs, e.atMs + minVisibleMs) : e.resetAtMs);
+/** The tracked keys by `domain\0rule\0key`. */
+class KeyTable implements TopKeys {
+  private readonly entries = new Map<string, Entry>();
+
+  constructor(
+    private readonly capacity: number,
+    private readonly minVisibleMs: number,
+  ) {}
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /** On every decision: one map lookup, the entry updated in place (a new key: one object). */
+  add(event: DecisionEvent): void {
+    const { limit, remaining } = event;
+    if (event.list !== undefined || limit === undefined || remaining === undefined) return;
+    if (!Number.isFinite(limit) || limit <= 0) return;
+    const id = `${event.domain}\u0000${event.rule}\u0000${event.key}`;
+    const over = event.outcome === 'over_limit' || (event.outcome === 'shadow' && remaining <= 0);
+    const resetAtMs = event.atMs + Math.max(0, event.resetMs ?? 0);
+    const e = this.entries.get(id);
+    if (e !== undefined) {
+      // Decisions of one key can finish out of order under concurrency; keep the latest.
+      if (event.atMs < e.atMs) return;
+      e.limit = limit;
+      e.remaining = remaining;
+      e.over = over;
+      e.shadow = event.outcome === 'shadow';
+      if (over) e.rejected++;
+      e.atMs = event.atMs;
+      e.resetAtMs = resetAtMs;
+      return;
+    }
+    this.entries.set(id, {
+      domain: event.domain,
+      rule: event.rule,
+      key: event.key,
+      limit,
+      remaining,
+      over,
+      shadow: event.outcome === 'shadow',
+      rejected: over ? 1 : 0,
+      atMs: event.atMs,
+      resetAtMs,
+    });
+    if (this.entries.size >= this.capacity * 2) this.prune(event.atMs);
+  }
+
+  top(n: number, nowMs: number): TopKey[] {
+    const live: { e: Entry; s: number }[] = [];
+    for (const [id, e] of this.entries) {
+      const s = this.score(e, nowMs);
+      if (s < 0) this.entries.delete(id);
+      else live.push({ e, s });
+    }
+    live.sort((a, b) => b.s - a.s || b.e.rejected - a.e.rejected || b.e.atMs - a.e.atMs);
+    return live.slice(0, n).map(({ e }) => topKeyOf(e, nowMs));
+  }
 
   /** Higher is more pressed; negative once the key's counters have reset. */
-  function score(e: Entry, nowMs: number): number {
-    if (nowMs >= visibleUntil(e)) return -1;
+  private score(e: Entry, nowMs: number): number {
+    const visibleUntil = e.over ? Math.max(e.resetAtMs, e.atMs + this.minVisibleMs) : e.resetAtMs;
+    if (nowMs >= visibleUntil) return -1;
     return (e.over ? 2 : 0) + usedOf(e);
   }
 
-  function prune(nowMs: number): void {
-    const ranked = [...entries].map(([id, e]) => ({ id, s: score(e, nowMs), at: e.atMs }));
+  /** Keeps the `capacity` most pressed keys that have not reset. */
+  private prune(nowMs: number): void {
+    const { entries, capacity } = this;
+    const ranked = [...entries].map(([id, e]) => ({ id, s: this.score(e, nowMs), at: e.atMs }));
     ranked.sort((a, b) => b.s - a.s || b.at - a.at);
     for (let i = capacity; i < ranked.length; i++) entries.delete((ranked[i] as { id: string }).id);
     for (const r of ranked.slice(0, capacity)) if (r.s < 0) entries.delete(r.id);
   }
+}
 
+/** A tracked key as the dashboard sees it at `nowMs`. */
+function topKeyOf(e: Entry, nowMs: number): TopKey {
   return {
-    add(event) {
-      const { limit, remaining } = event;
-      if (event.list !== undefined || limit === undefined || remaining === undefined) return;
-      if (!Number.isFinite(limit) || limit <= 0) return;
-      const id = `${event.domain}\u0000${event.rule}\u0000${event.key}`;
-      const over = event.outcome === 'over_limit' || (event.outcome === 'shadow' && remaining <= 0);
-      const resetAtMs = event.atMs + Math.max(0, event.resetMs ?? 0);
-      const e = entries.get(id);
-      if (e !== undefined) {
-        // Decisions of one key can finish out of order under concurrency; keep the latest.
-        if (event.atMs < e.atMs) return;
-        e.limit = limit;
-        e.remaining = remaining;
-        e.over = over;
-        e.shadow = event.outcome === 'shadow';
-        if (over) e.rejected++;
-        e.atMs = event.atMs;
-        e.resetAtMs = resetAtMs;
-        return;
-      }
-      entries.set(id, {
-        domain: event.domain,
-        rule: event.rule,
-        key: event.key,
-        limit,
-        remaining,
-        over,
-        shadow: event.outcome === 'shadow',
-        rejected: over ? 1 : 0,
-        atMs: event.atMs,
-        resetAtMs,
-      });
-      if (entries.size >= capacity * 2) prune(event.atMs);
-    },
-    top(n, nowMs) {
-      const live: { e: Entry; s: number }[] = [];
-      for (const [id, e] of entries) {
-        const s = score(e, nowMs);
-        if (s < 0) entries.delete(id);
-        else live.push({ e, s });
-      }
-      live.sort((a, b) => b.s - a.s || b.e.rejected - a.e.rejected || b.e.atMs - a.e.atMs);
-      return live.slice(0, n).map(({ e }) => ({
-        domain: e.domain,
-        rule: e.rule,
-        key: e.key,
-        limit: e.limit,
-        remaining: e.remaining,
-        used: usedOf(e),
-        over: e.over,
-        shadow: e.shadow,
-        rejected: e.rejected,
-        resetInMs: Math.max(0, e.resetAtMs - nowMs),
-        lastSeenMsAgo: Math.max(0, nowMs - e.atMs),
-      }));
-    },
-    get size() {
-      return entries.size;
-    },
+    domain: e.domain,
+    rule: e.rule,
+    key: e.key,
+    limit: e.limit,
+    remaining: e.remaining,
+    used: usedOf(e),
+    over: e.over,
+    shadow: e.shadow,
+    rejected: e.rejected,
+    resetInMs: Math.max(0, e.resetAtMs - nowMs),
+    lastSeenMsAgo: Math.max(0, nowMs - e.atMs),
   };
 }
 
