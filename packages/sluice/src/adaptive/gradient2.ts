@@ -1,7 +1,7 @@
 /**
  * Gradient2 (after Netflix's concurrency-limits): scales the limit by the ratio of a baseline latency
  * to the short-term latency, plus a little headroom (√limit) so it keeps probing. The baseline is the
- * fastest latency seen, moved up only when a whole period stayed beyond twice the tolerance, i.e. the
+ * fastest request seen, moved up only when a whole period stayed beyond twice the tolerance, i.e. the
  * service became slower for good (an exponential long-term average, as in the original, drifts
  * upwards with the very queue it is meant to detect).
  */
