@@ -12,7 +12,10 @@ const reference = (text: string) => {
 
 function read(bytes: Uint8Array, cuts: number[], maxLineBytes = 1024, asBuffer = true) {
   const lines: string[] = [];
-  const reader = createLineReader(maxLineBytes, (line) => lines.push(line));
+  const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
+  const reader = createLineReader(maxLineBytes, (line, start, end) =>
+    lines.push(decoder.decode(line.subarray(start, end))),
+  );
   let at = 0;
   for (const cut of [...cuts, bytes.length]) {
     const piece = bytes.subarray(at, cut);
@@ -42,6 +45,18 @@ describe('createLineReader', () => {
       );
       assert.deepEqual(read(bytes, cuts, 1024, run % 2 === 0).lines, expected, `cuts ${cuts.join(',')}`);
     }
+  });
+
+  it('hands a line in one chunk on in place, and copies a line split across chunks (the caller may reuse its chunk)', () => {
+    const chunk = Buffer.from('data: a\ndata: b');
+    const seen: Uint8Array[] = [];
+    const reader = createLineReader(1024, (line) => seen.push(line));
+    reader.push(chunk);
+    chunk.fill(0x78); // the caller reuses its memory
+    reader.push(Buffer.from('c\n'));
+    assert.equal(seen[0]?.buffer, chunk.buffer);
+    assert.notEqual(seen[1]?.buffer, chunk.buffer);
+    assert.equal(Buffer.from(seen[1] as Uint8Array).toString(), 'data: bc');
   });
 
   it('drops a line over the bound whole, in one chunk or across chunks, and keeps the next', () => {

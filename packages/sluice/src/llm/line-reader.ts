@@ -1,7 +1,8 @@
 /**
- * Splits a byte stream into text lines (LF, CRLF or a lone CR, as server-sent events allow) while
- * holding at most `maxLineBytes` of any line: a longer line is dropped whole and counted, so a hostile
- * or huge event cannot make the reader buffer without bound.
+ * Splits a byte stream into lines (LF, CRLF or a lone CR, as server-sent events allow) while holding at
+ * most `maxLineBytes` of any line: a longer line is dropped whole and counted, so a hostile or huge event
+ * cannot make the reader buffer without bound. Lines are handed on as bytes, never decoded here: a line
+ * inside one chunk is a range of that chunk (no copy), only a line split across chunks is joined.
  */
 
 /** A line splitter fed chunk by chunk. */
@@ -16,96 +17,116 @@ export interface LineReader {
 const LF = 0x0a;
 const CR = 0x0d;
 
-/** A `LineReader` calling `onLine` with each line's text (without its line end). */
-export function createLineReader(maxLineBytes: number, onLine: (line: string) => void): LineReader {
-  const decoder = new TextDecoder('utf-8');
-  let parts: Uint8Array[] = [];
-  let held = 0;
-  let overflow = false;
-  let dropped = 0;
-  // A CR ends a line; an LF right after it (maybe in the next chunk) belongs to the same line end.
-  let afterCr = false;
+/**
+ * Called with each line as `bytes[start, end)`, without its line end (or a byte-order mark opening it, as a
+ * decoder would drop). The bytes are valid only during the call: they may be the caller's chunk.
+ */
+export type OnLine = (bytes: Uint8Array, start: number, end: number) => void;
 
-  const finishLine = () => {
-    if (overflow) dropped++;
-    else if (parts.length === 1) onLine(decoder.decode(parts[0]));
-    else if (parts.length === 0) onLine('');
-    else onLine(decoder.decode(joinParts(parts, held)));
-    parts = [];
-    held = 0;
-    overflow = false;
-  };
-  const keep = (piece: Uint8Array) => {
-    if (overflow || piece.length === 0) return;
-    if (held + piece.length > maxLineBytes) {
-      overflow = true;
-      parts = [];
-      held = 0;
-      return;
-    }
-    // Copy: the caller may reuse its chunk's memory once push returns.
-    parts.push(piece.slice());
-    held += piece.length;
-  };
+/** A `LineReader` calling `onLine` with each line. */
+export function createLineReader(maxLineBytes: number, onLine: OnLine): LineReader {
+  return new LineSplitter(maxLineBytes, onLine);
+}
 
-  /** Lines ended by LF only, in a chunk with no CR: found by a native search, each decoded in one call. */
-  const pushLf = (buf: Uint8Array) => {
+class LineSplitter implements LineReader {
+  /** The pieces of a line split across chunks (copies), `held` bytes in all. */
+  private parts: Uint8Array[] = [];
+  private held = 0;
+  /** The held line passed the bound: it is dropped whole when it ends. */
+  private overflow = false;
+  private dropped = 0;
+  /** A CR ends a line; an LF right after it (maybe in the next chunk) belongs to the same line end. */
+  private afterCr = false;
+
+  constructor(
+    private readonly maxLineBytes: number,
+    private readonly onLine: OnLine,
+  ) {}
+
+  get droppedLines(): number {
+    return this.dropped;
+  }
+
+  push(chunk: Uint8Array): void {
+    // The usual stream: LF line ends only. A CR anywhere (or one ending the last chunk) takes the byte loop.
+    if (!this.afterCr && chunk.indexOf(CR) === -1) this.pushLf(chunk);
+    else this.pushAny(chunk);
+  }
+
+  end(): void {
+    if (this.held > 0 || this.overflow) this.finishLine();
+  }
+
+  /** Lines ended by LF only, in a chunk with no CR: found by a native search, handed on in place. */
+  private pushLf(buf: Uint8Array): void {
     let start = 0;
     for (let i = buf.indexOf(LF); i !== -1; i = buf.indexOf(LF, start)) {
-      if (held > 0 || overflow) {
-        keep(buf.subarray(start, i));
-        finishLine();
-      } else if (i - start > maxLineBytes) dropped++;
-      else onLine(textOf(decoder, buf, start, i));
+      if (this.held > 0 || this.overflow) {
+        this.keep(buf.subarray(start, i));
+        this.finishLine();
+      } else if (i - start > this.maxLineBytes) this.dropped++;
+      else this.line(buf, start, i);
       start = i + 1;
     }
-    if (start < buf.length) keep(buf.subarray(start));
-  };
+    if (start < buf.length) this.keep(buf.subarray(start));
+  }
 
-  return {
-    push(chunk) {
-      // The usual stream: LF line ends only. A CR anywhere (or one ending the last chunk) takes the byte loop.
-      if (!afterCr && chunk.indexOf(CR) === -1) {
-        pushLf(chunk);
-        return;
-      }
-      let start = 0;
-      for (let i = 0; i < chunk.length; i++) {
-        const byte = chunk[i];
-        if (byte !== LF && byte !== CR) continue;
-        if (byte === LF && afterCr && i === start) {
-          afterCr = false;
-          start = i + 1;
-          continue;
-        }
-        keep(chunk.subarray(start, i));
-        finishLine();
-        afterCr = byte === CR;
+  /** Lines ended by LF, CRLF or CR, byte by byte. */
+  private pushAny(chunk: Uint8Array): void {
+    let start = 0;
+    for (let i = 0; i < chunk.length; i++) {
+      const byte = chunk[i];
+      if (byte !== LF && byte !== CR) continue;
+      if (byte === LF && this.afterCr && i === start) {
+        this.afterCr = false;
         start = i + 1;
+        continue;
       }
-      if (start < chunk.length) {
-        afterCr = false;
-        keep(chunk.subarray(start));
-      }
-    },
-    end() {
-      if (held > 0 || overflow) finishLine();
-    },
-    get droppedLines() {
-      return dropped;
-    },
-  };
+      this.keep(chunk.subarray(start, i));
+      this.finishLine();
+      this.afterCr = byte === CR;
+      start = i + 1;
+    }
+    if (start < chunk.length) {
+      this.afterCr = false;
+      this.keep(chunk.subarray(start));
+    }
+  }
+
+  /** Holds a piece of a line that is not ended yet, while the line is within the bound. */
+  private keep(piece: Uint8Array): void {
+    if (this.overflow || piece.length === 0) return;
+    if (this.held + piece.length > this.maxLineBytes) {
+      this.overflow = true;
+      this.parts = [];
+      this.held = 0;
+      return;
+    }
+    // Copy: the caller may reuse its chunk's memory once push returns (a Buffer's own slice() is a view).
+    this.parts.push(Uint8Array.prototype.slice.call(piece));
+    this.held += piece.length;
+  }
+
+  /** The held line ended: handed on whole, or counted as dropped. */
+  private finishLine(): void {
+    if (this.overflow) this.dropped++;
+    else if (this.parts.length === 0) this.line(EMPTY, 0, 0);
+    else {
+      const joined = this.parts.length === 1 ? (this.parts[0] as Uint8Array) : joinParts(this.parts, this.held);
+      this.line(joined, 0, joined.length);
+    }
+    this.parts = [];
+    this.held = 0;
+    this.overflow = false;
+  }
+
+  private line(bytes: Uint8Array, start: number, end: number): void {
+    const bom = end - start >= 3 && bytes[start] === 0xef && bytes[start + 1] === 0xbb && bytes[start + 2] === 0xbf;
+    this.onLine(bytes, bom ? start + 3 : start, end);
+  }
 }
 
-/** Node's Buffer where there is one: it decodes a slice in one call, with no view made for it. */
-const NodeBuffer = (globalThis as { Buffer?: typeof Buffer }).Buffer;
-
-/** The UTF-8 text of `buf[start, end)`, without a leading byte-order mark (as TextDecoder reads it). */
-function textOf(decoder: TextDecoder, buf: Uint8Array, start: number, end: number): string {
-  if (NodeBuffer === undefined || !(buf instanceof NodeBuffer)) return decoder.decode(buf.subarray(start, end));
-  const bom = end - start >= 3 && buf[start] === 0xef && buf[start + 1] === 0xbb && buf[start + 2] === 0xbf;
-  return buf.toString('utf8', bom ? start + 3 : start, end);
-}
+const EMPTY = new Uint8Array(0);
 
 function joinParts(parts: readonly Uint8Array[], length: number): Uint8Array {
   const out = new Uint8Array(length);

@@ -4,10 +4,9 @@
  * end, says what the request used — or why it cannot, with what was seen so far.
  */
 import { SluiceError } from '../core/errors.js';
-import { chatDeltaChars } from './chat-delta-text.js';
 import { createJsonUsageScanner, type JsonUsageScanner } from './json-usage-scanner.js';
-import { createLineReader, type LineReader } from './line-reader.js';
-import { applyStreamEvent, applyUsageObject, emptyUsageState, type UsageState } from './provider-usage.js';
+import { applyUsageObject, emptyUsageState, type UsageState } from './provider-usage.js';
+import { createSseUsageReader, type SseUsageReader } from './sse-usage-reader.js';
 import { checkProvider, type LlmProvider, type Usage } from './usage.js';
 
 /** Options of the usage readers. */
@@ -62,89 +61,56 @@ export function createUsageTap(options: UsageReadOptions): UsageTap {
   const provider = checkProvider(options.provider);
   const maxLineBytes = checkLineBound(options.maxLineBytes);
   const state = emptyUsageState();
-  let format: UsageReading['format'] = 'empty';
   let json: JsonUsageScanner | undefined;
-  let sse: LineReader | undefined;
-  let malformedEvents = 0;
-  let eventData: string[] = [];
-  let eventBytes = 0;
-
-  const dispatch = () => {
-    const text = eventData.length === 1 ? (eventData[0] as string) : eventData.join('\n');
-    eventData = [];
-    eventBytes = 0;
-    if (text === '' || text === '[DONE]') return;
-    const deltaChars = provider === 'openai' ? chatDeltaChars(text) : undefined;
-    if (deltaChars !== undefined) {
-      state.producedChars += deltaChars;
-      return;
-    }
-    let data: unknown;
-    try {
-      data = JSON.parse(text);
-    } catch {
-      malformedEvents++;
-      return;
-    }
-    applyStreamEvent(state, provider, data);
-  };
-  const onLine = (line: string) => {
-    if (line === '') {
-      dispatch();
-      return;
-    }
-    if (!line.startsWith('data:')) return; // event:, id:, retry: and comments say nothing about usage
-    const value = line.charCodeAt(5) === 0x20 ? line.slice(6) : line.slice(5);
-    eventBytes += value.length;
-    // Many data lines in one event are bounded together, like one long line.
-    if (eventBytes > maxLineBytes) {
-      eventData = [];
-      malformedEvents++;
-      return;
-    }
-    eventData.push(value);
-  };
-  const start = (chunk: Uint8Array): Uint8Array | undefined => {
-    let i = 0;
-    // Skip a byte-order mark and leading white space to see the first significant byte.
-    while (i < chunk.length && [0x20, 0x09, 0x0a, 0x0d, 0xef, 0xbb, 0xbf].includes(chunk[i] as number)) i++;
-    if (i === chunk.length) return undefined;
-    if (chunk[i] === 0x7b || chunk[i] === 0x5b) {
-      format = 'json';
-      json = createJsonUsageScanner(MAX_USAGE_BYTES);
-    } else {
-      format = 'sse';
-      sse = createLineReader(maxLineBytes, onLine);
-    }
-    return chunk.subarray(i);
-  };
-
+  let sse: SseUsageReader | undefined;
   let ended: UsageReading | undefined;
   return {
     push(chunk) {
       if (ended !== undefined) return;
-      if (json === undefined && sse === undefined) {
-        const rest = start(chunk);
-        if (rest === undefined) return;
-        chunk = rest;
+      if (sse !== undefined) {
+        sse.push(chunk);
+        return;
       }
-      json?.push(chunk);
-      sse?.push(chunk);
+      if (json !== undefined) {
+        json.push(chunk);
+        return;
+      }
+      const at = firstSignificant(chunk);
+      if (at === chunk.length) return;
+      // A JSON body opens with { or [; anything else is read as an event stream.
+      if (chunk[at] === 0x7b || chunk[at] === 0x5b) {
+        json = createJsonUsageScanner(MAX_USAGE_BYTES);
+        json.push(chunk.subarray(at));
+      } else {
+        sse = createSseUsageReader(provider, maxLineBytes, state);
+        sse.push(chunk.subarray(at));
+      }
     },
     end() {
       if (ended !== undefined) return ended;
       sse?.end();
-      if (sse !== undefined) dispatch();
       if (json?.usageText !== undefined) readJsonUsage(state, provider, json.usageText);
+      const format = sse !== undefined ? 'sse' : json !== undefined ? 'json' : 'empty';
       ended = reading(state, format, {
         droppedLines: sse?.droppedLines ?? 0,
-        malformedEvents,
+        malformedEvents: sse?.malformedEvents ?? 0,
         provider,
         json,
       });
       return ended;
     },
   };
+}
+
+/** Where the body's first significant byte is: past a byte-order mark and leading white space. */
+function firstSignificant(chunk: Uint8Array): number {
+  let i = 0;
+  while (i < chunk.length) {
+    const b = chunk[i];
+    if (b !== 0x20 && b !== 0x09 && b !== 0x0a && b !== 0x0d && b !== 0xef && b !== 0xbb && b !== 0xbf) return i;
+    i++;
+  }
+  return i;
 }
 
 function readJsonUsage(state: UsageState, provider: LlmProvider, text: string): void {
