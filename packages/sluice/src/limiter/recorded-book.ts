@@ -6,32 +6,26 @@ import type { Clock } from '../core/clock.js';
 import type { ReservationRecords } from '../stores/reservation-records.js';
 import type { LimiterKey } from './limiter-key.js';
 import {
+  type BookOptions,
   type Held,
   newId,
   type Reservation,
   type ReservationAccount,
   type Reservations,
   refusal,
+  refusedAtOnce,
   rejected,
   type SettleRefusal,
   type SettleResult,
-  unknownId,
   whyNot,
 } from './reservation-types.js';
-
-/** The book's options, checked. */
-export interface RecordedOptions {
-  ttlMs: number;
-  onExpire: 'charge' | 'refund';
-  max: number;
-}
 
 /** How often a process claims expired records of every process (its own lapse on its next call anyway). */
 const CLAIM_EVERY_MS = 1000;
 const CLAIM_BATCH = 100;
 
 /** One recorded book: where costs go, where records live, and what this process remembers. */
-interface Book<C> extends RecordedOptions {
+interface Book<C> extends BookOptions {
   readonly account: ReservationAccount<C>;
   readonly records: ReservationRecords;
   readonly clock: Clock;
@@ -50,7 +44,7 @@ interface Book<C> extends RecordedOptions {
 export function createRecordedBook<C>(
   account: ReservationAccount<C>,
   records: ReservationRecords,
-  options: RecordedOptions,
+  options: BookOptions,
   clock: Clock,
 ): Reservations<C> {
   const book: Book<C> = {
@@ -106,9 +100,8 @@ async function lapseOldest<C>(book: Book<C>): Promise<void> {
 /** Settles (`actual`) or cancels (undefined) the reservation `id`, if its record is still in the store. */
 async function finish<C>(book: Book<C>, id: string, actual: C | undefined): Promise<SettleResult<C>> {
   const { account, onExpire } = book;
-  const bad = actual === undefined ? undefined : account.invalid(actual);
-  if (bad !== undefined) return refusal('ERR_SLUICE_INVALID_COST', `${bad}; the reservation stays open`);
-  if (unknownId(id)) return refusal('ERR_SLUICE_RESERVATION_UNKNOWN', whyNot(undefined, onExpire));
+  const early = refusedAtOnce(account, id, actual, onExpire);
+  if (early !== undefined) return early;
   await sweep(book);
   const record = await book.records.take(id);
   if (record === undefined) {

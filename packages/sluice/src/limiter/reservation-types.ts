@@ -61,12 +61,33 @@ export interface ReservationAccount<C> {
   readonly zero: C;
 }
 
+/** A book's options, checked. */
+export interface BookOptions {
+  ttlMs: number;
+  onExpire: 'charge' | 'refund';
+  /** Reservations held at once (and finished ids remembered). */
+  max: number;
+}
+
 /** Longest id looked up: sluice's ids are ~20 characters, so a longer one is unknown without asking a store. */
 const MAX_ID_LENGTH = 128;
 /** An id no book could have handed out, answered without a look-up. */
-export const unknownId = (id: unknown) => typeof id !== 'string' || id === '' || id.length > MAX_ID_LENGTH;
+const unknownId = (id: unknown) => typeof id !== 'string' || id === '' || id.length > MAX_ID_LENGTH;
 /** A settle or cancel that did nothing, as an answer. */
 export const refusal = <C>(code: SettleRefusal, message: string): SettleResult<C> => ({ ok: false, code, message });
+
+/** The refusals a settle or cancel gets before any look-up: a cost that cannot be one, an id no book hands out. */
+export function refusedAtOnce<C>(
+  account: ReservationAccount<C>,
+  id: string,
+  actual: C | undefined,
+  onExpire: BookOptions['onExpire'],
+): SettleResult<C> | undefined {
+  const bad = actual === undefined ? undefined : account.invalid(actual);
+  if (bad !== undefined) return refusal('ERR_SLUICE_INVALID_COST', `${bad}; the reservation stays open`);
+  if (unknownId(id)) return refusal('ERR_SLUICE_RESERVATION_UNKNOWN', whyNot(undefined, onExpire));
+  return undefined;
+}
 
 /** A fresh reservation id: a sequence number, then random letters so ids of different processes do not meet. */
 export const newId = (sequence: number) =>

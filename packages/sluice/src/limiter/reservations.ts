@@ -11,19 +11,9 @@ import type { ReservationRecords } from '../stores/reservation-records.js';
 import { chargeOf, type LimiterCharge } from './charge.js';
 import type { LimiterDecision } from './limiter-decision.js';
 import type { LimiterKey } from './limiter-key.js';
+import { createLocalBook } from './local-book.js';
 import { createRecordedBook } from './recorded-book.js';
-import {
-  type Held,
-  newId,
-  type ReservationAccount,
-  type Reservations,
-  refusal,
-  rejected,
-  type SettleRefusal,
-  type SettleResult,
-  unknownId,
-  whyNot,
-} from './reservation-types.js';
+import type { BookOptions, ReservationAccount, Reservations } from './reservation-types.js';
 
 export type {
   Reservation,
@@ -64,7 +54,8 @@ export interface ReservationOptions {
 
 const MAX_COST = Number.MAX_SAFE_INTEGER;
 
-function resolveOptions(options: ReservationOptions) {
+/** Checks the options every book shares. */
+function resolveOptions(options: ReservationOptions): BookOptions {
   const ttlMs = parseDuration(options.reservationTtl ?? '10m', 'reservationTtl');
   const onExpire = options.onExpire ?? 'charge';
   if (onExpire !== 'charge' && onExpire !== 'refund')
@@ -145,75 +136,9 @@ export function createReservationBook<C>(
   options: ReservationOptions,
   clock: Clock,
 ): Reservations<C> {
-  const { ttlMs, onExpire, max } = resolveOptions(options);
+  const resolved = resolveOptions(options);
   const records = options.reservationStore;
-  if (records !== undefined) return createRecordedBook(account, records, { ttlMs, onExpire, max }, clock);
-  // One TTL for all, so insertion order is expiry order: the sweep reads from the front.
-  const held = new Map<string, Held<C>>();
-  const finished = new Map<string, SettleRefusal>();
-  let sequence = 0;
-
-  const remember = (id: string, code: SettleRefusal) => {
-    finished.set(id, code);
-    // A bounded memory of finished ids, for the double-settle and expired answers.
-    if (finished.size > max) finished.delete(finished.keys().next().value as string);
-  };
-  const lapse = async (id: string, entry: Held<C>) => {
-    held.delete(id);
-    remember(id, 'ERR_SLUICE_RESERVATION_EXPIRED');
-    if (onExpire === 'refund') await account.giveBack(entry.key, entry.cost);
-  };
-  const sweep = async () => {
-    const now = clock.now();
-    let n = 0;
-    for (const [id, entry] of held) {
-      if (entry.expiresAt > now) break;
-      await lapse(id, entry);
-      n++;
-    }
-    return n;
-  };
-
-  const finish = async (id: string, actual: C | undefined): Promise<SettleResult<C>> => {
-    const bad = actual === undefined ? undefined : account.invalid(actual);
-    if (bad !== undefined) return refusal('ERR_SLUICE_INVALID_COST', `${bad}; the reservation stays open`);
-    if (unknownId(id)) return refusal('ERR_SLUICE_RESERVATION_UNKNOWN', whyNot(undefined, onExpire));
-    await sweep();
-    const entry = held.get(id);
-    if (entry === undefined)
-      return refusal(finished.get(id) ?? 'ERR_SLUICE_RESERVATION_UNKNOWN', whyNot(finished.get(id), onExpire));
-    held.delete(id);
-    remember(id, 'ERR_SLUICE_RESERVATION_SETTLED');
-    const outcome = await account.settle(entry.key, entry.cost, actual ?? account.zero);
-    return { ok: true, reserved: entry.cost, ...outcome };
-  };
-
-  return {
-    async reserve(key, { cost }) {
-      await sweep();
-      if (held.size >= max) {
-        const [id, entry] = held.entries().next().value as [string, Held<C>];
-        await lapse(id, entry);
-      }
-      const decision = await account.take(key, cost);
-      const expiresAt = clock.now() + ttlMs;
-      if (!decision.allowed) return rejected<C>(decision, expiresAt);
-      const id = newId(++sequence);
-      held.set(id, { key, cost, expiresAt });
-      return {
-        allowed: true,
-        decision,
-        id,
-        expiresAt,
-        settle: (actual) => finish(id, actual),
-        cancel: () => finish(id, undefined),
-      };
-    },
-    settle: (id, actual) => finish(id, actual),
-    cancel: (id) => finish(id, undefined),
-    sweep,
-    get outstanding() {
-      return held.size;
-    },
-  };
+  return records === undefined
+    ? createLocalBook(account, resolved, clock)
+    : createRecordedBook(account, records, resolved, clock);
 }
