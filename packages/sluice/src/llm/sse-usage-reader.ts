@@ -6,7 +6,7 @@
  */
 import { createEventTemplate } from './event-template.js';
 import { asciiBytes, bytesAre, bytesStartWith } from './json-bytes.js';
-import { createLineReader } from './line-reader.js';
+import { createLineReader, type LineReader } from './line-reader.js';
 import { applyStreamEvent, type UsageState } from './provider-usage.js';
 import { measured, NEEDS_PARSE, scanStreamEvent } from './stream-event-scan.js';
 import type { LlmProvider } from './usage.js';
@@ -36,94 +36,111 @@ function textOf(bytes: Uint8Array, start: number, end: number): string {
 
 /** A reader of `provider`'s events into `state`, holding at most `maxLineBytes` of any line or event. */
 export function createSseUsageReader(provider: LlmProvider, maxLineBytes: number, state: UsageState): SseUsageReader {
-  // The event's only data line so far, where it lies; once it has several, its lines as text.
-  let data: Uint8Array | undefined;
-  let dataStart = 0;
-  let dataEnd = 0;
-  let texts: string[] | undefined;
-  let eventBytes = 0;
-  let malformed = 0;
-  const template = createEventTemplate();
+  return new EventReader(provider, maxLineBytes, state);
+}
 
-  const parse = (text: string) => {
-    let event: unknown;
-    try {
-      event = JSON.parse(text);
-    } catch {
-      malformed++;
-      return;
+class EventReader implements SseUsageReader {
+  private readonly lines: LineReader;
+  private readonly template = createEventTemplate();
+  /** The event's only data line so far, where it lies (`dataStart`..`dataEnd` of `data`). */
+  private data: Uint8Array | undefined = undefined;
+  private dataStart = 0;
+  private dataEnd = 0;
+  /** Once the event has several data lines: its lines as text. */
+  private texts: string[] | undefined = undefined;
+  private eventBytes = 0;
+  private malformed = 0;
+
+  constructor(
+    private readonly provider: LlmProvider,
+    private readonly maxLineBytes: number,
+    private readonly state: UsageState,
+  ) {
+    this.lines = createLineReader(maxLineBytes, (bytes, start, end) => this.line(bytes, start, end));
+  }
+
+  get droppedLines(): number {
+    return this.lines.droppedLines;
+  }
+
+  get malformedEvents(): number {
+    return this.malformed;
+  }
+
+  push(chunk: Uint8Array): void {
+    this.lines.push(chunk);
+    // The event's data line may lie in this chunk, whose memory is the caller's once push returns.
+    if (this.data === chunk) {
+      this.data = Uint8Array.prototype.slice.call(chunk, this.dataStart, this.dataEnd);
+      this.dataEnd -= this.dataStart;
+      this.dataStart = 0;
     }
-    applyStreamEvent(state, provider, event);
-  };
-  const dispatch = () => {
-    const bytes = data;
-    const lines = texts;
-    data = undefined;
-    texts = undefined;
-    eventBytes = 0;
-    if (lines !== undefined) {
-      const text = lines.join('\n');
-      if (text !== '' && text !== '[DONE]') parse(text);
-      return;
-    }
-    if (bytes === undefined || dataStart === dataEnd || bytesAre(bytes, dataStart, dataEnd, DONE)) return;
-    const matched = template.match(bytes, dataStart, dataEnd);
-    if (matched >= 0) {
-      state.producedChars += matched;
-      return;
-    }
-    const units = scanStreamEvent(bytes, dataStart, dataEnd, provider);
-    if (units === NEEDS_PARSE) {
-      parse(textOf(bytes, dataStart, dataEnd));
-      return;
-    }
-    state.producedChars += units;
-    if (measured.start >= 0) template.learn(bytes, dataStart, dataEnd, measured.start, measured.end);
-  };
-  const lines = createLineReader(maxLineBytes, (bytes, start, end) => {
+  }
+
+  end(): void {
+    this.lines.end();
+    this.dispatch();
+  }
+
+  private line(bytes: Uint8Array, start: number, end: number): void {
     if (start === end) {
-      dispatch();
+      this.dispatch();
       return;
     }
     // event:, id:, retry: and comments say nothing about usage.
     if (!bytesStartWith(bytes, start, end, DATA)) return;
     const from = bytes[start + 5] === 0x20 && start + 5 < end ? start + 6 : start + 5;
-    eventBytes += end - from;
+    this.eventBytes += end - from;
     // Many data lines in one event are bounded together, like one long line.
-    if (eventBytes > maxLineBytes) {
-      data = undefined;
-      texts = [];
-      malformed++;
-    } else if (texts !== undefined) texts.push(textOf(bytes, from, end));
-    else if (data === undefined) {
-      data = bytes;
-      dataStart = from;
-      dataEnd = end;
+    if (this.eventBytes > this.maxLineBytes) {
+      this.data = undefined;
+      this.texts = [];
+      this.malformed++;
+    } else if (this.texts !== undefined) this.texts.push(textOf(bytes, from, end));
+    else if (this.data === undefined) {
+      this.data = bytes;
+      this.dataStart = from;
+      this.dataEnd = end;
     } else {
-      texts = [textOf(data, dataStart, dataEnd), textOf(bytes, from, end)];
-      data = undefined;
+      this.texts = [textOf(this.data, this.dataStart, this.dataEnd), textOf(bytes, from, end)];
+      this.data = undefined;
     }
-  });
+  }
 
-  return {
-    push(chunk) {
-      lines.push(chunk);
-      // The event's data line may lie in this chunk, whose memory is the caller's once push returns.
-      if (data === chunk) {
-        data = Uint8Array.prototype.slice.call(chunk, dataStart, dataEnd);
-        dataEnd -= dataStart;
-        dataStart = 0;
-      }
-    },
-    end() {
-      lines.end();
-      dispatch();
-    },
-    get droppedLines() {
-      return lines.droppedLines;
-    },
-    get malformedEvents() {
-      return malformed;
-    },
-  };
+  /** The event ended (a blank line, or the body): what it says goes into the state. */
+  private dispatch(): void {
+    const { data: bytes, texts, dataStart: start, dataEnd: end } = this;
+    this.data = undefined;
+    this.texts = undefined;
+    this.eventBytes = 0;
+    if (texts !== undefined) {
+      const text = texts.join('\n');
+      if (text !== '' && text !== '[DONE]') this.parse(text);
+      return;
+    }
+    if (bytes === undefined || start === end || bytesAre(bytes, start, end, DONE)) return;
+    const matched = this.template.match(bytes, start, end);
+    if (matched >= 0) {
+      this.state.producedChars += matched;
+      return;
+    }
+    const units = scanStreamEvent(bytes, start, end, this.provider);
+    if (units === NEEDS_PARSE) {
+      this.parse(textOf(bytes, start, end));
+      return;
+    }
+    this.state.producedChars += units;
+    if (measured.start >= 0) this.template.learn(bytes, start, end, measured.start, measured.end);
+  }
+
+  private parse(text: string): void {
+    let event: unknown;
+    try {
+      event = JSON.parse(text);
+    } catch {
+      this.malformed++;
+      return;
+    }
+    applyStreamEvent(this.state, this.provider, event);
+  }
 }
