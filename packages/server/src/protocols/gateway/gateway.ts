@@ -2,7 +2,7 @@
  * The gateway: an HTTP server that admits each request (target, in-flight slot, the `http:` rules'
  * decision) and then reverse-proxies it, or tunnels a websocket upgrade, or answers for itself.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { type Agent, createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Clock, Store } from 'sluice';
 import type { RulesEngine } from 'sluice/rules';
@@ -15,7 +15,7 @@ import type { ServiceMetrics } from '../../observability/metrics.js';
 import { sendProblem } from '../http/problem-answer.js';
 import { sendJsonText } from '../http/respond.js';
 import type { GatewayAdaptive } from './adaptive-limit.js';
-import { createClientSlots } from './client-slots.js';
+import { type ClientSlots, createClientSlots } from './client-slots.js';
 import { createProxy } from './exchange.js';
 import { upstreamHeaders } from './forwarding.js';
 import { type Admission, createAdmission } from './gateway-admission.js';
@@ -64,9 +64,12 @@ export interface GatewayOptions {
  * rule on `/login` also covers `//login`, `/a/../login` and `/%6Cogin`; a malformed escape is a 400.
  */
 export function createGateway(options: GatewayOptions): Server {
-  const { upstream, metrics, logger } = options;
   const limits: GatewayLimits = { ...DEFAULT_GATEWAY_LIMITS, ...options.limits };
-  const agent = createUpstreamAgent(upstream.protocol === 'https:', limits.maxUpstreamSockets, limits.idleTimeoutMs);
+  const agent = createUpstreamAgent(
+    options.upstream.protocol === 'https:',
+    limits.maxUpstreamSockets,
+    limits.idleTimeoutMs,
+  );
   const slots = createClientSlots(limits.maxClientInFlight);
   const admit = createAdmission({
     ...options,
@@ -74,35 +77,73 @@ export function createGateway(options: GatewayOptions): Server {
     slots,
     maxClientInFlight: limits.maxClientInFlight,
   });
-  const answer = (res: ServerResponse, a: GatewayAnswer): void => {
+  const answer = answerer(options.metrics);
+  const proxies = createProxies(options, { agent, slots, upstreamTimeoutMs: limits.upstreamTimeoutMs, answer });
+  const serve = createServe(options, slots, answer, proxies);
+  const server = listenerOf(limits, (req, res) => {
+    const admitted = admit(req);
+    if (!(admitted instanceof Promise)) {
+      serve(req, res, admitted);
+      return;
+    }
+    admitted.then(
+      (a) => serve(req, res, a),
+      (error: unknown) => {
+        req.resume();
+        answer(res, failureAnswer(error, options.logger));
+      },
+    );
+  });
+  tunnelUpgrades(server, options, limits, admit, (key) => slots.release(key));
+  server.on('close', () => {
+    agent.destroy();
+    proxies.close();
+  });
+  return server;
+}
+
+type Answer = (res: ServerResponse, a: GatewayAnswer) => void;
+
+/** Writes the gateway's own answers (a problem document when the client takes one) and counts them. */
+function answerer(metrics: ServiceMetrics): Answer {
+  return (res, a) => {
     if (res.headersSent || res.destroyed) return;
     if (a.problem) sendProblem(res, a.body, a.headers);
     else sendJsonText(res, a.status, a.body, a.headers);
     metrics.gateway(a.status);
   };
-  const llmBudget = options.llm && createLlmBudgets(options.llm.store, options.llm.clock);
-  const llmMetrics = llmBudget && registerLlmMetrics(metrics.registry, () => llmBudget.outstanding());
-  const llmProxy =
-    llmMetrics &&
-    createLlmProxy({
-      ...options,
-      agent,
-      slots,
-      upstreamTimeoutMs: limits.upstreamTimeoutMs,
-      answer,
-      llmMetrics,
-      ...(options.llm?.hub === undefined ? {} : { hub: options.llm.hub }),
-    });
-  const { proxy, close } = createProxy({
-    ...options,
-    agent,
-    slots,
-    upstreamTimeoutMs: limits.upstreamTimeoutMs,
-    answer,
-  });
+}
 
-  /** Proxies an admitted request, or answers for the gateway. */
-  function serve(req: IncomingMessage, res: ServerResponse, admission: Admission): void {
+/** What both proxies share from their gateway. */
+interface Shared {
+  readonly agent: Agent;
+  readonly slots: ClientSlots;
+  readonly upstreamTimeoutMs: number;
+  readonly answer: Answer;
+}
+
+/** The plain proxy, and the LLM proxy with its budgets when the gateway counts tokens (`llm`). */
+function createProxies(options: GatewayOptions, shared: Shared) {
+  const llmBudget = options.llm && createLlmBudgets(options.llm.store, options.llm.clock);
+  const llmMetrics = llmBudget && registerLlmMetrics(options.metrics.registry, () => llmBudget.outstanding());
+  const hub = options.llm?.hub;
+  const llmProxy =
+    llmMetrics && createLlmProxy({ ...options, ...shared, llmMetrics, ...(hub === undefined ? {} : { hub }) });
+  const { proxy, close } = createProxy({ ...options, ...shared });
+  return { proxy, close, llmBudget, llmProxy };
+}
+
+type Serve = (req: IncomingMessage, res: ServerResponse, admission: Admission) => void;
+
+/** Proxies an admitted request (through the LLM proxy when the rules have an `llm:` section), or answers for the gateway. */
+function createServe(
+  options: GatewayOptions,
+  slots: ClientSlots,
+  answer: Answer,
+  proxies: ReturnType<typeof createProxies>,
+): Serve {
+  const { proxy, llmBudget, llmProxy } = proxies;
+  return (req, res, admission) => {
     if (!admission.ok) {
       req.resume();
       answer(res, admission.answer);
@@ -126,8 +167,11 @@ export function createGateway(options: GatewayOptions): Server {
     slots.release(admission.key);
     req.resume();
     answer(res, shed);
-  }
+  };
+}
 
+/** The HTTP server, with Node's timeouts set from the gateway's limits. */
+function listenerOf(limits: GatewayLimits, handle: (req: IncomingMessage, res: ServerResponse) => void): Server {
   const server = createServer(
     {
       headersTimeout: Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs),
@@ -135,26 +179,8 @@ export function createGateway(options: GatewayOptions): Server {
       // How often Node looks for requests past those timeouts (its default, 30 s, would let them overrun).
       connectionsCheckingInterval: Math.max(250, Math.min(1000, limits.headersTimeoutMs / 4)),
     },
-    (req, res) => {
-      const admitted = admit(req);
-      if (!(admitted instanceof Promise)) {
-        serve(req, res, admitted);
-        return;
-      }
-      admitted.then(
-        (a) => serve(req, res, a),
-        (error: unknown) => {
-          req.resume();
-          answer(res, failureAnswer(error, logger));
-        },
-      );
-    },
+    handle,
   );
-  tunnelUpgrades(server, options, limits, admit, (key) => slots.release(key));
-  server.on('close', () => {
-    agent.destroy();
-    close();
-  });
   // A connection that says nothing for this long is closed (Node's default is never).
   server.timeout = limits.idleTimeoutMs;
   server.keepAliveTimeout = 5_000;

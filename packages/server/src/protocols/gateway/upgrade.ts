@@ -3,6 +3,7 @@
  */
 import { request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders, STATUS_CODES } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from '../../observability/logger.js';
 import type { ServiceMetrics } from '../../observability/metrics.js';
@@ -107,56 +108,8 @@ export function proxyUpgrade(p: UpgradeProxy): void {
     timeout: p.timeoutMs,
   });
   outgoing.on('timeout', () => outgoing.destroy(new Error('upstream timed out')));
-  outgoing.on('upgrade', (res, upstreamSocket, upstreamHead) => {
-    p.metrics.gateway(res.statusCode ?? 101);
-    upstreamSocket.on('error', () => socket.destroy());
-    socket.on('error', () => upstreamSocket.destroy());
-    if (socket.destroyed) {
-      upstreamSocket.destroy();
-      return;
-    }
-    const headers: Record<string, string | string[]> = {};
-    for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) {
-      const name = res.rawHeaders[i] as string;
-      const existing = headers[name];
-      const value = res.rawHeaders[i + 1] as string;
-      headers[name] = existing === undefined ? value : [...(Array.isArray(existing) ? existing : [existing]), value];
-    }
-    Object.assign(headers, p.extra);
-    socket.write(head(res.statusCode ?? 101, res.statusMessage ?? 'Switching Protocols', headers));
-    if (upstreamHead.length > 0) socket.write(upstreamHead);
-    if (p.head.length > 0) upstreamSocket.write(p.head);
-    // A tunnel may stay quiet for long (websocket pings are the application's business).
-    upstreamSocket.setTimeout(0);
-    (socket as Duplex & { setTimeout?: (ms: number) => void }).setTimeout?.(0);
-    upstreamSocket.pipe(socket).pipe(upstreamSocket);
-    upstreamSocket.once('close', () => socket.destroy());
-    socket.once('close', () => upstreamSocket.destroy());
-    // Either side's EOF ends the tunnel, once the other side has been sent it (pipe() ends it): both
-    // sockets are half-open, and a client gone with a FIN in front of an upstream that never closes its
-    // half (or the other way round) held both connections — and the service's shutdown — for good.
-    const closeBoth = () => {
-      socket.destroy();
-      upstreamSocket.destroy();
-    };
-    socket.once('end', () => whenFinished(upstreamSocket, closeBoth));
-    upstreamSocket.once('end', () => whenFinished(socket, closeBoth));
-  });
-  outgoing.on('response', (res) => {
-    // The upstream did not switch protocols: relay its answer and close.
-    p.metrics.gateway(res.statusCode ?? 502);
-    const headers: Record<string, string | string[]> = {};
-    for (const [name, value] of Object.entries(res.headers)) {
-      if (value !== undefined && name !== 'connection' && name !== 'transfer-encoding' && name !== 'keep-alive')
-        headers[name] = value;
-    }
-    delete headers['content-length'];
-    Object.assign(headers, p.extra, { connection: 'close' });
-    socket.write(head(res.statusCode ?? 502, res.statusMessage ?? '', headers));
-    lingerAfterAnswer(socket);
-    res.pipe(socket);
-    res.on('error', () => socket.destroy());
-  });
+  outgoing.on('upgrade', (res, upstreamSocket, upstreamHead) => joinTunnel(p, res, upstreamSocket, upstreamHead));
+  outgoing.on('response', (res) => relayAnswer(p, res));
   outgoing.on('error', (error) => {
     p.logger.warn({ err: error.message, upstream: upstream.origin }, 'upstream upgrade failed');
     p.metrics.gateway(502);
@@ -169,6 +122,67 @@ export function proxyUpgrade(p: UpgradeProxy): void {
     });
   });
   outgoing.end();
+}
+
+/** The upstream switched protocols: its answer goes to the client, then the two sockets are joined byte for byte. */
+function joinTunnel(p: UpgradeProxy, res: IncomingMessage, upstreamSocket: Socket, upstreamHead: Buffer): void {
+  const { socket } = p;
+  p.metrics.gateway(res.statusCode ?? 101);
+  upstreamSocket.on('error', () => socket.destroy());
+  socket.on('error', () => upstreamSocket.destroy());
+  if (socket.destroyed) {
+    upstreamSocket.destroy();
+    return;
+  }
+  const headers = headersOfRaw(res.rawHeaders);
+  Object.assign(headers, p.extra);
+  socket.write(head(res.statusCode ?? 101, res.statusMessage ?? 'Switching Protocols', headers));
+  if (upstreamHead.length > 0) socket.write(upstreamHead);
+  if (p.head.length > 0) upstreamSocket.write(p.head);
+  // A tunnel may stay quiet for long (websocket pings are the application's business).
+  upstreamSocket.setTimeout(0);
+  (socket as Duplex & { setTimeout?: (ms: number) => void }).setTimeout?.(0);
+  upstreamSocket.pipe(socket).pipe(upstreamSocket);
+  upstreamSocket.once('close', () => socket.destroy());
+  socket.once('close', () => upstreamSocket.destroy());
+  // Either side's EOF ends the tunnel, once the other side has been sent it (pipe() ends it): both
+  // sockets are half-open, and a client gone with a FIN in front of an upstream that never closes its
+  // half (or the other way round) held both connections — and the service's shutdown — for good.
+  const closeBoth = () => {
+    socket.destroy();
+    upstreamSocket.destroy();
+  };
+  socket.once('end', () => whenFinished(upstreamSocket, closeBoth));
+  upstreamSocket.once('end', () => whenFinished(socket, closeBoth));
+}
+
+/** The upstream's raw headers as a record, a repeated name's values in a list (in the order they came). */
+function headersOfRaw(raw: readonly string[]): Record<string, string | string[]> {
+  const headers: Record<string, string | string[]> = {};
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i] as string;
+    const existing = headers[name];
+    const value = raw[i + 1] as string;
+    headers[name] = existing === undefined ? value : [...(Array.isArray(existing) ? existing : [existing]), value];
+  }
+  return headers;
+}
+
+/** The upstream did not switch protocols: its answer is relayed and the connection closed. */
+function relayAnswer(p: UpgradeProxy, res: IncomingMessage): void {
+  const { socket } = p;
+  p.metrics.gateway(res.statusCode ?? 502);
+  const headers: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(res.headers)) {
+    if (value !== undefined && name !== 'connection' && name !== 'transfer-encoding' && name !== 'keep-alive')
+      headers[name] = value;
+  }
+  delete headers['content-length'];
+  Object.assign(headers, p.extra, { connection: 'close' });
+  socket.write(head(res.statusCode ?? 502, res.statusMessage ?? '', headers));
+  lingerAfterAnswer(socket);
+  res.pipe(socket);
+  res.on('error', () => socket.destroy());
 }
 
 /** Runs `then` once `socket` has finished writing (at once if it has). */
