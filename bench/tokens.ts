@@ -5,15 +5,19 @@
  * usage), and the same load charged after the response only (what hand-built limiters do: look at the
  * budget, send, charge the usage at the end; here via `/v1/check` and the plain gateway). The upstream
  * counts the tokens it served per minute window. Then the gateway's own cost per streamed request
- * against plain proxying (the same gateway without the `llm:` section), in the same run.
+ * against plain proxying (the same gateway without the `llm:` section), in the same run: latency as the
+ * client sees it, and the gateway process's CPU per request (from /proc, steadier on a shared machine).
  *
  *   npm run bench -- tokens
+ *   BENCH_TOKENS_BASELINE=/path/to/other/checkout npm run bench -- tokens   # + that checkout's llm: gateway
+ *                                                         # in the overhead rounds, for a before/after
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fmt, table } from './lib/measure.js';
+import { cpuSeconds } from './lib/proc-cpu.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const CLI = import.meta.url.endsWith('.ts')
@@ -37,16 +41,25 @@ const PROMPT = 'Summarise the following paragraph in one sentence, keeping every
 const OVERHEAD_REQUESTS = 1000;
 const OVERHEAD_CONCURRENCY = 50;
 const OVERHEAD_TOKENS = 200;
+/** Rounds of the overhead runs: each loads every gateway in turn, so background load falls on all alike. */
+const OVERHEAD_ROUNDS = 2;
+const BASELINE = process.env.BENCH_TOKENS_BASELINE;
 
 /**
  * The upstream: an OpenAI-style stream of n one-token words, 16 a chunk, usage last; tokens served per
- * mode and minute. Unpaced, it wrote a whole answer into the socket before it saw a client's close: the
- * tokens of a stream the gateway had already cut counted as served (most of the overshoot measured).
+ * mode and minute. The overhead runs get chunks shaped as OpenAI sends them with
+ * `stream_options.include_usage` (an id, the model, `logprobs`, `"usage":null` in every chunk: ~290 bytes
+ * an event); the budget runs get minimal ones. Unpaced, it wrote a whole answer into the socket before it
+ * saw a client's close: the tokens of a stream the gateway had already cut counted as served (most of
+ * the overshoot measured).
  */
 const UPSTREAM = `
 const http = require('node:http');
 const served = {};
 const word = 'data: {"choices":[{"index":0,"delta":{"content":"abc "}}]}\\n\\n';
+const shaped = 'data: {"id":"chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT","object":"chat.completion.chunk","created":1741569952,' +
+  '"model":"gpt-4o-2024-08-06","service_tier":"default","system_fingerprint":"fp_f9f4fb6dbf",' +
+  '"choices":[{"index":0,"delta":{"content":" abc"},"logprobs":null,"finish_reason":null}],"usage":null}\\n\\n';
 http.createServer((req, res) => {
   const url = new URL(req.url, 'http://x');
   if (url.pathname === '/served') { res.end(JSON.stringify(served)); return; }
@@ -61,7 +74,7 @@ http.createServer((req, res) => {
   const step = () => {
     if (res.destroyed) return;
     const m = Math.min(16, n - sent);
-    const chunk = word.repeat(m);
+    const chunk = (paced ? word : shaped).repeat(m);
     sent += m;
     add(m);
     if (sent >= n) {
@@ -206,9 +219,17 @@ async function post(url: string, body: unknown): Promise<{ results: { allowed?: 
   }
 }
 
-/** Mean and p50/p99 of `n` requests at `concurrency`, each a fresh key (budgets never bind). */
-async function latency(url: string, mode: string): Promise<{ mean: number; p50: number; p99: number }> {
+/**
+ * Mean and p50/p99 of `n` requests at `concurrency`, each a fresh key (budgets never bind), and the CPU
+ * the gateway process `pid` spent per request meanwhile (ms).
+ */
+async function latency(
+  url: string,
+  mode: string,
+  pid: number,
+): Promise<{ mean: number; p50: number; p99: number; cpuMs: number }> {
   const times: number[] = [];
+  const cpuBefore = cpuSeconds(pid);
   let next = 0;
   const worker = async () => {
     while (next < OVERHEAD_REQUESTS) {
@@ -219,9 +240,16 @@ async function latency(url: string, mode: string): Promise<{ mean: number; p50: 
     }
   };
   await Promise.all(Array.from({ length: OVERHEAD_CONCURRENCY }, worker));
+  const cpuMs = ((cpuSeconds(pid) - cpuBefore) * 1000) / OVERHEAD_REQUESTS;
   times.sort((a, b) => a - b);
   const at = (q: number) => times[Math.min(times.length - 1, Math.floor(q * times.length))] ?? 0;
-  return { mean: times.reduce((a, b) => a + b, 0) / times.length, p50: at(0.5), p99: at(0.99) };
+  return { mean: times.reduce((a, b) => a + b, 0) / times.length, p50: at(0.5), p99: at(0.99), cpuMs };
+}
+
+/** Another checkout's CLI: its compiled build when its own `npm run bench` made one (tsx's transform would cost it alone). */
+function baselineCli(checkout: string): string[] {
+  const compiled = resolve(checkout, '.bench-out/packages/server/src/cli/main.js');
+  return existsSync(compiled) ? [compiled] : ['--import', 'tsx', resolve(checkout, 'packages/server/src/cli/main.ts')];
 }
 
 async function main(): Promise<void> {
@@ -234,16 +262,21 @@ async function main(): Promise<void> {
     const llm = `domain: llm\nllm:\n  provider: openai\n  key: { header: authorization }\n  limits:\n    total_tokens: { limit: ${LIMIT}, period: 1m }\n`;
     writeFileSync(join(dir, 'llm.yaml'), llm);
     writeFileSync(join(dir, 'plain.yaml'), 'domain: plain\n');
-    const gateway = async (config: string) => {
-      const argv = [...CLI, 'serve', '--host', '127.0.0.1', '--port', '0', '--grpc-port', '0', '--proxy-port', '0'];
+    const gateway = async (config: string, cli = CLI) => {
+      const argv = [...cli, 'serve', '--host', '127.0.0.1', '--port', '0', '--grpc-port', '0', '--proxy-port', '0'];
       argv.push('--config', join(dir, config), '--upstream', upstreamUrl, '--no-watch');
       argv.push('--gateway-max-client-inflight', '5000', '--upstream-max-sockets', '2048');
       const p = await start(argv, (l) => l.msg === 'listening');
       procs.push(p);
-      return { proxy: `http://127.0.0.1:${p.line.proxy as number}`, http: `http://127.0.0.1:${p.line.http as number}` };
+      return {
+        proxy: `http://127.0.0.1:${p.line.proxy as number}`,
+        http: `http://127.0.0.1:${p.line.http as number}`,
+        pid: p.child.pid as number,
+      };
     };
     const budgeted = await gateway('llm.yaml');
     const plain = await gateway('plain.yaml');
+    const baseline = BASELINE === undefined ? undefined : await gateway('llm.yaml', baselineCli(BASELINE));
 
     await atWindowStart();
     const started = performance.now();
@@ -307,20 +340,23 @@ async function main(): Promise<void> {
       .filter(([k]) => !k.startsWith('overhead@'))
       .map(([k, v]) => `${k.replace('@', ' minute ')}: ${fmt(v)}`);
     console.log(`(the reserve run took ${fmt(reserveSeconds, 1)} s; tokens served per minute: ${windows.join(', ')})`);
+    const gateways = [
+      { name: 'plain proxying (gateway, no llm:)', ...plain },
+      { name: 'gateway llm: reserve + stream + settle', ...budgeted },
+      ...(baseline === undefined ? [] : [{ name: `baseline ${BASELINE} llm:`, ...baseline }]),
+    ];
     const rows: (string | number)[][] = [];
-    for (const [name, url] of [
-      ['plain proxying (gateway, no llm:)', plain.proxy],
-      ['gateway llm: reserve + stream + settle', budgeted.proxy],
-      ['plain proxying (gateway, no llm:) again', plain.proxy],
-      ['gateway llm: again', budgeted.proxy],
-    ] as const) {
-      const l = await latency(url, 'overhead');
-      rows.push([name, fmt(l.mean, 2), fmt(l.p50, 2), fmt(l.p99, 2)]);
+    for (let round = 1; round <= OVERHEAD_ROUNDS; round++) {
+      for (const g of gateways) {
+        const l = await latency(g.proxy, 'overhead', g.pid);
+        const name = `${g.name}${round > 1 ? ` (round ${round})` : ''}`;
+        rows.push([name, fmt(l.cpuMs, 3), fmt(l.mean, 2), fmt(l.p50, 2), fmt(l.p99, 2)]);
+      }
     }
     console.log(
-      `\n${OVERHEAD_REQUESTS} streamed requests of ${OVERHEAD_TOKENS} tokens each, ${OVERHEAD_CONCURRENCY} at a time, a key each`,
+      `\n${OVERHEAD_REQUESTS} streamed requests of ${OVERHEAD_TOKENS} tokens each (OpenAI-shaped chunks), ${OVERHEAD_CONCURRENCY} at a time, a key each`,
     );
-    console.log(table(['proxy', 'mean ms', 'p50 ms', 'p99 ms'], rows));
+    console.log(table(['proxy', 'gateway CPU ms/request', 'mean ms', 'p50 ms', 'p99 ms'], rows));
   } finally {
     for (const p of procs) await stop(p);
     rmSync(dir, { recursive: true, force: true });
