@@ -78,3 +78,22 @@ for (const entry of entryPoints) {
   const target = relative(dirname(stub), join(cjs, `${path}.js`));
   writeFileSync(stub, `export * from '${target.startsWith('.') ? target : `./${target}`}';\n`);
 }
+
+// tsc writes a declaration for every source file, but users' editors only ever open those the entry points'
+// declarations import, directly or through others: the rest (the Redis scripts' assembly, the stores' internals)
+// would only weigh on every install, so they are left out. Every `from '…'` and `import('…')` is followed.
+const reached = new Set();
+const pending = entryPoints.map((entry) => join(cjs, `${relative(join(lib, 'src'), entry).replace(/\.ts$/, '')}.d.ts`));
+while (pending.length > 0) {
+  const file = pending.pop();
+  if (reached.has(file)) continue;
+  reached.add(file);
+  const text = readFileSync(file, 'utf8');
+  for (const [, specifier] of text.matchAll(/(?:from\s+|import\s*\(\s*)['"](\.{1,2}\/[^'"]+)['"]/g)) {
+    const base = join(dirname(file), specifier.replace(/\.js$/, ''));
+    const target = [`${base}.d.ts`, join(base, 'index.d.ts')].find((path) => statSync(path, { throwIfNoEntry: false }));
+    if (target === undefined) throw new Error(`${relative(lib, file)} imports ${specifier}, which has no declaration`);
+    pending.push(target);
+  }
+}
+for (const file of filesOf(cjs).filter((f) => f.endsWith('.d.ts') && !reached.has(f))) rmSync(file);

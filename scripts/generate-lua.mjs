@@ -34,10 +34,16 @@ export function generate() {
     '// `node scripts/generate-lua.mjs`. packages/sluice/test/redis/lua-sources.test.ts fails when this module is out of step with them.',
     '// biome-ignore-all format: generated',
     '',
-    '/** The Lua sources of the Redis and multi-region stores, by `<store folder>/<file name>`. */',
-    'export const LUA_SOURCES = {',
+    '/** The name of each Lua source: `<store folder>/<file name>`. */',
+    `export type LuaSourceName =\n${luaFiles()
+      .map(([name]) => `  | ${JSON.stringify(name)}`)
+      .join('\n')};`,
+    '',
+    // Typed by name only: `as const` would put every script's whole text in the published declarations.
+    '/** The Lua sources of the Redis and multi-region stores, by name. */',
+    'export const LUA_SOURCES: Readonly<Record<LuaSourceName, string>> = {',
     ...lines,
-    '} as const;',
+    '};',
     '',
   ].join('\n');
 }

@@ -2,8 +2,43 @@
 // `node scripts/generate-lua.mjs`. packages/sluice/test/redis/lua-sources.test.ts fails when this module is out of step with them.
 // biome-ignore-all format: generated
 
-/** The Lua sources of the Redis and multi-region stores, by `<store folder>/<file name>`. */
-export const LUA_SOURCES = {
+/** The name of each Lua source: `<store folder>/<file name>`. */
+export type LuaSourceName =
+  | "multi-region/escrow-check"
+  | "multi-region/escrow-epochs"
+  | "multi-region/escrow-fast-path"
+  | "multi-region/escrow-merge"
+  | "multi-region/escrow-prelude"
+  | "multi-region/escrow-read"
+  | "multi-region/escrow-reset"
+  | "multi-region/escrow-shares"
+  | "multi-region/eventual-check"
+  | "multi-region/eventual-merge"
+  | "multi-region/eventual-prelude"
+  | "multi-region/eventual-read-own"
+  | "multi-region/eventual-refund"
+  | "multi-region/eventual-reset"
+  | "redis/acquire"
+  | "redis/batch"
+  | "redis/block-check"
+  | "redis/block-write"
+  | "redis/charge-steps"
+  | "redis/check-fixed-window"
+  | "redis/check-function"
+  | "redis/check-gcra"
+  | "redis/check-sliding-log"
+  | "redis/check-sliding-window"
+  | "redis/helpers"
+  | "redis/log-expired"
+  | "redis/many"
+  | "redis/prelude"
+  | "redis/refund-steps"
+  | "redis/refunds"
+  | "redis/release"
+  | "redis/reservation-records";
+
+/** The Lua sources of the Redis and multi-region stores, by name. */
+export const LUA_SOURCES: Readonly<Record<LuaSourceName, string>> = {
   "multi-region/escrow-check":
     "-- Escrow: the check script's full path, from item FIRST on (see checkScript in escrow-lua.ts): each item decided\n-- under every binding epoch of its record, all or nothing when ALL; returns FOUT with 8 fields per item appended.\nlocal ALL, COMMIT, NEWINC = ARGV[2] == '1', ARGV[3] == '1', ARGV[#ARGV]\nSKEW = tonumber(HEAD[A])\nlocal I0 = 5 + tonumber(ARGV[4])\n-- A policy's text (see POLICY_HEAD) as make_item's 13 numbers.\nlocal function policy_of(text)\n  local n, i = {}, 1\n  for w in string.gmatch(text, '%x+') do n[i], i = tonumber(w, 16), i + 1 end\n  return n[6], n[7], n[1], n[8], n[2], n[9], n[10], n[11], n[3], n[12], n[4], n[13], n[14]\nend\nlocal items, k = {}, 2 * FIRST - 1\nfor i = I0 + FIRST - 1, I0 + #KEYS / 2 - 1 do\n  local index, cost = 1, 1\n  if ARGV[i] ~= '1' then\n    local x = find(ARGV[i], ':', 1, true)\n    index, cost = tonumber(sub(ARGV[i], 1, x - 1)), tonumber(sub(ARGV[i], x + 1))\n  end\n  items[#items + 1] = make_item(KEYS[k], KEYS[k + 1], cost, policy_of(ARGV[4 + index]))\n  k = k + 2\nend\nlocal function block(it)\n  if it.block > 0 then call('SET', it.bkey, fmt(NOW + it.block), 'PX', fmt(it.block + GRACE)) end\nend\nlocal lists, shares, looks, fits, ats = {}, {}, {}, true, {}\nfor n, it in ipairs(items) do\n  local rec\n  lists[n], shares[n], rec = epochs(it, NEWINC)\n  ats[n] = NOW\n  -- The latest stamp (demand is the process's to count: see dr at the top of escrow-lua.ts).\n  if COMMIT and num(rec.hw) ~= NOW then call('HSET', it.rkey, 'hw', fmt(NOW)) end\n  keep_fp(it, rec, shares[n])\n  -- The record lives its TTL from its last use, renewed once per eighth of it (not on every call).\n  local tick = floor(it.ttl / 8)\n  if not rec.hw or floor(num(rec.hw) / tick) ~= floor(NOW / tick) then\n    call('PEXPIRE', it.rkey, fmt(it.ttl))\n    call('PEXPIRE', tkey(it.rkey), fmt(it.ttl))\n  end\n  looks[n] = decide(it, lists[n], it.cost, COMMIT and not ALL)\n  if looks[n][1] ~= 1 then\n    fits = false\n    if COMMIT and not ALL and looks[n][5] ~= 2 then block(it) end\n  end\nend\nif ALL and COMMIT then\n  if fits then\n    -- The caller merges items of the same (key, policy), so each one still fits when its turn comes.\n    for n, it in ipairs(items) do\n      NOW = ats[n]\n      looks[n] = decide(it, lists[n], it.cost, true)\n    end\n  else\n    for n, it in ipairs(items) do\n      NOW = ats[n]\n      if looks[n][1] == 0 and looks[n][5] ~= 2 then block(it) end\n    end\n  end\nend\nlocal out = FOUT\nfor n, d in ipairs(looks) do\n  for j = 1, 6 do out[#out + 1] = d[j] end\n  out[#out + 1] = shares[n]\n  out[#out + 1] = ats[n]\nend\nreturn out\n",
   "multi-region/escrow-epochs":
@@ -68,4 +103,4 @@ export const LUA_SOURCES = {
     "-- Ends a concurrency lease.\n-- KEYS[1] = the lease set, ARGV[3] = lease id. 1 when a live lease was removed.\ncall('ZREMRANGEBYSCORE', KEYS[1], '-inf', fmt(NOW))\nreturn call('ZREM', KEYS[1], ARGV[3])\n",
   "redis/reservation-records":
     "-- Reservation records beside the counters (issue 40): a reservation's key and cost, kept in Redis until\n-- it is settled or claimed after its expiry, so one that a dead process never settled is still handled.\n-- Atomic: a record is taken once, by a settle or by one sweeping process, never both.\n-- KEYS: the expiry index (sorted set), the records (hash). ARGV[1]: the operation.\n--   add id expiresAt record -> 1\n--   take id                 -> the record, or false when it is gone (settled, or claimed as expired)\n--   expired now max         -> { id, record, ... } of at most max records past their expiry, removed\nlocal op = ARGV[1]\nif op == 'add' then\n  redis.call('ZADD', KEYS[1], ARGV[3], ARGV[2])\n  redis.call('HSET', KEYS[2], ARGV[2], ARGV[4])\n  return 1\nend\nif op == 'take' then\n  local rec = redis.call('HGET', KEYS[2], ARGV[2])\n  if not rec then return false end\n  redis.call('HDEL', KEYS[2], ARGV[2])\n  redis.call('ZREM', KEYS[1], ARGV[2])\n  return rec\nend\nlocal ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[2], 'LIMIT', 0, tonumber(ARGV[3]))\nlocal out = {}\nfor _, id in ipairs(ids) do\n  local rec = redis.call('HGET', KEYS[2], id)\n  redis.call('HDEL', KEYS[2], id)\n  redis.call('ZREM', KEYS[1], id)\n  if rec then\n    out[#out + 1] = id\n    out[#out + 1] = rec\n  end\nend\nreturn out\n",
-} as const;
+};
