@@ -39,25 +39,25 @@ export function toOk(r: WireResult): void {
   if (r.error !== undefined || r.ok !== true) toDecision(r); // throws the result's error
 }
 
-/** One check (or peek): the hot path — the local cache first, else one item in the next batch. */
-export function checkOne(
+/**
+ * The store's check (or peek), the hot path: the local cache first, else one item in the next batch. Made once per
+ * store as a closure over `remote`, so a call is one frame, as the check of a store built in one function was.
+ */
+export function checkOf(
   remote: Remote,
-  key: string,
-  policy: ResolvedPolicy,
-  cost: number,
-  nowMs: number,
-  commit: boolean,
-): Promise<Decision> {
+): (key: string, policy: ResolvedPolicy, cost: number, nowMs: number, commit: boolean) => Promise<Decision> {
   const { cache } = remote;
-  const id = idOf(key, policy);
-  const cached = cache?.get(id, policy, cost, nowMs);
-  if (cached !== undefined) return Promise.resolve(cached);
-  const item = at(remote, { key, op: commit ? 'check' : 'peek', cost, ...policyPart(policy) }, nowMs);
-  return sendOne(remote, item).then((r) => {
-    const d = toDecision(r);
-    cache?.learn(id, policy, cost, nowMs, commit, d);
-    return d;
-  });
+  return (key, policy, cost, nowMs, commit) => {
+    const id = idOf(key, policy);
+    const cached = cache?.get(id, policy, cost, nowMs);
+    if (cached !== undefined) return Promise.resolve(cached);
+    const item = at(remote, { key, op: commit ? 'check' : 'peek', cost, ...policyPart(policy) }, nowMs);
+    return sendOne(remote, item).then((r) => {
+      const d = toDecision(r);
+      cache?.learn(id, policy, cost, nowMs, commit, d);
+      return d;
+    });
+  };
 }
 
 /** Several checks decided all or nothing: sent as one group, which the batcher never splits. */

@@ -10,7 +10,7 @@ import { type RemoteStoreOptions, resolveRemoteStoreOptions } from './remote-opt
 
 export type { RemoteStoreOptions } from './remote-options.js';
 
-import { at, chargeGroup, checkGroup, checkOne, idOf, type Remote, sendOne, toOk } from './remote-ops.js';
+import { at, chargeGroup, checkGroup, checkOf, idOf, type Remote, sendOne, toOk } from './remote-ops.js';
 import { policyPart, releaseItem, toLeaseDecision } from './wire.js';
 
 /** What a remote store did, for metrics, tests and benchmarks. */
@@ -70,7 +70,7 @@ export function createRemoteStore(options: RemoteStoreOptions): RemoteStore {
     name: 'remote',
     synchronous: false,
 
-    check: (key, policy, cost, nowMs, commit) => checkOne(remote, key, policy, cost, nowMs, commit),
+    check: checkOf(remote),
 
     async checkMany(items, nowMs, commit) {
       if (items.length === 0) return [];
