@@ -3,6 +3,7 @@
  * computed per request — which skips every step that would do nothing and asks the store directly.
  */
 import type { LimiterDecision } from '../limiter/create-limiter.js';
+import { decisionChannel } from '../limiter/decision-channel.js';
 import type { ResolvedLimit } from '../limiter/options.js';
 import type { DecisionStep } from './decision-step.js';
 import type { MiddlewareSettings } from './middleware-settings.js';
@@ -37,8 +38,9 @@ export function plainDecide<Req>(
   const clock = fixed.limiter.clock;
   const costUnits = fixedCost?.cost ?? 1;
   return (req) => {
-    // A key blocked by block() is looked up on the general path; until then, none is.
-    if (blocks.size > 0) return general(req);
+    // A key blocked by block() is looked up on the general path; until then, none is. While `sluice:decision` has
+    // subscribers (OpenTelemetry's), the general path's limiter publishes each decision: asking the store here would not.
+    if (blocks.size > 0 || decisionChannel.hasSubscribers) return general(req);
     const ip = identity.clientIp(req);
     const key = ip === '' ? 'unknown' : identity.ipKey(ip);
     const decision = store.check(key, policy, costUnits, clock.now(), true) as LimiterDecision;
