@@ -42,23 +42,29 @@ const isDigit = (b: number | undefined) => b !== undefined && b >= 0x30 && b <= 
  * inside an escape, where `\u0041` must keep four: a word with a backslash is matched exactly.)
  */
 function walk(bytes: Uint8Array, i: number, end: number, word: Uint8Array, digits: boolean): number {
-  for (let j = 0; j < word.length; ) {
-    const w = word[j] as number;
-    if (i < end && bytes[i] === w && !(digits && w >= 0x30 && w <= 0x39)) {
+  const n = word.length;
+  let j = 0;
+  for (;;) {
+    // Equal bytes, digits included, in one tight loop; a difference is looked at only where it is.
+    while (j < n && i < end && bytes[i] === word[j]) {
       i++;
       j++;
-      continue;
     }
-    if (!(digits && w >= 0x30 && w <= 0x39)) return -1;
+    if (j === n) return i;
+    if (!digits || !(isDigit(word[j]) || isDigit(bytes[i]))) return -1;
+    // A difference in a run of digits: the two runs are taken whole, from where they start.
+    let back = 0;
+    while (back < j && isDigit(word[j - back - 1])) back++;
+    i -= back;
+    j -= back;
     const from = i;
     const wordFrom = j;
     while (i < end && isDigit(bytes[i])) i++;
-    while (j < word.length && isDigit(word[j])) j++;
-    if (i === from) return -1;
+    while (j < n && isDigit(word[j])) j++;
+    if (i === from || j === wordFrom) return -1;
     // The same run (an id's digits) may open with a zero; a new one with two digits or more may not.
     if (i - from > 1 && bytes[from] === 0x30 && !sameRun(bytes, from, word, wordFrom, j)) return -1;
   }
-  return i;
 }
 
 function sameRun(bytes: Uint8Array, from: number, word: Uint8Array, wordFrom: number, wordEnd: number): boolean {

@@ -162,11 +162,11 @@ const oddEvent = fc.oneof(
   fc.tuple(text).map(([t]) => `{"choices":[{"index":0,"delta":{"con\\u0074ent":${JSON.stringify(t)}}}]}`),
   fc.constant('{"type":"response.output_text.delt\\u0061","delta":"abc"}'),
   fc.constant('{"type":"content_block_delta","type":"ping","delta":{"text":"abc"}}'),
-  // Around a learnt template: a counter with a leading zero (not JSON), a string that closes early and
+  // Around a learnt template: a counter with a leading zero, no digits or cut (not JSON), or another number, a string that closes early and
   // adds a choice of its own before the template's end (valid JSON of another shape).
   fc
-    .tuple(text)
-    .map(([t]) => chunkOf({ content: t }, 7, 1700).replace('"created":1700', '"created":01700')),
+    .tuple(text, fc.constantFrom('01700', '', '-', '1700.', '17 00', '1.7e3'))
+    .map(([t, created]) => chunkOf({ content: t }, 7, 1700).replace('"created":1700', `"created":${created}`)),
   fc
     .tuple(text, text)
     .map(([a, b]) =>
