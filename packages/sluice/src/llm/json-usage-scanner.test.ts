@@ -1,6 +1,7 @@
 /** The JSON usage scanner: finds the top-level usage member whatever the chunking, bounded, and only at the top level. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import fc from 'fast-check';
 import { createJsonUsageScanner } from './json-usage-scanner.js';
 
 /** Feeds `body` in chunks of `size` bytes. */
@@ -57,5 +58,35 @@ describe('createJsonUsageScanner', () => {
   it('a long top-level string is not held as a key', () => {
     const s = scan(`{"${'k'.repeat(10_000)}":1,"usage":{"t":1}}`);
     assert.equal(s.usageText, '{"t":1}');
+  });
+
+  it('reads any body the same in one chunk, byte by byte, or split anywhere (property)', () => {
+    const seed = Date.now();
+    console.log(`fast-check seed ${seed}`);
+    const value = fc.jsonValue({ maxDepth: 3 });
+    fc.assert(
+      fc.property(
+        fc.dictionary(fc.string({ maxLength: 6 }), value, { maxKeys: 4 }),
+        fc.option(fc.dictionary(fc.string({ maxLength: 6 }), value, { maxKeys: 3 })),
+        fc.string({ unit: 'binary', maxLength: 40 }),
+        fc.array(fc.nat(400), { maxLength: 6 }),
+        (rest, usage, text, cuts) => {
+          const body = JSON.stringify({ choices: [{ message: { content: text } }], ...rest, usage, id: 'x' });
+          const bytes = new TextEncoder().encode(body);
+          const points = [...new Set([0, ...cuts.map((c) => Math.min(c, bytes.length)), bytes.length])].sort(
+            (a, b) => a - b,
+          );
+          const split = createJsonUsageScanner(1024);
+          for (let i = 1; i < points.length; i++) split.push(bytes.slice(points[i - 1], points[i]));
+          const single = scan(body, 1024, 1);
+          assert.equal(split.usageText, single.usageText);
+          assert.equal(split.complete, single.complete);
+          assert.equal(split.usageTooLong, single.usageTooLong);
+          if (!single.usageTooLong)
+            assert.deepEqual(JSON.parse(single.usageText ?? 'null'), JSON.parse(JSON.stringify(usage)));
+        },
+      ),
+      { seed, numRuns: 300 },
+    );
   });
 });

@@ -87,7 +87,24 @@ export function createJsonUsageScanner(maxUsageBytes: number): JsonUsageScanner 
 
   return {
     push(chunk) {
-      for (const byte of chunk) {
+      let backslash = chunk.indexOf(BACKSLASH);
+      // Until this index the bytes go one by one (an escape was found ahead of a string's end).
+      let slowUntil = 0;
+      for (let i = 0; i < chunk.length; i++) {
+        // A nested string nobody keeps (a completion's text, most of a JSON body) is skipped to its closing
+        // quote with a native search, when no escape comes first: the same as reading it byte by byte.
+        if (inString && !escaped && depth > 1 && !capture.active && i >= slowUntil) {
+          if (backslash !== -1 && backslash < i) backslash = chunk.indexOf(BACKSLASH, i);
+          const quote = chunk.indexOf(QUOTE, i);
+          if (backslash === -1 || (quote !== -1 && backslash > quote)) {
+            if (quote === -1) return; // the string goes on in the next chunk
+            inString = false;
+            i = quote;
+            continue;
+          }
+          slowUntil = backslash + 2;
+        }
+        const byte = chunk[i] as number;
         if (inString) stringByte(byte);
         else structureByte(byte);
       }
