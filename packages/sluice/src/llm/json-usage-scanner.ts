@@ -3,7 +3,7 @@
  * member's text (bounded) — a long completion's text is never held. Also notes a top-level `error`
  * member, so a missing usage can be explained.
  */
-import { createUsageCapture } from './usage-capture.js';
+import { createUsageCapture, type UsageCapture } from './usage-capture.js';
 
 /** A scanner fed chunk by chunk. */
 export interface JsonUsageScanner {
@@ -29,97 +29,102 @@ const MAX_KEY_BYTES = 16;
 
 /** A scanner that keeps at most `maxUsageBytes` of the usage member. */
 export function createJsonUsageScanner(maxUsageBytes: number): JsonUsageScanner {
-  const decoder = new TextDecoder();
-  const capture = createUsageCapture(maxUsageBytes, decoder);
-  let depth = 0;
-  let inString = false;
-  let escaped = false;
-  let keyBytes: number[] | undefined; // a top-level string being read (it may be a key)
-  let lastString = '';
-  let sawError = false;
-  let complete = false;
+  return new UsageScanner(maxUsageBytes);
+}
+
+class UsageScanner implements JsonUsageScanner {
+  private readonly decoder = new TextDecoder();
+  private readonly capture: UsageCapture;
+  private depth = 0;
+  private inString = false;
+  private escaped = false;
+  /** A top-level string being read (it may be a key). */
+  private keyBytes: number[] | undefined = undefined;
+  private lastString = '';
+  sawError = false;
+  complete = false;
+
+  constructor(maxUsageBytes: number) {
+    this.capture = createUsageCapture(maxUsageBytes, this.decoder);
+  }
+
+  get usageText(): string | undefined {
+    return this.capture.text;
+  }
+
+  get usageTooLong(): boolean {
+    return this.capture.tooLong;
+  }
+
+  push(chunk: Uint8Array): void {
+    let backslash = chunk.indexOf(BACKSLASH);
+    // Until this index the bytes go one by one (an escape was found ahead of a string's end).
+    let slowUntil = 0;
+    for (let i = 0; i < chunk.length; i++) {
+      // A nested string nobody keeps (a completion's text, most of a JSON body) is skipped to its closing
+      // quote with a native search, when no escape comes first: the same as reading it byte by byte.
+      if (this.inString && !this.escaped && this.depth > 1 && !this.capture.active && i >= slowUntil) {
+        if (backslash !== -1 && backslash < i) backslash = chunk.indexOf(BACKSLASH, i);
+        const quote = chunk.indexOf(QUOTE, i);
+        if (backslash === -1 || (quote !== -1 && backslash > quote)) {
+          if (quote === -1) return; // the string goes on in the next chunk
+          this.inString = false;
+          i = quote;
+          continue;
+        }
+        slowUntil = backslash + 2;
+      }
+      const byte = chunk[i] as number;
+      if (this.inString) this.stringByte(byte);
+      else this.structureByte(byte);
+    }
+  }
 
   /** A byte inside a string: copied when nested in the usage value, kept when it may be a top-level key. */
-  const stringByte = (byte: number) => {
-    if (depth > 1) capture.byte(byte);
-    if (escaped) escaped = false;
-    else if (byte === BACKSLASH) escaped = true;
+  private stringByte(byte: number): void {
+    if (this.depth > 1) this.capture.byte(byte);
+    if (this.escaped) this.escaped = false;
+    else if (byte === BACKSLASH) this.escaped = true;
     else if (byte === QUOTE) {
-      inString = false;
-      if (depth === 1 && keyBytes !== undefined) {
-        lastString = keyBytes.length <= MAX_KEY_BYTES ? decoder.decode(new Uint8Array(keyBytes)) : '';
-        keyBytes = undefined;
+      this.inString = false;
+      if (this.depth === 1 && this.keyBytes !== undefined) {
+        const key = this.keyBytes;
+        this.lastString = key.length <= MAX_KEY_BYTES ? this.decoder.decode(new Uint8Array(key)) : '';
+        this.keyBytes = undefined;
       }
       return;
     }
-    if (depth === 1 && keyBytes !== undefined && keyBytes.length <= MAX_KEY_BYTES) keyBytes.push(byte);
-  };
+    if (this.depth === 1 && this.keyBytes !== undefined && this.keyBytes.length <= MAX_KEY_BYTES)
+      this.keyBytes.push(byte);
+  }
 
   /** A byte at the top level between members: ':' starts a member's value, ',' ends it. */
-  const memberByte = (byte: number) => {
+  private memberByte(byte: number): void {
     if (byte === COLON) {
       // The member's value starts: capture it when its key is usage (scalars end at ',' or '}').
-      if (lastString === 'usage') capture.start();
-      if (lastString === 'error') sawError = true;
+      if (this.lastString === 'usage') this.capture.start();
+      if (this.lastString === 'error') this.sawError = true;
     } else if (byte === COMMA) {
-      capture.end();
-      lastString = '';
-    } else capture.byte(byte);
-  };
+      this.capture.end();
+      this.lastString = '';
+    } else this.capture.byte(byte);
+  }
 
   /** A byte outside strings: nesting, or a member boundary at the top level. */
-  const structureByte = (byte: number) => {
+  private structureByte(byte: number): void {
     if (byte === QUOTE) {
-      inString = true;
-      if (depth === 1 && !capture.active) keyBytes = [];
-      else capture.byte(byte);
+      this.inString = true;
+      if (this.depth === 1 && !this.capture.active) this.keyBytes = [];
+      else this.capture.byte(byte);
     } else if (OPEN.has(byte)) {
-      depth++;
-      if (depth > 1) capture.byte(byte);
+      this.depth++;
+      if (this.depth > 1) this.capture.byte(byte);
     } else if (CLOSE.has(byte)) {
-      if (depth > 1) capture.byte(byte);
-      depth--;
-      if (depth === 1 || depth === 0) capture.end();
-      if (depth === 0) complete = true;
-    } else if (depth === 1) memberByte(byte);
-    else if (depth > 1) capture.byte(byte);
-  };
-
-  return {
-    push(chunk) {
-      let backslash = chunk.indexOf(BACKSLASH);
-      // Until this index the bytes go one by one (an escape was found ahead of a string's end).
-      let slowUntil = 0;
-      for (let i = 0; i < chunk.length; i++) {
-        // A nested string nobody keeps (a completion's text, most of a JSON body) is skipped to its closing
-        // quote with a native search, when no escape comes first: the same as reading it byte by byte.
-        if (inString && !escaped && depth > 1 && !capture.active && i >= slowUntil) {
-          if (backslash !== -1 && backslash < i) backslash = chunk.indexOf(BACKSLASH, i);
-          const quote = chunk.indexOf(QUOTE, i);
-          if (backslash === -1 || (quote !== -1 && backslash > quote)) {
-            if (quote === -1) return; // the string goes on in the next chunk
-            inString = false;
-            i = quote;
-            continue;
-          }
-          slowUntil = backslash + 2;
-        }
-        const byte = chunk[i] as number;
-        if (inString) stringByte(byte);
-        else structureByte(byte);
-      }
-    },
-    get usageText() {
-      return capture.text;
-    },
-    get usageTooLong() {
-      return capture.tooLong;
-    },
-    get sawError() {
-      return sawError;
-    },
-    get complete() {
-      return complete;
-    },
-  };
+      if (this.depth > 1) this.capture.byte(byte);
+      this.depth--;
+      if (this.depth === 1 || this.depth === 0) this.capture.end();
+      if (this.depth === 0) this.complete = true;
+    } else if (this.depth === 1) this.memberByte(byte);
+    else if (this.depth > 1) this.capture.byte(byte);
+  }
 }
