@@ -35,6 +35,16 @@ async function threeRequests(server: ReturnType<typeof createServer>): Promise<n
   }
 }
 
+/** An Express app limited to two requests a minute. */
+function limitedApp() {
+  const app = express();
+  app.use(expressLimit({ limit: 2, period: '1m', clock: createManualClock(T0) }));
+  app.get('/', (_req, res) => {
+    res.send('ok');
+  });
+  return app;
+}
+
 describe('middleware decisions on sluice:decision', () => {
   it('node:http, the plain configuration: each request published, allowed then rejected', async () => {
     diagnostics.subscribe(DECISION_CHANNEL, collect);
@@ -49,20 +59,10 @@ describe('middleware decisions on sluice:decision', () => {
 
   it('express: the same, and nothing once nobody listens', async () => {
     diagnostics.subscribe(DECISION_CHANNEL, collect);
-    const app = express();
-    app.use(expressLimit({ limit: 2, period: '1m', clock: createManualClock(T0) }));
-    app.get('/', (_req, res) => {
-      res.send('ok');
-    });
-    assert.deepEqual(await threeRequests(createServer(app)), [200, 200, 429]);
+    assert.deepEqual(await threeRequests(createServer(limitedApp())), [200, 200, 429]);
     assert.equal(messages.length, 3);
     diagnostics.unsubscribe(DECISION_CHANNEL, collect);
-    const quiet = express();
-    quiet.use(expressLimit({ limit: 2, period: '1m', clock: createManualClock(T0) }));
-    quiet.get('/', (_req, res) => {
-      res.send('ok');
-    });
-    assert.deepEqual(await threeRequests(createServer(quiet)), [200, 200, 429]);
+    assert.deepEqual(await threeRequests(createServer(limitedApp())), [200, 200, 429]);
     assert.equal(messages.length, 3, 'no message without a subscriber');
   });
 });
