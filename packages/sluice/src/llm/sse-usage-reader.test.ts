@@ -3,6 +3,8 @@
 // the whole stream and JSON.parse'ing every event: the same usage, generated characters and malformed count.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import fc from 'fast-check';
 import { applyStreamEvent, emptyUsageState, type UsageState } from './provider-usage.js';
 import { createSseUsageReader } from './sse-usage-reader.js';
@@ -251,5 +253,20 @@ describe('the streamed-usage reader against JSON.parse per event', () => {
       }),
       { seed, numRuns: 200 },
     );
+  });
+
+  it('bounds an event of endless empty data lines (an upstream sending data: and never a blank line)', () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const reader = createSseUsageReader('openai', 64 * 1024, emptyUsageState());
+    const flood = Buffer.from('data:\n'.repeat(2_000_000));
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    reader.push(flood);
+    gc();
+    const grown = process.memoryUsage().heapUsed - before;
+    reader.push(Buffer.from('\n'));
+    assert.equal(reader.malformedEvents > 0, true, 'the event is over the bound');
+    assert.ok(grown < 4 * 1024 * 1024, `${grown} bytes of heap held for one event of empty lines`);
   });
 });

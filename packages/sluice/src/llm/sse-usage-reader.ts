@@ -90,8 +90,9 @@ class EventReader implements SseUsageReader {
     // event:, id:, retry: and comments say nothing about usage.
     if (!bytesStartWith(bytes, start, end, DATA)) return;
     const from = bytes[start + 5] === 0x20 && start + 5 < end ? start + 6 : start + 5;
-    this.eventBytes += end - from;
-    // Many data lines in one event are bounded together, like one long line.
+    // Many data lines in one event are bounded together, like one long line: each counts its text and the line end
+    // that joins it to the next, so empty `data:` lines cannot pile up without bound either.
+    this.eventBytes += end - from + 1;
     if (this.eventBytes > this.maxLineBytes) {
       this.data = undefined;
       this.texts = [];
