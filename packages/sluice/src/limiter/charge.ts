@@ -1,5 +1,5 @@
 /**
- * A settle's extra taken as debt (issue 40): the store's charge on every limit of a request at once, the failure
+ * A settle's extra taken as debt: the store's charge on every limit of a request at once, the failure
  * policy answering when the store fails, and an ordinary check — the extra taken only as far as it fits — on a store
  * that has no charge (a multi-region store).
  */

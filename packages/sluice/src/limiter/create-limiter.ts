@@ -126,7 +126,7 @@ export type CheckingLimiter = Pick<Limiter, 'limits' | 'store' | 'clock' | 'chec
 
 /**
  * A limiter with `createLimiter`'s checks, refunds and resets and nothing else, for the middleware's limits (private to
- * it): an edge bundle of `sluice/hono` then carries no reservation book, explain or debt charge (issue 38). Its checks
+ * it): an edge bundle of `sluice/hono` then carries no reservation book, explain or debt charge. Its checks
  * are published on `sluice:decision` as every limiter's are.
  */
 export function createCheckingLimiter(options: LimiterOptions): CheckingLimiter {

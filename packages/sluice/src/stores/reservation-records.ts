@@ -1,5 +1,5 @@
 /**
- * Where reservations are recorded store-side (issue 40): each one's id, key and cost until it is
+ * Where reservations are recorded store-side: each one's id, key and cost until it is
  * settled or claimed after its expiry — so a reservation a process never settled (it crashed) is still
  * charged or refunded by `onExpire`, and any process can settle any reservation by its id.
  */

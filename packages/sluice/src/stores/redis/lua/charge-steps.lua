@@ -1,4 +1,4 @@
--- The charge step of each algorithm (`charge` in src/algorithms/*.ts; Store.charge, issue 40), as
+-- The charge step of each algorithm (`charge` in src/algorithms/*.ts; Store.charge), as
 -- CHARGE[algorithm code], after helpers.lua and refund-steps.lua (nums2, nums3, put, sl_load): the cost
 -- taken even past the limit, as debt of at most MAX_DEBT (algorithms/debt.ts). Writes through call(): a
 -- refused write fails the script, and the limiter's failure policy answers the settle.

@@ -1,4 +1,4 @@
--- Reservation records beside the counters (issue 40): a reservation's key and cost, kept in Redis until
+-- Reservation records beside the counters: a reservation's key and cost, kept in Redis until
 -- it is settled or claimed after its expiry, so one that a dead process never settled is still handled.
 -- Atomic: a record is taken once, by a settle or by one sweeping process, never both.
 -- KEYS: the expiry index (sorted set), the records (hash). ARGV[1]: the operation.
