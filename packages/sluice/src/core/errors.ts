@@ -43,3 +43,8 @@ export class SluiceError extends Error {
 export function isSluiceError(error: unknown, code?: SluiceErrorCode): error is SluiceError {
   return error instanceof SluiceError && (code === undefined || error.code === code);
 }
+
+/** The error for an option with a bad value: the message `option: why`, naming the option for programs too. */
+export function optionError(code: SluiceErrorCode, option: string, why: string): SluiceError {
+  return new SluiceError(code, `${option}: ${why}`, { option });
+}

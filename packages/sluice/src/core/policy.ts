@@ -4,7 +4,7 @@
  */
 import type { Duration } from './duration.js';
 import { parseDuration } from './duration.js';
-import { SluiceError } from './errors.js';
+import { optionError, SluiceError } from './errors.js';
 
 /** The six algorithms, by their config names. */
 export const ALGORITHMS = [
@@ -108,123 +108,108 @@ export function resolvePolicy(
   checkKnownKeys(options, path, extraKeys);
   const algorithm = options.algorithm ?? 'fixed-window';
   if (!isAlgorithmName(algorithm)) {
-    throw new SluiceError(
+    throw optionError(
       'ERR_SLUICE_INVALID_ALGORITHM',
-      `${path}algorithm: '${String(algorithm)}' is not an algorithm; use one of ${ALGORITHMS.join(', ')}`,
-      { option: `${path}algorithm` },
+      `${path}algorithm`,
+      `'${String(algorithm)}' is not an algorithm; use one of ${ALGORITHMS.join(', ')}`,
     );
   }
-  const limit = options.limit;
-  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 0 || limit > MAX_LIMIT) {
-    throw new SluiceError(
+  const { limit } = options;
+  if (!isCount(limit, 0)) {
+    throw optionError(
       'ERR_SLUICE_INVALID_LIMIT',
-      `${path}limit: ${String(limit)} is not a whole number between 0 and ${MAX_LIMIT}`,
-      { option: `${path}limit` },
+      `${path}limit`,
+      `${String(limit)} is not a whole number between 0 and ${MAX_LIMIT}`,
     );
   }
-  if (options.period === undefined) {
-    throw new SluiceError('ERR_SLUICE_INVALID_PERIOD', `${path}period: required (e.g. '1m' or 60000)`, {
-      option: `${path}period`,
-    });
-  }
-  const periodMs = parseDuration(options.period, `${path}period`);
-  if (periodMs < 1 || periodMs > MAX_PERIOD_MS) {
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_PERIOD',
-      `${path}period: must be at least 1 ms and at most 10 years, got ${periodMs} ms`,
-      { option: `${path}period` },
-    );
-  }
+  const periodMs = periodOf(options.period, path);
   const burst = options.burst === undefined ? limit : checkBurst(options.burst, algorithm, path);
   if (algorithm === 'sliding-log' && limit > MAX_SLIDING_LOG_LIMIT) {
-    throw new SluiceError(
+    throw optionError(
       'ERR_SLUICE_SLIDING_LOG_TOO_LARGE',
-      `${path}limit: a sliding log keeps one entry per admitted request (up to 16 bytes each, per key), so it takes a limit of at most ${MAX_SLIDING_LOG_LIMIT}, not ${limit}; use algorithm 'sliding-window' (two counters per key, within about 1% of exact)`,
-      { option: `${path}limit` },
+      `${path}limit`,
+      `a sliding log keeps one entry per admitted request (up to 16 bytes each, per key), so it takes a limit of at most ${MAX_SLIDING_LOG_LIMIT}, not ${limit}; use algorithm 'sliding-window' (two counters per key, within about 1% of exact)`,
     );
   }
   const blockMs =
     options.blockDuration === undefined ? 0 : parseDuration(options.blockDuration, `${path}blockDuration`);
+  // The block lives in the store (with a TTL) for this long.
   if (blockMs > MAX_PERIOD_MS) {
-    // The block lives in the store (with a TTL) for this long.
-    throw new SluiceError('ERR_SLUICE_INVALID_BLOCK', `${path}blockDuration: at most 10 years, got ${blockMs} ms`, {
-      option: `${path}blockDuration`,
-    });
+    throw optionError('ERR_SLUICE_INVALID_BLOCK', `${path}blockDuration`, `at most 10 years, got ${blockMs} ms`);
   }
   const capacity = limit === 0 ? 0 : burst;
   const { scale, intervalTicks } = ticksFor(limit, periodMs);
-  checkMagnitude(algorithm, limit, periodMs, burst, capacity * intervalTicks, path);
-  const id = `${ALGORITHM_IDS[algorithm]}${limit}/${periodMs}${burst !== limit ? `b${burst}` : ''}`;
-  return {
-    algorithm,
-    limit,
-    periodMs,
-    capacity,
-    burst,
-    blockMs,
-    scale,
-    intervalTicks,
-    capacityTicks: capacity * intervalTicks,
-    id,
-  };
+  const capacityTicks = capacity * intervalTicks;
+  // Every intermediate stays an exact double (see ResolvedPolicy): the bucket size in ticks, and counts × period for
+  // the sliding window's weighted estimate. Fixed windows and logs only count.
+  const magnitude = isBucketAlgorithm(algorithm)
+    ? capacityTicks
+    : algorithm === 'sliding-window'
+      ? limit * periodMs
+      : 0;
+  const explicitBurst = burst !== limit;
+  if (magnitude > MAX_MAGNITUDE) {
+    throw optionError(
+      'ERR_SLUICE_INVALID_LIMIT',
+      `${path}limit`,
+      `${limit} per ${periodMs} ms${explicitBurst ? ` with burst ${burst}` : ''} is too large to count exactly; use a shorter period or a smaller limit`,
+    );
+  }
+  const id = `${ALGORITHM_IDS[algorithm]}${limit}/${periodMs}${explicitBurst ? `b${burst}` : ''}`;
+  return { algorithm, limit, periodMs, capacity, burst, blockMs, scale, intervalTicks, capacityTicks, id };
 }
 
 /** Every option is a policy option or one the caller accepts alongside (`extraKeys`). */
 function checkKnownKeys(options: PolicyOptions, path: string, extraKeys: ReadonlySet<string>): void {
   for (const key of Object.keys(options)) {
     if (!POLICY_KEYS.has(key) && !extraKeys.has(key)) {
-      throw new SluiceError(
+      throw optionError(
         'ERR_SLUICE_UNKNOWN_OPTION',
-        `${path}${key}: unknown option (known: ${[...POLICY_KEYS, ...extraKeys].join(', ')})`,
-        { option: `${path}${key}` },
+        path + key,
+        `unknown option (known: ${[...POLICY_KEYS, ...extraKeys].join(', ')})`,
       );
     }
   }
 }
 
-/** A burst given with the policy: a whole number ≥ 1, for a bucket algorithm only. */
-function checkBurst(b: unknown, algorithm: AlgorithmName, path: string): number {
-  if (!isBucketAlgorithm(algorithm)) {
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_BURST',
-      `${path}burst: only token-bucket, leaky-bucket and gcra take a burst, not ${algorithm}`,
-      { option: `${path}burst` },
-    );
-  }
-  if (typeof b !== 'number' || !Number.isInteger(b) || b < 1 || b > MAX_LIMIT) {
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_BURST',
-      `${path}burst: ${String(b)} is not a whole number between 1 and ${MAX_LIMIT}`,
-      { option: `${path}burst` },
-    );
-  }
-  return b;
+/** True for a whole number from `min` to MAX_LIMIT: a limit or a burst. */
+function isCount(n: unknown, min: number): n is number {
+  return Number.isInteger(n) && (n as number) >= min && (n as number) <= MAX_LIMIT;
 }
 
-/**
- * Keeps every intermediate an exact double (see ResolvedPolicy): the bucket size in ticks, and counts × period
- * for the sliding window's weighted estimate. Fixed windows and logs only count.
- */
-function checkMagnitude(
-  algorithm: AlgorithmName,
-  limit: number,
-  periodMs: number,
-  burst: number,
-  capacityTicks: number,
-  path: string,
-): void {
-  const magnitude = isBucketAlgorithm(algorithm)
-    ? capacityTicks
-    : algorithm === 'sliding-window'
-      ? limit * periodMs
-      : 0;
-  if (magnitude > MAX_MAGNITUDE) {
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_LIMIT',
-      `${path}limit: ${limit} per ${periodMs} ms${burst !== limit ? ` with burst ${burst}` : ''} is too large to count exactly; use a shorter period or a smaller limit`,
-      { option: `${path}limit` },
+/** The period in ms: required, from 1 ms to 10 years. */
+function periodOf(period: Duration | undefined, path: string): number {
+  if (period === undefined) {
+    throw optionError('ERR_SLUICE_INVALID_PERIOD', `${path}period`, "required (e.g. '1m' or 60000)");
+  }
+  const periodMs = parseDuration(period, `${path}period`);
+  if (periodMs < 1 || periodMs > MAX_PERIOD_MS) {
+    throw optionError(
+      'ERR_SLUICE_INVALID_PERIOD',
+      `${path}period`,
+      `must be at least 1 ms and at most 10 years, got ${periodMs} ms`,
     );
   }
+  return periodMs;
+}
+
+/** A burst given with the policy: a whole number ≥ 1, for a bucket algorithm only. */
+function checkBurst(burst: unknown, algorithm: AlgorithmName, path: string): number {
+  if (!isBucketAlgorithm(algorithm)) {
+    throw optionError(
+      'ERR_SLUICE_INVALID_BURST',
+      `${path}burst`,
+      `only token-bucket, leaky-bucket and gcra take a burst, not ${algorithm}`,
+    );
+  }
+  if (!isCount(burst, 1)) {
+    throw optionError(
+      'ERR_SLUICE_INVALID_BURST',
+      `${path}burst`,
+      `${String(burst)} is not a whole number between 1 and ${MAX_LIMIT}`,
+    );
+  }
+  return burst;
 }
 
 const ALGORITHM_IDS: Record<AlgorithmName, string> = {
