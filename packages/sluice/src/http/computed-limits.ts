@@ -2,16 +2,23 @@
  * The plan of a middleware with limits computed from the request: each request's limits are resolved, and a limiter
  * made for each distinct set, cached by its signature, so a policy is validated once and not on every request.
  */
-import { SluiceError } from '../core/errors.js';
 import { checkMissingKey } from './keys.js';
-import { type Entry, nameOf, POLICY_FIELDS, pickPolicy, type Resolved, validate } from './limit-entries.js';
+import {
+  checkLimitFields,
+  DEFAULT_KEY,
+  type Entry,
+  pathOf,
+  pickPolicy,
+  type Resolved,
+  validate,
+} from './limit-entries.js';
 import { EMPTY_SET, type LimitPlan, type LimitSet } from './limit-types.js';
+import { optionError } from './option-error.js';
 import type { HttpLimitSpec, HttpPolicy } from './options.js';
 import type { Awaitable, HttpRequestInfo } from './request.js';
 
 /** Distinct computed sets kept; past it the cache starts over (counters live in the store, not here). */
 const SET_CACHE_LIMIT = 1000;
-const EXTRA_FIELDS = new Set(['name', 'key', 'missingKey']);
 
 /**
  * The plan of limits that depend on the request: resolved per request, a limiter built by `build` for
@@ -20,7 +27,6 @@ const EXTRA_FIELDS = new Set(['name', 'key', 'missingKey']);
 export function computedPlan<Req>(
   entries: readonly Entry<Req>[],
   build: (resolved: readonly Resolved<Req>[]) => LimitSet<Req>,
-  single: boolean,
   defaultAlgorithm: string | undefined,
 ): LimitPlan<Req> {
   const cache = new Map<string, LimitSet<Req>>();
@@ -30,8 +36,7 @@ export function computedPlan<Req>(
     const signature = resolved.map(signatureOf).join('\n');
     let set = cache.get(signature);
     if (set === undefined) {
-      for (const r of resolved)
-        validate(r.policy, single ? '' : `limits[${entries.findIndex((e) => nameOf(e) === r.name)}].`);
+      for (const r of resolved) validate(r.policy, pathOf(r.index));
       set = build(resolved);
       if (cache.size >= SET_CACHE_LIMIT) cache.clear();
       cache.set(signature, set);
@@ -77,43 +82,32 @@ function resolveEntry<Req>(
     }
     case 'entry-fn': {
       const spec = e.fn(req, info);
-      const make = (s: HttpLimitSpec | null | undefined): Resolved<Req> | undefined => {
-        if (s === null || s === undefined) return undefined;
-        if (typeof s !== 'object') {
-          throw new SluiceError(
-            'ERR_SLUICE_INVALID_OPTION',
-            `limits[${e.index}]: the function returned ${typeof s}; return a limit ({ limit, period, … }) or null`,
-            { option: `limits[${e.index}]` },
-          );
-        }
-        const { name = `limit${e.index}`, key, missingKey, ...rest } = s;
-        const policy = pickPolicy(rest, defaultAlgorithm) as HttpPolicy;
-        validateSpec(s, e.index);
-        const missing = checkMissingKey(missingKey, `limits[${e.index}].missingKey`);
-        return {
-          name,
-          policy,
-          key: key === undefined ? { kind: 'default' } : { kind: 'fixed', key },
-          index: e.index,
-          ...(missing === undefined ? {} : { missing }),
-        };
-      };
+      const make = (s: HttpLimitSpec | null | undefined) => resolveSpec<Req>(s, e.index, defaultAlgorithm);
       return spec instanceof Promise ? spec.then(make) : make(spec);
     }
   }
 }
 
-function validateSpec(spec: HttpLimitSpec, index: number): void {
-  for (const k of Object.keys(spec)) {
-    if (!(POLICY_FIELDS as readonly string[]).includes(k) && !EXTRA_FIELDS.has(k)) {
-      throw new SluiceError('ERR_SLUICE_UNKNOWN_OPTION', `limits[${index}].${k}: unknown field in a computed limit`, {
-        option: `limits[${index}].${k}`,
-      });
-    }
-  }
-  if (spec.key !== undefined && spec.key !== null && typeof spec.key !== 'string' && typeof spec.key !== 'number') {
-    throw new SluiceError('ERR_SLUICE_INVALID_KEY', `limits[${index}].key: expected a string, a number or null`, {
-      option: `limits[${index}].key`,
-    });
-  }
+/** What a function in `limits[index]` returned, checked: a limit, or undefined (null: it does not apply). */
+function resolveSpec<Req>(
+  spec: HttpLimitSpec | null | undefined,
+  index: number,
+  defaultAlgorithm: string | undefined,
+): Resolved<Req> | undefined {
+  if (spec === null || spec === undefined) return undefined;
+  const path = `limits[${index}]`;
+  if (typeof spec !== 'object')
+    throw optionError(path, `the function returned ${typeof spec}; return a limit ({ limit, period, … }) or null`);
+  checkLimitFields(spec, path);
+  const { name = `limit${index}`, key, missingKey } = spec;
+  if (key !== undefined && key !== null && typeof key !== 'string' && typeof key !== 'number')
+    throw optionError(`${path}.key`, 'expected a string, a number or null', 'ERR_SLUICE_INVALID_KEY');
+  const missing = checkMissingKey(missingKey, `${path}.missingKey`);
+  return {
+    name,
+    policy: pickPolicy(spec, defaultAlgorithm) as HttpPolicy,
+    key: key === undefined ? DEFAULT_KEY : { kind: 'fixed', key },
+    index,
+    ...(missing === undefined ? {} : { missing }),
+  };
 }

@@ -2,8 +2,8 @@
  * Counting a request by its response: `skipSuccessfulRequests`, `skipFailedRequests` and `responseCost` settle what a
  * request took once its status is known, giving units back or taking more.
  */
-import { SluiceError } from '../core/errors.js';
 import type { CheckingLimiter, LimiterKey } from '../limiter/create-limiter.js';
+import { optionError } from './option-error.js';
 import type { Awaitable } from './request.js';
 import { warnOnce } from './warn.js';
 
@@ -30,11 +30,12 @@ export interface ResponseCountingOptions<Req> {
 /** Called once when the response is done (or abandoned, status 0); settles the count. */
 export type AfterResponse = (status: number) => Promise<void>;
 
-export const RESPONSE_COUNTING_KEYS = [
-  'skipSuccessfulRequests',
-  'skipFailedRequests',
-  'requestWasSuccessful',
-  'responseCost',
+/** Each option's type, and what its message says it expects. */
+const EXPECTED = [
+  ['skipSuccessfulRequests', 'boolean', 'true or false'],
+  ['skipFailedRequests', 'boolean', 'true or false'],
+  ['requestWasSuccessful', 'function', 'a function (req, status)'],
+  ['responseCost', 'function', 'a function (req, status)'],
 ] as const;
 
 const defaultSuccess = (_req: unknown, status: number) => status > 0 && status < 400;
@@ -47,33 +48,21 @@ export function createResponseCounting<Req>(
   options: ResponseCountingOptions<Req>,
 ): ((req: Req, limiter: CheckingLimiter, key: LimiterKey, charged: number) => AfterResponse) | undefined {
   const { skipSuccessfulRequests: skipOk, skipFailedRequests: skipFailed, responseCost } = options;
-  for (const name of ['skipSuccessfulRequests', 'skipFailedRequests'] as const) {
+  for (const [name, type, expected] of EXPECTED) {
     const v = options[name];
-    if (v !== undefined && typeof v !== 'boolean') {
-      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${name}: expected true or false`, { option: name });
-    }
-  }
-  for (const name of ['requestWasSuccessful', 'responseCost'] as const) {
-    const v = options[name];
-    if (v !== undefined && typeof v !== 'function') {
-      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${name}: expected a function (req, status)`, {
-        option: name,
-      });
-    }
+    if (v !== undefined && typeof v !== type) throw optionError(name, `expected ${expected}`);
   }
   if (responseCost !== undefined && (skipOk === true || skipFailed === true)) {
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_OPTION',
-      'responseCost: give either responseCost or skipSuccessfulRequests/skipFailedRequests; responseCost can return 0 for what should not count',
-      { option: 'responseCost' },
+    throw optionError(
+      'responseCost',
+      'give either responseCost or skipSuccessfulRequests/skipFailedRequests; responseCost can return 0 for what should not count',
     );
   }
   if (responseCost === undefined && skipOk !== true && skipFailed !== true) {
     if (options.requestWasSuccessful !== undefined) {
-      throw new SluiceError(
-        'ERR_SLUICE_INVALID_OPTION',
-        'requestWasSuccessful: only used with skipSuccessfulRequests or skipFailedRequests; set one of them',
-        { option: 'requestWasSuccessful' },
+      throw optionError(
+        'requestWasSuccessful',
+        'only used with skipSuccessfulRequests or skipFailedRequests; set one of them',
       );
     }
     return undefined;
@@ -83,15 +72,12 @@ export function createResponseCounting<Req>(
   async function delta(req: Req, status: number, charged: number): Promise<number> {
     if (responseCost !== undefined) {
       const real = await responseCost(req, status);
-      if (!(Number.isInteger(real) && real >= 0 && real <= 1e9)) {
-        throw new SluiceError(
+      if (!(Number.isInteger(real) && real >= 0 && real <= 1e9))
+        throw optionError(
+          'responseCost',
+          `returned ${String(real)}, not a whole number ≥ 0`,
           'ERR_SLUICE_INVALID_COST',
-          `responseCost: returned ${String(real)}, not a whole number ≥ 0`,
-          {
-            option: 'responseCost',
-          },
         );
-      }
       return real - charged;
     }
     // A response that never went out (status 0) failed, whatever requestWasSuccessful would say.

@@ -155,10 +155,18 @@ describe('createHttpLimiter', () => {
       () => bad.decide({}),
       (e: unknown) => isSluiceError(e, 'ERR_SLUICE_INVALID_LIMIT') && /limits\[0\]\.limit/.test(e.message),
     );
-    const unknown = limiter({ limits: [() => ({ limit: 1, period: '1m', colour: 'red' }) as never] });
+    // A named computed limit is found by its place in limits, whatever it calls itself.
+    const named = limiter({ limits: [{ limit: 5, period: '1m' }, () => ({ name: 'plan', limit: -1, period: '1m' })] });
     assert.throws(
-      () => unknown.decide({}),
-      (e: unknown) => isSluiceError(e, 'ERR_SLUICE_UNKNOWN_OPTION'),
+      () => named.decide({}),
+      (e: unknown) => isSluiceError(e, 'ERR_SLUICE_INVALID_LIMIT') && /limits\[1\]\.limit/.test(e.message),
+    );
+    const unknown = limiter({ limits: [() => ({ limit: 1, period: '1m', colour: 'red' }) as never] });
+    throwsCode(() => unknown.decide({}), 'ERR_SLUICE_UNKNOWN_OPTION', 'limits[0].colour');
+    throwsCode(
+      () => limiter({ limits: [() => ({ limit: 1, period: '1m', key: {} }) as never] }).decide({}),
+      'ERR_SLUICE_INVALID_KEY',
+      'limits[0].key',
     );
     const none = limiter({ limits: [() => null] });
     assert.equal((none.decide({}) as HttpOutcome).pass, true);

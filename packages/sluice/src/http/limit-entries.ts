@@ -7,39 +7,35 @@ import { type PolicyOptions, resolvePolicy } from '../core/policy.js';
 import { limitHeaderInfo } from './headers.js';
 import { checkMissingKey, type MissingKey } from './keys.js';
 import type { KeySource } from './limit-types.js';
+import { optionError } from './option-error.js';
 import type { HttpLimit, HttpLimitSpec, HttpPolicy, RateLimitOptions } from './options.js';
 import type { RequestFn } from './request.js';
 
 /** The policy fields of a limit (inline, in `limits`, or returned by a function). */
 export const POLICY_FIELDS = ['algorithm', 'limit', 'period', 'burst', 'blockDuration'] as const;
 
-/** A limit option, compiled: fixed, with a limit computed per request, or computed whole per request. */
-export type Entry<Req> =
-  | { kind: 'static'; name: string; policy: HttpPolicy; key: KeySource<Req>; missing?: MissingKey; index: number }
-  | {
-      kind: 'limit-fn';
-      name: string;
-      policy: Omit<HttpPolicy, 'limit'>;
-      limit: RequestFn<Req, number>;
-      key: KeySource<Req>;
-      missing?: MissingKey;
-      index: number;
-    }
-  | { kind: 'entry-fn'; index: number; fn: RequestFn<Req, HttpLimitSpec | null | undefined> };
+/** Every field a limit object may have (in `limits`, or returned by a function there). */
+const LIMIT_FIELDS: ReadonlySet<string> = new Set([...POLICY_FIELDS, 'name', 'key', 'missingKey']);
 
-/** A limit resolved for a request: its whole policy known. */
-export type Resolved<Req> = {
+/** The key source of a limit without a key of its own: the middleware's. */
+export const DEFAULT_KEY = { kind: 'default' } as const;
+
+/** What every limit entry says besides its policy: its name, key source and position (-1: the inline limit). */
+interface EntryCommon<Req> {
   name: string;
-  policy: HttpPolicy;
   key: KeySource<Req>;
   missing?: MissingKey;
   index: number;
-};
-
-/** The name of an entry (a function's is its index's default). */
-export function nameOf<Req>(e: Entry<Req>): string {
-  return e.kind === 'entry-fn' ? `limit${e.index}` : e.name;
 }
+
+/** A limit option, compiled: fixed, with a limit computed per request, or computed whole per request. */
+export type Entry<Req> =
+  | ({ kind: 'static'; policy: HttpPolicy } & EntryCommon<Req>)
+  | ({ kind: 'limit-fn'; policy: Omit<HttpPolicy, 'limit'>; limit: RequestFn<Req, number> } & EntryCommon<Req>)
+  | { kind: 'entry-fn'; index: number; fn: RequestFn<Req, HttpLimitSpec | null | undefined> };
+
+/** A limit resolved for a request: its whole policy known. */
+export type Resolved<Req> = { policy: HttpPolicy } & EntryCommon<Req>;
 
 /** The policy fields of a limit (`limit` only when it is a number); the default algorithm filled in. */
 export function pickPolicy(
@@ -57,45 +53,44 @@ export function pickPolicy(
   return policy as Omit<HttpPolicy, 'limit'> & { limit?: number };
 }
 
+/** Rejects a field no limit object has, named with its path (`limits[1].windowMs`). */
+export function checkLimitFields(spec: object, path: string): void {
+  for (const k of Object.keys(spec)) {
+    if (!LIMIT_FIELDS.has(k)) {
+      throw optionError(
+        `${path}.${k}`,
+        `unknown option (known: ${[...LIMIT_FIELDS].join(', ')})`,
+        'ERR_SLUICE_UNKNOWN_OPTION',
+      );
+    }
+  }
+}
+
+/** The entry of a limit whose `limit` is a number (static) or a function of the request. */
+function entryOf<Req>(limit: unknown, policy: Omit<HttpPolicy, 'limit'>, common: EntryCommon<Req>): Entry<Req> {
+  return typeof limit === 'function'
+    ? { kind: 'limit-fn', policy, limit: limit as RequestFn<Req, number>, ...common }
+    : { kind: 'static', policy: policy as HttpPolicy, ...common };
+}
+
 /** One element of `limits`, checked. */
-export function compileEntry<Req>(
+function compileEntry<Req>(
   entry: HttpLimit<Req> | RequestFn<Req, HttpLimitSpec | null | undefined>,
   i: number,
   defaultAlgorithm: string | undefined,
 ): Entry<Req> {
   if (typeof entry === 'function') return { kind: 'entry-fn', index: i, fn: entry };
-  if (entry === null || typeof entry !== 'object') {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `limits[${i}]: expected a limit object or a function`, {
-      option: `limits[${i}]`,
-    });
-  }
-  const known = new Set<string>([...POLICY_FIELDS, 'name', 'key', 'missingKey']);
-  for (const k of Object.keys(entry)) {
-    if (!known.has(k)) {
-      throw new SluiceError(
-        'ERR_SLUICE_UNKNOWN_OPTION',
-        `limits[${i}].${k}: unknown option (known: ${[...known].join(', ')})`,
-        { option: `limits[${i}].${k}` },
-      );
-    }
-  }
+  const path = `limits[${i}]`;
+  if (entry === null || typeof entry !== 'object') throw optionError(path, 'expected a limit object or a function');
+  checkLimitFields(entry, path);
   const name = entry.name ?? `limit${i}`;
-  if (typeof name !== 'string' || name === '') {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `limits[${i}].name: expected a non-empty string`, {
-      option: `limits[${i}].name`,
-    });
-  }
-  if (entry.key !== undefined && typeof entry.key !== 'function') {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `limits[${i}].key: expected a function of the request`, {
-      option: `limits[${i}].key`,
-    });
-  }
-  const key: KeySource<Req> = entry.key === undefined ? { kind: 'default' } : { kind: 'fn', fn: entry.key };
-  const missing = checkMissingKey(entry.missingKey, `limits[${i}].missingKey`);
-  const policy = pickPolicy(entry, defaultAlgorithm);
+  if (typeof name !== 'string' || name === '') throw optionError(`${path}.name`, 'expected a non-empty string');
+  if (entry.key !== undefined && typeof entry.key !== 'function')
+    throw optionError(`${path}.key`, 'expected a function of the request');
+  const key: KeySource<Req> = entry.key === undefined ? DEFAULT_KEY : { kind: 'fn', fn: entry.key };
+  const missing = checkMissingKey(entry.missingKey, `${path}.missingKey`);
   const common = { name, key, index: i, ...(missing === undefined ? {} : { missing }) };
-  if (typeof entry.limit === 'function') return { kind: 'limit-fn', policy, limit: entry.limit, ...common };
-  return { kind: 'static', policy: policy as HttpPolicy, ...common };
+  return entryOf(entry.limit, pickPolicy(entry, defaultAlgorithm), common);
 }
 
 /** Validates a policy as the limiter will, with the option path the user wrote. */
@@ -108,6 +103,9 @@ export function validate(policy: HttpPolicy, path: string): void {
   }
 }
 
+/** The option path of a limit's fields in messages: `''` for the inline limit, else `limits[1].`. */
+export const pathOf = (index: number): string => (index < 0 ? '' : `limits[${index}].`);
+
 /**
  * The entries of a middleware's limit options, checked with the option path the user wrote: the inline
  * limit, or each of `limits` (never both, names distinct).
@@ -118,13 +116,12 @@ export function entriesOf<Req>(options: RateLimitOptions<Req>, defaultAlgorithm:
     options.limits === undefined
       ? [inlineEntry(options, inline, defaultAlgorithm)]
       : listEntries(options.limits, inline, defaultAlgorithm);
-  const single = options.limits === undefined;
   // Validate what is known now, with the option path the user wrote.
-  for (const [i, e] of entries.entries()) {
-    const path = single ? '' : `limits[${i}].`;
-    if (e.kind === 'static') validate(e.policy, path);
-    if (e.kind === 'limit-fn') validate({ ...e.policy, limit: 1 } as HttpPolicy, path);
-    if (e.kind !== 'entry-fn') limitHeaderInfo(e.name, 1, 1, single ? 'name' : `${path}name`);
+  for (const e of entries) {
+    if (e.kind === 'entry-fn') continue;
+    const path = pathOf(e.index);
+    validate(e.kind === 'static' ? e.policy : ({ ...e.policy, limit: 1 } as HttpPolicy), path);
+    limitHeaderInfo(e.name, 1, 1, `${path}name`);
   }
   return entries;
 }
@@ -134,18 +131,10 @@ function inlineEntry<Req>(
   inline: readonly string[],
   defaultAlgorithm: string | undefined,
 ): Entry<Req> {
-  if (inline.length === 0) {
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_OPTION',
-      "limit: give a limit inline ({ limit: 100, period: '1m' }) or several under limits: [...]",
-      { option: 'limit' },
-    );
-  }
-  const policy = pickPolicy(options, defaultAlgorithm);
-  const name = options.name ?? 'default';
-  return typeof options.limit === 'function'
-    ? { kind: 'limit-fn', name, policy, limit: options.limit, key: { kind: 'default' }, index: -1 }
-    : { kind: 'static', name, policy: policy as HttpPolicy, key: { kind: 'default' }, index: -1 };
+  if (inline.length === 0)
+    throw optionError('limit', "give a limit inline ({ limit: 100, period: '1m' }) or several under limits: [...]");
+  const common = { name: options.name ?? 'default', key: DEFAULT_KEY, index: -1 };
+  return entryOf(options.limit, pickPolicy(options, defaultAlgorithm), common);
 }
 
 function listEntries<Req>(
@@ -153,27 +142,15 @@ function listEntries<Req>(
   inline: readonly string[],
   defaultAlgorithm: string | undefined,
 ): Entry<Req>[] {
-  if (inline.length > 0) {
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_OPTION',
-      `limits: give either limits: [...] or an inline limit, not both (found ${inline.join(', ')})`,
-      { option: 'limits' },
-    );
-  }
-  if (!Array.isArray(limits) || limits.length === 0) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'limits: expected a non-empty array of limits', {
-      option: 'limits',
-    });
-  }
+  if (inline.length > 0)
+    throw optionError('limits', `give either limits: [...] or an inline limit, not both (found ${inline.join(', ')})`);
+  if (!Array.isArray(limits) || limits.length === 0)
+    throw optionError('limits', 'expected a non-empty array of limits');
   const entries = limits.map((entry, i) => compileEntry<Req>(entry, i, defaultAlgorithm));
   const names = new Set<string>();
-  for (const [i, e] of entries.entries()) {
+  for (const e of entries) {
     if (e.kind === 'entry-fn') continue;
-    if (names.has(e.name)) {
-      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `limits[${i}].name: '${e.name}' is used twice`, {
-        option: `limits[${i}].name`,
-      });
-    }
+    if (names.has(e.name)) throw optionError(`limits[${e.index}].name`, `'${e.name}' is used twice`);
     names.add(e.name);
   }
   return entries;

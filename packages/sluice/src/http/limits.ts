@@ -22,7 +22,7 @@ export function compileLimits<Req>(options: RateLimitOptions<Req>, context: Plan
     const fixed = build(entries as Resolved<Req>[]);
     return { fixed, resolve: () => fixed, sets: () => [fixed] };
   }
-  return computedPlan(entries, build, single, defaultAlgorithm);
+  return computedPlan(entries, build, defaultAlgorithm);
 }
 
 export type { KeySource, LimitPlan, LimitSet, PlanContext, SetLimit } from './limit-types.js';

@@ -2,8 +2,8 @@
  * A guard against two middlewares silently sharing counters: each claims its policies' counters on a store, and a
  * second claim is an error unless both say `shared: true`.
  */
-import { SluiceError } from '../core/errors.js';
 import type { Store } from '../stores/store.js';
+import { optionError } from './option-error.js';
 
 /** Who counts under a counter namespace of a store. */
 interface Owner {
@@ -37,12 +37,12 @@ export function claimCounters(
   for (const { id, label } of claims) {
     const previous = table.get(id);
     if (previous !== undefined && !(previous.shared && shared)) {
-      throw new SluiceError(
-        'ERR_SLUICE_SHARED_COUNTERS',
-        `name: limit ${label} is already counted by another rateLimit() on this ${store.name} store, so the two ` +
+      throw optionError(
+        'name',
+        `limit ${label} is already counted by another rateLimit() on this ${store.name} store, so the two ` +
           `would share counters (a request to one uses up the other). Give each middleware its own name ` +
           `(rateLimit({ name: 'api', … })), or pass shared: true to both to share them on purpose.`,
-        { option: 'name' },
+        'ERR_SLUICE_SHARED_COUNTERS',
       );
     }
   }
