@@ -5,11 +5,19 @@
 import type { Clock } from '../core/clock.js';
 import { systemClock } from '../core/clock.js';
 import { type Duration, parseDuration } from '../core/duration.js';
-import { SluiceError } from '../core/errors.js';
+import { optionError, SluiceError } from '../core/errors.js';
 import { createMemoryStore, type MemoryStore } from '../stores/memory/memory-store.js';
 import type { Lease, LeaseDecision, Store } from '../stores/store.js';
-import { settle } from './create-limiter.js';
-import { createFailurePolicy, type FailMode, type FailureOptions, isStoreFailure } from './failure-policy.js';
+import {
+  closedDecision,
+  createFailurePolicy,
+  type FailMode,
+  type FailureOptions,
+  isStoreFailure,
+  openDecision,
+  shareOf,
+} from './failure-policy.js';
+import { settle } from './limiter-parts.js';
 
 /** Options of `createConcurrencyLimiter`. */
 export interface ConcurrencyLimiterOptions extends FailureOptions {
@@ -35,8 +43,6 @@ export interface ConcurrencyLimiter {
 /** Lease ids handed out without the store: `open` leases hold nothing, `insurance` ones a local place. */
 const OPEN_LEASE = 'open~';
 const INSURED_LEASE = 'insured~';
-/** How long a fail-closed rejection tells the caller to wait, at most. */
-const CLOSED_RETRY_MS = 1000;
 
 /** One concurrency limiter: its checked options, its store and what it holds while the store is down. */
 interface Concurrency {
@@ -71,22 +77,13 @@ export function createConcurrencyLimiter(options: ConcurrencyLimiterOptions): Co
 function resolveConcurrency(options: ConcurrencyLimiterOptions): Concurrency {
   const { limit } = options;
   if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 0 || limit > 1_000_000) {
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_LIMIT',
-      `limit: ${String(limit)} is not a whole number between 0 and 1e6`,
-      {
-        option: 'limit',
-      },
-    );
+    throw optionError('ERR_SLUICE_INVALID_LIMIT', 'limit', `${String(limit)} is not a whole number between 0 and 1e6`);
   }
   const leaseMs = parseDuration(options.lease ?? 60_000, 'lease');
   if (leaseMs < 1) {
-    throw new SluiceError('ERR_SLUICE_INVALID_DURATION', 'lease: must be at least 1 ms', { option: 'lease' });
+    throw optionError('ERR_SLUICE_INVALID_DURATION', 'lease', 'must be at least 1 ms');
   }
-  const { mode } = createFailurePolicy({
-    ...(options.fail === undefined ? {} : { fail: options.fail }),
-    ...(options.insuranceShare === undefined ? {} : { insuranceShare: options.insuranceShare }),
-  });
+  const { mode } = createFailurePolicy(options);
   return {
     limit,
     leaseMs,
@@ -137,25 +134,12 @@ function onFailure(c: Concurrency, error: unknown, key: string, nowMs: number): 
 function degraded(c: Concurrency, key: string, nowMs: number): LeaseDecision {
   const { limit, leaseMs, mode } = c;
   if (mode === 'open') {
-    const lease = { key, id: `${OPEN_LEASE}${++c.openSeq}`, expiresAt: nowMs + leaseMs };
-    return { allowed: true, limit, remaining: limit, resetMs: 0, retryAfterMs: 0, degraded: true, lease };
+    return { ...openDecision(limit), lease: { key, id: `${OPEN_LEASE}${++c.openSeq}`, expiresAt: nowMs + leaseMs } };
   }
-  if (mode === 'closed') {
-    const wait = Math.min(CLOSED_RETRY_MS, leaseMs);
-    return {
-      allowed: false,
-      limit,
-      remaining: 0,
-      resetMs: wait,
-      retryAfterMs: wait,
-      reason: 'store-unavailable',
-      degraded: true,
-    };
-  }
+  if (mode === 'closed') return closedDecision(limit, leaseMs);
   // Insurance: this process's share of the places, held in memory until the store is back.
   c.insurance ??= createMemoryStore({ maxKeys: 100_000 });
-  const part = limit === 0 ? 0 : Math.max(1, Math.floor(limit * c.share));
-  const d = c.insurance.acquire(key, part, leaseMs, nowMs);
+  const d = c.insurance.acquire(key, shareOf(limit, c.share), leaseMs, nowMs);
   if (d.lease) d.lease = { ...d.lease, id: `${INSURED_LEASE}${d.lease.id}` };
   return { ...d, degraded: true };
 }

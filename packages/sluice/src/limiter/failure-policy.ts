@@ -3,7 +3,7 @@
  * store at a share of the limit (`insurance`), each such decision marked degraded.
  */
 import type { Decision } from '../core/decision.js';
-import { isSluiceError, SluiceError } from '../core/errors.js';
+import { optionError, SluiceError } from '../core/errors.js';
 import type { FailMode } from '../core/fail-mode.js';
 import { isBucketAlgorithm, type ResolvedPolicy, resolvePolicy } from '../core/policy.js';
 import { createMemoryStore, type MemoryStore } from '../stores/memory/memory-store.js';
@@ -40,62 +40,68 @@ const CLOSED_RETRY_MS = 1000;
 
 /** True for the errors a failure policy answers: the store failed, as opposed to being misused. */
 export function isStoreFailure(error: unknown): boolean {
-  if (!(error instanceof SluiceError)) return true;
-  return isSluiceError(error, 'ERR_SLUICE_STORE_UNAVAILABLE') || isSluiceError(error, 'ERR_SLUICE_STORE_TIMEOUT');
+  return (
+    !(error instanceof SluiceError) ||
+    error.code === 'ERR_SLUICE_STORE_UNAVAILABLE' ||
+    error.code === 'ERR_SLUICE_STORE_TIMEOUT'
+  );
 }
 
 /** Validates `fail` and `insuranceShare` into a FailurePolicy. */
 export function createFailurePolicy(options: FailureOptions): FailurePolicy {
   const mode = options.fail ?? 'open';
   if (!MODES.includes(mode)) {
-    throw new SluiceError(
+    throw optionError(
       'ERR_SLUICE_INVALID_OPTION',
-      `fail: expected 'open', 'closed' or 'insurance', got ${String(mode)}`,
-      {
-        option: 'fail',
-      },
+      'fail',
+      `expected 'open', 'closed' or 'insurance', got ${String(mode)}`,
     );
   }
   const share = options.insuranceShare;
-  if (share !== undefined) {
-    if (mode !== 'insurance') {
-      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', "insuranceShare: only applies with fail: 'insurance'", {
-        option: 'insuranceShare',
-      });
-    }
-    if (typeof share !== 'number' || !(share > 0 && share <= 1)) {
-      throw new SluiceError(
-        'ERR_SLUICE_INVALID_OPTION',
-        `insuranceShare: expected a number in (0, 1], got ${String(share)}`,
-        {
-          option: 'insuranceShare',
-        },
-      );
-    }
+  if (share !== undefined && mode !== 'insurance') {
+    throw optionError('ERR_SLUICE_INVALID_OPTION', 'insuranceShare', "only applies with fail: 'insurance'");
   }
-  if (mode === 'open') return { mode, decide: (items) => items.map(openDecision), refund: noop, reset: noop };
-  if (mode === 'closed') return { mode, decide: (items) => items.map(closedDecision), refund: noop, reset: noop };
-  return createInsurance(share ?? 1);
+  if (share !== undefined && !(typeof share === 'number' && share > 0 && share <= 1)) {
+    throw optionError(
+      'ERR_SLUICE_INVALID_OPTION',
+      'insuranceShare',
+      `expected a number in (0, 1], got ${String(share)}`,
+    );
+  }
+  if (mode === 'insurance') return createInsurance(share ?? 1);
+  const decide = mode === 'open' ? openDecision : closedDecision;
+  return {
+    mode,
+    decide: (items) => items.map((item) => decide(item.policy.limit, item.policy.periodMs)),
+    refund: noop,
+    reset: noop,
+  };
 }
 
 function noop(): void {}
 
-function openDecision(item: StoreItem): Decision {
-  const { limit } = item.policy;
+/** The failure policy's allowance when the store fails open: the whole limit, marked degraded. */
+export function openDecision(limit: number): Decision {
   return { allowed: true, limit, remaining: limit, resetMs: 0, retryAfterMs: 0, degraded: true };
 }
 
-function closedDecision(item: StoreItem): Decision {
-  const wait = Math.min(CLOSED_RETRY_MS, item.policy.periodMs);
+/** The failure policy's rejection when the store fails closed: retry in a second, or a period when it is shorter. */
+export function closedDecision(limit: number, periodMs: number): Decision {
+  const wait = Math.min(CLOSED_RETRY_MS, periodMs);
   return {
     allowed: false,
-    limit: item.policy.limit,
+    limit,
     remaining: 0,
     resetMs: wait,
     retryAfterMs: wait,
     reason: 'store-unavailable',
     degraded: true,
   };
+}
+
+/** An insurance share of a limit or burst: never below 1 unless it was 0. */
+export function shareOf(n: number, share: number): number {
+  return n === 0 ? 0 : Math.max(1, Math.floor(n * share));
 }
 
 function createInsurance(share: number): FailurePolicy {
@@ -134,12 +140,11 @@ function createInsurance(share: number): FailurePolicy {
 
 /** The policy with its limit (and burst) scaled by `share`, never below 1 unless it was 0. */
 export function scalePolicy(p: ResolvedPolicy, share: number): ResolvedPolicy {
-  const part = (n: number) => (n === 0 ? 0 : Math.max(1, Math.floor(n * share)));
   const resolved = resolvePolicy({
     algorithm: p.algorithm,
-    limit: part(p.limit),
+    limit: shareOf(p.limit, share),
     period: p.periodMs,
-    ...(isBucketAlgorithm(p.algorithm) ? { burst: part(p.burst) } : {}),
+    ...(isBucketAlgorithm(p.algorithm) ? { burst: shareOf(p.burst, share) } : {}),
     blockDuration: p.blockMs,
   });
   return { ...resolved, id: p.id };

@@ -4,7 +4,7 @@
  */
 import type { Clock } from '../core/clock.js';
 import { systemClock } from '../core/clock.js';
-import { SluiceError } from '../core/errors.js';
+import { optionError, SluiceError } from '../core/errors.js';
 import type { PolicyOptions, ResolvedPolicy } from '../core/policy.js';
 import { resolvePolicy } from '../core/policy.js';
 import { createMemoryStore } from '../stores/memory/memory-store.js';
@@ -79,62 +79,56 @@ export function resolveLimiterOptions(options: LimiterOptions): ResolvedLimiterO
   if (options === null || typeof options !== 'object') {
     throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'createLimiter: expected an options object');
   }
-  // The reservation options are the book's to check (reservations.ts): not part of an inline policy.
-  const { limits, store, clock, name, fail, insuranceShare, ...withReservations } = options;
-  const { reservationTtl: _t, onExpire: _e, reservationStore: _s, maxOutstanding: _m, ...inline } = withReservations;
-  const failure = createFailurePolicy({
-    ...(fail === undefined ? {} : { fail }),
-    ...(insuranceShare === undefined ? {} : { insuranceShare }),
-  });
+  const { limits, store, clock, name } = options;
+  const failure = createFailurePolicy(options);
   if (name !== undefined && (typeof name !== 'string' || name === '')) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'name: expected a non-empty string', { option: 'name' });
+    throw optionError('ERR_SLUICE_INVALID_OPTION', 'name', 'expected a non-empty string');
   }
   if (store !== undefined && !isStore(store)) {
-    throw new SluiceError(
+    throw optionError(
       'ERR_SLUICE_INVALID_STORE',
-      'store: expected a sluice store (createMemoryStore() or createRedisStore())',
-      {
-        option: 'store',
-      },
+      'store',
+      'expected a sluice store (createMemoryStore() or createRedisStore())',
     );
   }
   if (clock !== undefined && typeof clock?.now !== 'function') {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'clock: expected an object with a now() method', {
-      option: 'clock',
-    });
+    throw optionError('ERR_SLUICE_INVALID_OPTION', 'clock', 'expected an object with a now() method');
   }
   const scope = name === undefined ? '' : `${name}~`;
   let resolved: ResolvedLimit[];
-  if (limits !== undefined) {
-    if (Object.keys(inline).length > 0) {
-      throw new SluiceError(
-        'ERR_SLUICE_INVALID_OPTION',
-        `limits: give either limits: [...] or an inline policy, not both (found ${Object.keys(inline).join(', ')})`,
-        { option: 'limits' },
-      );
-    }
-    if (!Array.isArray(limits) || limits.length === 0) {
-      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'limits: expected a non-empty array of policies', {
-        option: 'limits',
-      });
-    }
-    const names = new Set<string>();
-    resolved = limits.map((limit, i) => {
-      const { name: limitName = `limit${i}`, ...policy } = limit ?? ({} as LimitOptions);
-      if (typeof limitName !== 'string' || limitName === '' || names.has(limitName)) {
-        throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `limits[${i}].name: expected a unique, non-empty string`, {
-          option: `limits[${i}].name`,
-        });
-      }
-      names.add(limitName);
-      const p = resolvePolicy(policy as PolicyOptions, `limits[${i}].`, LIMIT_KEYS);
-      return { name: limitName, policy: { ...p, id: `${scope}${limitName}~${p.id}` } };
-    });
-  } else {
-    const p = resolvePolicy(inline as PolicyOptions, '', LIMITER_KEYS);
+  if (limits === undefined) {
+    // The limiter's own options (the reservation ones are the book's to check) sit beside an inline policy.
+    const p = resolvePolicy(options as PolicyOptions, '', LIMITER_KEYS);
     resolved = [{ name: 'default', policy: scope ? { ...p, id: `${scope}${p.id}` } : p }];
+  } else {
+    resolved = resolveLimits(options, limits, scope);
   }
   return { limits: resolved, store: store ?? createMemoryStore(), clock: clock ?? systemClock, failure };
+}
+
+/** The policies under `limits`: none inline beside them, each named once; their counters kept apart by name. */
+function resolveLimits(options: LimiterOptions, limits: readonly LimitOptions[], scope: string): ResolvedLimit[] {
+  const inline = Object.keys(options).filter((key) => !LIMITER_KEYS.has(key));
+  if (inline.length > 0) {
+    throw optionError(
+      'ERR_SLUICE_INVALID_OPTION',
+      'limits',
+      `give either limits: [...] or an inline policy, not both (found ${inline.join(', ')})`,
+    );
+  }
+  if (!Array.isArray(limits) || limits.length === 0) {
+    throw optionError('ERR_SLUICE_INVALID_OPTION', 'limits', 'expected a non-empty array of policies');
+  }
+  const names = new Set<string>();
+  return limits.map((limit, i) => {
+    const { name = `limit${i}`, ...policy } = limit ?? ({} as LimitOptions);
+    if (typeof name !== 'string' || name === '' || names.has(name)) {
+      throw optionError('ERR_SLUICE_INVALID_OPTION', `limits[${i}].name`, 'expected a unique, non-empty string');
+    }
+    names.add(name);
+    const p = resolvePolicy(policy as PolicyOptions, `limits[${i}].`, LIMIT_KEYS);
+    return { name, policy: { ...p, id: `${scope}${name}~${p.id}` } };
+  });
 }
 
 function isStore(value: unknown): value is Store {
@@ -146,9 +140,7 @@ function isStore(value: unknown): value is Store {
 export function resolveCost(cost: unknown): number {
   if (cost === undefined) return 1;
   if (typeof cost !== 'number' || !Number.isInteger(cost) || cost < 0 || cost > 1_000_000_000) {
-    throw new SluiceError('ERR_SLUICE_INVALID_COST', `cost: ${String(cost)} is not a whole number between 0 and 1e9`, {
-      option: 'cost',
-    });
+    throw optionError('ERR_SLUICE_INVALID_COST', 'cost', `${String(cost)} is not a whole number between 0 and 1e9`);
   }
   return cost;
 }
