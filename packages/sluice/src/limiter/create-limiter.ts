@@ -268,9 +268,13 @@ function reservationOptions(options: LimiterOptions): ReservationOptions {
 
 /** Each limiter's failure policy, for checkAll (kept off the public Limiter type). */
 const failures = new WeakMap<Limiter, FailurePolicy>();
-const OPEN = createFailurePolicy({ fail: 'open' });
+/** The fail-open policy, made on first use: a call at module level would stay in every bundle, checkAll or not. */
+let open: FailurePolicy | undefined;
 
 /** The failure policy of a limiter made by createLimiter (fail-open for any other). */
 export function failureOf(limiter: Limiter): FailurePolicy {
-  return failures.get(limiter) ?? OPEN;
+  const own = failures.get(limiter);
+  if (own !== undefined) return own;
+  open ??= createFailurePolicy({});
+  return open;
 }
