@@ -2,25 +2,49 @@
  * Validation of `rateLimit()`'s options when the middleware is built: an unknown option is an error (with the sluice
  * spelling when it is another library's), and every problem names its option and the fix.
  */
-import { SluiceError } from '../core/errors.js';
+import { SluiceError, type SluiceErrorCode } from '../core/errors.js';
 import { type AccessList, createAccessList, isAccessList } from './access-list.js';
 import { migrationHint } from './migration-hints.js';
 import { RATE_LIMIT_OPTION_KEYS, type RateLimitOptions } from './options.js';
 import { warnOnce } from './warn.js';
 
+/** Options that are functions. */
+const FUNCTIONS = ['key', 'skip', 'body', 'onLimited', 'sleep', 'peerAddress'] as const;
+
+/** Options that take one of a few values, and those values. */
+const CHOICES: Readonly<Record<string, readonly unknown[]>> = {
+  mode: ['reject', 'shape'],
+  headers: ['x', 'draft', 'both', false],
+  fail: ['open', 'closed', 'insurance'],
+  shadow: [true, false],
+  shared: [true, false],
+  xRateLimitReset: ['seconds', 'epoch'],
+};
+
+/** What a rules engine decides itself, so none of it is given beside `rules`. */
+const DECIDED_BY_RULES = ['limit', 'period', 'algorithm', 'burst', 'blockDuration', 'limits', 'key', 'store'] as const;
+
+/** Periods in milliseconds that configs in seconds commonly hold (see warnSecondsLikePeriod). */
+const SECONDS_LIKE: readonly unknown[] = [1, 5, 10, 15, 30, 60, 120, 300, 600, 900];
+
+/** The error of one option: `<option>: <problem>`, the option named for programs too. */
+function invalid(option: string, problem: string, code: SluiceErrorCode = 'ERR_SLUICE_INVALID_OPTION'): SluiceError {
+  return new SluiceError(code, `${option}: ${problem}`, { option });
+}
+
+/** A whole number from min to max. */
+const isWhole = (value: unknown, min: number, max: number): boolean =>
+  Number.isInteger(value) && (value as number) >= min && (value as number) <= max;
+
 /** An allow or deny option as a live list. */
 export function toAccessList(value: readonly string[] | AccessList | undefined, option: string): AccessList {
   if (value === undefined) return createAccessList();
   if (isAccessList(value)) return value;
-  if (!Array.isArray(value)) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${option}: expected an array of IPs, CIDRs and keys`, {
-      option,
-    });
-  }
+  if (!Array.isArray(value)) throw invalid(option, 'expected an array of IPs, CIDRs and keys');
   try {
     return createAccessList(value);
   } catch (error) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${option}: ${(error as Error).message}`, { option });
+    throw invalid(option, (error as Error).message);
   }
 }
 
@@ -55,12 +79,12 @@ function checkKnownNames<Req>(options: RateLimitOptions<Req>, extraKeys: Readonl
   for (const k of Object.keys(options)) {
     if (!RATE_LIMIT_OPTION_KEYS.has(k) && !extraKeys.has(k)) {
       const hint = migrationHint(k, options as Record<string, unknown>, framework);
-      throw new SluiceError(
-        'ERR_SLUICE_UNKNOWN_OPTION',
+      throw invalid(
+        k,
         hint === undefined
-          ? `${k}: unknown option of rateLimit (known: ${[...RATE_LIMIT_OPTION_KEYS, ...extraKeys].join(', ')})`
-          : `${k}: not a sluice option; ${hint}`,
-        { option: k },
+          ? `unknown option of rateLimit (known: ${[...RATE_LIMIT_OPTION_KEYS, ...extraKeys].join(', ')})`
+          : `not a sluice option; ${hint}`,
+        'ERR_SLUICE_UNKNOWN_OPTION',
       );
     }
   }
@@ -68,76 +92,44 @@ function checkKnownNames<Req>(options: RateLimitOptions<Req>, extraKeys: Readonl
 
 /** Options that are functions, and options that take one of a few values. */
 function checkKinds<Req>(options: RateLimitOptions<Req>): void {
-  for (const name of ['key', 'skip', 'body', 'onLimited', 'sleep', 'peerAddress'] as const) {
+  for (const name of FUNCTIONS) {
     const v = options[name];
-    if (v !== undefined && typeof v !== 'function') {
-      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${name}: expected a function`, { option: name });
+    if (v !== undefined && typeof v !== 'function') throw invalid(name, 'expected a function');
+  }
+  for (const [name, allowed] of Object.entries(CHOICES)) {
+    const v = options[name as keyof RateLimitOptions<Req>];
+    if (v !== undefined && !allowed.includes(v)) {
+      throw invalid(name, `${JSON.stringify(v)} is not one of ${allowed.map((a) => JSON.stringify(a)).join(', ')}`);
     }
   }
-  const oneOf = (name: keyof RateLimitOptions<Req>, allowed: readonly unknown[]) => {
-    const v = options[name];
-    if (v !== undefined && !allowed.includes(v)) {
-      throw new SluiceError(
-        'ERR_SLUICE_INVALID_OPTION',
-        `${name}: ${JSON.stringify(v)} is not one of ${allowed.map((a) => JSON.stringify(a)).join(', ')}`,
-        { option: name },
-      );
-    }
-  };
-  oneOf('mode', ['reject', 'shape']);
-  oneOf('headers', ['x', 'draft', 'both', false]);
-  oneOf('fail', ['open', 'closed', 'insurance']);
-  oneOf('shadow', [true, false]);
-  oneOf('shared', [true, false]);
-  oneOf('xRateLimitReset', ['seconds', 'epoch']);
 }
 
 /** cost, maxDelayMs, statusCode and message. */
 function checkNumbers<Req>(options: RateLimitOptions<Req>): void {
   const { cost, maxDelayMs, statusCode, message } = options;
-  if (cost !== undefined && typeof cost !== 'function' && !(Number.isInteger(cost) && cost >= 0 && cost <= 1e9)) {
-    throw new SluiceError('ERR_SLUICE_INVALID_COST', `cost: ${String(cost)} is not a whole number ≥ 0 or a function`, {
-      option: 'cost',
-    });
+  if (cost !== undefined && typeof cost !== 'function' && !isWhole(cost, 0, 1e9)) {
+    throw invalid('cost', `${String(cost)} is not a whole number ≥ 0 or a function`, 'ERR_SLUICE_INVALID_COST');
   }
   if (maxDelayMs !== undefined && !(Number.isInteger(maxDelayMs) && maxDelayMs >= 0)) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `maxDelayMs: ${String(maxDelayMs)} is not a whole number ≥ 0`, {
-      option: 'maxDelayMs',
-    });
+    throw invalid('maxDelayMs', `${String(maxDelayMs)} is not a whole number ≥ 0`);
   }
-  if (statusCode !== undefined && !(Number.isInteger(statusCode) && statusCode >= 400 && statusCode <= 599)) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `statusCode: ${String(statusCode)} is not a 4xx or 5xx status`, {
-      option: 'statusCode',
-    });
+  if (statusCode !== undefined && !isWhole(statusCode, 400, 599)) {
+    throw invalid('statusCode', `${String(statusCode)} is not a 4xx or 5xx status`);
   }
   if (message !== undefined && typeof message !== 'string' && typeof message !== 'function') {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'message: expected a string or a function', {
-      option: 'message',
-    });
+    throw invalid('message', 'expected a string or a function');
   }
 }
 
 /** `rules` is a rules engine, and the options it decides are not given as well. */
 function checkRules<Req>(options: RateLimitOptions<Req>): void {
-  const rules = options.rules as { shouldRateLimit?: unknown; ruleSet?: unknown };
-  if (typeof rules !== 'object' || rules === null || typeof rules.shouldRateLimit !== 'function') {
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_OPTION',
-      'rules: expected a rules engine (createRulesEngine from sluice/rules)',
-      {
-        option: 'rules',
-      },
-    );
+  const rules = options.rules as { shouldRateLimit?: unknown } | null;
+  if (typeof rules !== 'object' || typeof rules?.shouldRateLimit !== 'function') {
+    throw invalid('rules', 'expected a rules engine (createRulesEngine from sluice/rules)');
   }
-  const clash = ['limit', 'period', 'algorithm', 'burst', 'blockDuration', 'limits', 'key', 'store'].filter(
-    (k) => options[k as keyof RateLimitOptions<Req>] !== undefined,
-  );
+  const clash = DECIDED_BY_RULES.filter((k) => options[k] !== undefined);
   if (clash.length > 0 || options.mode === 'shape') {
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_OPTION',
-      `rules: the rules decide limits, keys and store; drop ${clash.length > 0 ? clash.join(', ') : "mode: 'shape'"}`,
-      { option: 'rules' },
-    );
+    throw invalid('rules', `the rules decide limits, keys and store; drop ${clash.join(', ') || "mode: 'shape'"}`);
   }
 }
 
@@ -147,8 +139,7 @@ function checkRules<Req>(options: RateLimitOptions<Req>): void {
  * stay silent, so a whole number of seconds below a second-sized value gets a warning with the fix.
  */
 function warnSecondsLikePeriod(period: unknown, option: string): void {
-  if (typeof period !== 'number' || !Number.isInteger(period) || period < 1 || period > 999) return;
-  if (![1, 5, 10, 15, 30, 60, 120, 300, 600, 900].includes(period)) return;
+  if (!SECONDS_LIKE.includes(period)) return;
   warnOnce(
     'SLUICE_PERIOD_LOOKS_LIKE_SECONDS',
     `sluice: ${option}: ${period} is ${period} milliseconds. If you meant seconds, write '${period}s' ` +

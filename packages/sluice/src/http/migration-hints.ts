@@ -4,61 +4,71 @@
  * force — and when the name is one of theirs, the message says the sluice spelling.
  */
 
-/** What a hint is written from: the options given, and the rate limiter this framework's users come from. */
-interface Given {
-  /** The period their window option stands for, as sluice writes it (`'15m'` when none was given). */
-  readonly period: string;
-  /** Their `duration` (seconds), or 60. */
-  readonly seconds: number;
-  /** Their `max`, or 100. */
-  readonly max: unknown;
-  /** `express-rate-limit`, `@fastify/rate-limit`, … */
-  readonly library: string;
-}
+type Options = Readonly<Record<string, unknown>>;
 
-/** Their option name → the fix, in a sentence (a function when it depends on what was given). */
-const HINTS: Readonly<Record<string, string | ((given: Given) => string)>> = {
+/**
+ * Their option name → the fix. A string is sluice's spelling of the option (the hint reads "`<theirs>` is sluice's
+ * `<string>`"); a function writes the whole sentence, from the options given and the rate limiter this framework's
+ * users come from.
+ */
+type Hint = string | ((options: Options, library: string) => string);
+
+// Fragments several hints share.
+const EXPRESS_RATE_LIMIT = 'express-rate-limit';
+const BOTH = "'both' (the default) or false";
+const DRAFT = "'draft' (RateLimit, RateLimit-Policy)";
+const ANY_HEADERS = `headers: 'x', 'draft', ${BOTH}`;
+const NAME = 'name (counters of differently named middlewares never mix)';
+const ON_LIMITED = 'onLimited: (event) => log(event.ip, event.limitName)';
+const FAIL_OPEN = "fail: 'open' (the default";
+const IN_MS = '(milliseconds or a string)';
+const FLEXIBLE = "rate-limiter-flexible's";
+const redisStore = (client: string) =>
+  `give sluice a store instead: store: createRedisStore({ ${client} }) from 'sluice/redis'`;
+
+const HINTS: Readonly<Record<string, Hint>> = {
   // express-rate-limit
-  windowMs: (g) =>
-    `express-rate-limit's windowMs is sluice's period (milliseconds or a string): { period: '${g.period}' }`,
-  max: (g) => `${g.library}'s max is sluice's limit: { limit: ${String(g.max)}, period: '${g.period}' }`,
-  keyGenerator: "keyGenerator is sluice's key: { key: (req) => req.user?.id }",
-  standardHeaders:
-    "standardHeaders is sluice's headers: 'draft' (RateLimit, RateLimit-Policy), 'x', 'both' (the default) or false",
-  legacyHeaders: "legacyHeaders is sluice's headers: 'x' (X-RateLimit-*), 'draft', 'both' (the default) or false",
-  requestPropertyName:
+  windowMs: (o) => `${EXPRESS_RATE_LIMIT}'s windowMs is sluice's period ${IN_MS}: { period: '${givenPeriod(o)}' }`,
+  max: (o, library) =>
+    `${library}'s max is sluice's limit: { limit: ${typeof o.max === 'number' ? o.max : 100}, period: '${givenPeriod(o)}' }`,
+  keyGenerator: 'key: { key: (req) => req.user?.id }',
+  standardHeaders: `headers: ${DRAFT}, 'x', ${BOTH}`,
+  legacyHeaders: `headers: 'x' (X-RateLimit-*), 'draft', ${BOTH}`,
+  requestPropertyName: () =>
     "sluice always puts the decision on the request: req.rateLimit (Koa ctx.state.rateLimit, Hono c.get('rateLimit'))",
-  passOnStoreError: "passOnStoreError: true is sluice's fail: 'open' (the default; 'closed' answers 503)",
-  validate: 'sluice validates every option when rateLimit() is called; there is nothing to turn off',
-  identifier: "identifier is sluice's name: the policy name in the RateLimit headers",
-  onLimitReached: "onLimitReached is sluice's onLimited: (event) => log(event.ip, event.limitName)",
+  passOnStoreError: () => `passOnStoreError: true is sluice's ${FAIL_OPEN}; 'closed' answers 503)`,
+  validate: () => 'sluice validates every option when rateLimit() is called; there is nothing to turn off',
+  identifier: 'name: the policy name in the RateLimit headers',
+  onLimitReached: ON_LIMITED,
   // @fastify/rate-limit
-  timeWindow: (g) => `@fastify/rate-limit's timeWindow is sluice's period: { period: '${g.period}' }`,
-  allowList: "allowList is sluice's allow: ['127.0.0.1', '10.0.0.0/8', 'api-key-1']",
-  skipOnError: "skipOnError: true is sluice's fail: 'open' (the default)",
-  nameSpace: "nameSpace is sluice's name (counters of differently named middlewares never mix)",
-  errorResponseBuilder: "errorResponseBuilder is sluice's body: (rejection, req) => ({ ... }), or handler",
-  onExceeded: "onExceeded is sluice's onLimited: (event) => log(event.ip, event.limitName)",
-  enableDraftSpec: "enableDraftSpec is sluice's headers: 'draft' (RateLimit, RateLimit-Policy)",
-  addHeaders: "addHeaders is sluice's headers: 'x', 'draft', 'both' (the default) or false",
-  addHeadersOnExceeding: "addHeadersOnExceeding is sluice's headers: 'x', 'draft', 'both' (the default) or false",
-  ban: "ban has no sluice equivalent; blockDuration: '15m' keeps rejecting a key once it went over",
-  global:
+  timeWindow: (o) => `@fastify/rate-limit's timeWindow is sluice's period: { period: '${givenPeriod(o)}' }`,
+  allowList: "allow: ['127.0.0.1', '10.0.0.0/8', 'api-key-1']",
+  skipOnError: () => `skipOnError: true is sluice's ${FAIL_OPEN})`,
+  nameSpace: NAME,
+  errorResponseBuilder: 'body: (rejection, req) => ({ ... }), or handler',
+  onExceeded: ON_LIMITED,
+  enableDraftSpec: `headers: ${DRAFT}`,
+  addHeaders: ANY_HEADERS,
+  addHeadersOnExceeding: ANY_HEADERS,
+  ban: () => "ban has no sluice equivalent; blockDuration: '15m' keeps rejecting a key once it went over",
+  global: () =>
     "sluice's global is the same option, for the Fastify plugin only: global: false limits only the routes with config: { rateLimit: { ... } }",
-  redis: "give sluice a store instead: store: createRedisStore({ client: redis }) from 'sluice/redis'",
+  redis: () => redisStore('client: redis'),
   // rate-limiter-flexible
-  points: (g) => `rate-limiter-flexible's points is sluice's limit: { limit: 10, period: '${g.period}' }`,
-  duration: (g) =>
-    `rate-limiter-flexible's duration (in seconds) is sluice's period (milliseconds or a string): duration: ${g.seconds} is period: '${g.seconds}s'`,
-  keyPrefix: "keyPrefix is sluice's name (counters of differently named middlewares never mix)",
-  storeClient: "give sluice a store instead: store: createRedisStore({ client }) from 'sluice/redis'",
-  insuranceLimiter: "insuranceLimiter is sluice's fail: 'insurance' (an in-memory limiter with the same policy)",
-  execEvenly: "execEvenly is sluice's mode: 'shape' (requests are held for their turn, leaky-bucket)",
+  points: (o) => `${FLEXIBLE} points is sluice's limit: { limit: 10, period: '${givenPeriod(o)}' }`,
+  duration: (o) => {
+    const seconds = typeof o.duration === 'number' ? o.duration : 60;
+    return `${FLEXIBLE} duration (in seconds) is sluice's period ${IN_MS}: duration: ${seconds} is period: '${seconds}s'`;
+  },
+  keyPrefix: NAME,
+  storeClient: () => redisStore('client'),
+  insuranceLimiter: "fail: 'insurance' (an in-memory limiter with the same policy)",
+  execEvenly: "mode: 'shape' (requests are held for their turn, leaky-bucket)",
 };
 
-/** The rate limiter users of each framework usually come from (by the adapter's name). */
+/** The rate limiter users of each framework usually come from (by the adapter's name); express-rate-limit otherwise. */
 const LIBRARY_OF: Readonly<Record<string, string>> = {
-  Express: 'express-rate-limit',
+  Express: EXPRESS_RATE_LIMIT,
   Fastify: '@fastify/rate-limit',
   Koa: 'koa-ratelimit',
   Hono: 'hono-rate-limiter',
@@ -77,31 +87,25 @@ function periodOf(ms: number): string {
   return `${ms}ms`;
 }
 
+const isPositive = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v) && v > 0;
+
 /** The period their window option stands for: windowMs and timeWindow in ms (or a string), duration in seconds. */
-function givenPeriod(options: Readonly<Record<string, unknown>>): string {
+function givenPeriod(options: Options): string {
   const { windowMs, timeWindow, duration } = options;
   for (const v of [windowMs, timeWindow]) {
-    if (typeof v === 'number' && Number.isFinite(v) && v > 0) return periodOf(v);
+    if (isPositive(v)) return periodOf(v);
     if (typeof v === 'string' && v.trim() !== '') return v;
   }
-  if (typeof duration === 'number' && Number.isFinite(duration) && duration > 0) return periodOf(duration * 1000);
-  return '15m';
+  return isPositive(duration) ? periodOf(duration * 1000) : '15m';
 }
 
 /**
  * The fix for an option name of another library, or undefined; written from the options given (their
  * window becomes the suggested period) and the framework in use (whose rate limiter `max` came from).
  */
-export function migrationHint(
-  option: string,
-  options: Readonly<Record<string, unknown>> = {},
-  framework?: string,
-): string | undefined {
+export function migrationHint(option: string, options: Options = {}, framework?: string): string | undefined {
   if (!Object.hasOwn(HINTS, option)) return undefined;
   const hint = HINTS[option];
-  if (typeof hint !== 'function') return hint;
-  const library = (framework === undefined ? undefined : LIBRARY_OF[framework]) ?? 'express-rate-limit';
-  const max = typeof options.max === 'number' ? options.max : 100;
-  const seconds = typeof options.duration === 'number' ? options.duration : 60;
-  return hint({ period: givenPeriod(options), max, seconds, library });
+  if (typeof hint === 'string') return `${option} is sluice's ${hint}`;
+  return hint?.(options, LIBRARY_OF[framework ?? 'Express'] ?? EXPRESS_RATE_LIMIT);
 }
