@@ -1,16 +1,13 @@
 /**
  * createAdaptiveLimiter: a concurrency limit that follows measured latency, with shares per priority and an optional queue.
  */
-import { createAimd } from './aimd.js';
 import type { AdaptiveDecision, AdaptivePermit, AdaptiveRejectReason, AdaptiveStats } from './decision.js';
-import { createGradient2 } from './gradient2.js';
-import type { LimitAlgorithm, LimitSample } from './limit-algorithm.js';
-import { createLimitTracker, type LimitTracker } from './limit-tracker.js';
-import { type AdaptiveLimiterOptions, type ResolvedAdaptiveOptions, resolveAdaptiveOptions } from './options.js';
+import type { LimitSample } from './limit-algorithm.js';
+import { createLimitTracker } from './limit-tracker.js';
+import { type AdaptiveLimiterOptions, ALGORITHMS, resolveAdaptiveOptions } from './options.js';
 import { takePermit } from './permit.js';
-import { admits, createPriorityBook, type PriorityBook, priorityFigures, priorityIndex } from './priority-book.js';
-import { createVegas } from './vegas.js';
-import { createWaitQueue, serveWaiters, type WaitQueue, waitInQueue } from './wait-queue.js';
+import { admits, createPriorityBook, priorityFigures, priorityIndex } from './priority-book.js';
+import { createWaitQueue } from './wait-queue.js';
 
 /** What to acquire a place for. */
 export interface AcquireOptions {
@@ -43,51 +40,6 @@ export interface AdaptiveLimiter {
 /** How long a refused request is told to wait: overload passes in about a second or it does not. */
 const RETRY_AFTER_MS = 1000;
 
-function algorithmOf(options: AdaptiveLimiterOptions, name: string): LimitAlgorithm {
-  if (name === 'aimd') return createAimd(options.aimd);
-  if (name === 'vegas') return createVegas(options.vegas);
-  return createGradient2(options.gradient2);
-}
-
-/** The parts a limiter's public face reads. */
-interface Parts {
-  tryAcquire: AdaptiveLimiter['tryAcquire'];
-  acquire: AdaptiveLimiter['acquire'];
-  tracker: LimitTracker;
-  book: PriorityBook;
-  queue: WaitQueue | undefined;
-  resolved: ResolvedAdaptiveOptions;
-  admitted: readonly number[];
-  shed: readonly number[];
-}
-
-/** The limiter users hold: acquire, and read-only figures over its parts. */
-function facade(parts: Parts): AdaptiveLimiter {
-  const { tracker, book, queue, resolved } = parts;
-  return {
-    tryAcquire: parts.tryAcquire,
-    acquire: parts.acquire,
-    get limit() {
-      return tracker.limit;
-    },
-    get inFlight() {
-      return book.total;
-    },
-    get queued() {
-      return queue?.size ?? 0;
-    },
-    queueSize: resolved.queue?.size ?? 0,
-    priorities: resolved.names,
-    stats: (): AdaptiveStats => ({
-      algorithm: resolved.algorithm,
-      limit: tracker.limit,
-      inFlight: book.total,
-      queued: queue?.size ?? 0,
-      priorities: priorityFigures(book, tracker.limit, parts.admitted, parts.shed),
-    }),
-  };
-}
-
 /**
  * Creates an adaptive limiter.
  * @example
@@ -99,24 +51,22 @@ function facade(parts: Parts): AdaptiveLimiter {
 export function createAdaptiveLimiter(options: AdaptiveLimiterOptions = {}): AdaptiveLimiter {
   const resolved = resolveAdaptiveOptions(options);
   const { clock, names } = resolved;
-  const algorithm = algorithmOf(options, resolved.algorithm);
+  const algorithm = ALGORITHMS[resolved.algorithm](options);
   const tracker = createLimitTracker(algorithm, resolved.initialLimit, resolved.minLimit, resolved.maxLimit);
-  const book = createPriorityBook(names, resolved.shares);
-  const queue = resolved.queue && createWaitQueue(resolved.queue.size, book.waiting);
-  const admitted = names.map(() => 0);
-  const shed = names.map(() => 0);
-  const index = new Map(names.map((name, i) => [name, i]));
+  const queue = resolved.queue && createWaitQueue(resolved.queue, names.length);
+  const book = createPriorityBook(names, resolved.shares, queue?.lines ?? names.map(() => []));
   const serve = (nowMs: number) => {
-    if (queue !== undefined && queue.size > 0) serveWaiters(queue, book, tracker.limit, nowMs);
+    if (queue !== undefined && queue.size > 0) queue.serve(book, tracker.limit, nowMs);
   };
   // One listener for every permit: the sample moves the limit, then the freed place goes to a waiter.
   const onRelease = (sample: LimitSample | undefined) => {
     tracker.add(sample);
     serve(clock.now());
   };
+  const grant = (i: number): AdaptivePermit => takePermit(book, i, clock, onRelease);
 
   function reject(i: number, reason: AdaptiveRejectReason): AdaptiveDecision {
-    shed[i] = (shed[i] as number) + 1;
+    book.shed[i] = (book.shed[i] as number) + 1;
     const { limit } = tracker;
     return {
       allowed: false,
@@ -128,32 +78,52 @@ export function createAdaptiveLimiter(options: AdaptiveLimiterOptions = {}): Ada
     };
   }
 
-  function grant(i: number): AdaptivePermit {
-    admitted[i] = (admitted[i] as number) + 1;
-    return takePermit(book, i, clock, onRelease);
-  }
-
-  function tryAcquire(acquireOptions?: AcquireOptions): AdaptiveDecision {
-    const i = priorityIndex(index, names, acquireOptions?.priority);
+  /** Whether priority `i` gets a place now; a refusal marks the limit as in use. */
+  function admitsNow(i: number): boolean {
     const nowMs = clock.now();
     book.lastDemandMs[i] = nowMs;
     // Places may have come free for waiters without a release (a priority's demand lapsed): they are
     // served first.
     serve(nowMs);
-    if (admits(book, i, tracker.limit, nowMs)) return grant(i);
+    if (admits(book, i, tracker.limit, nowMs)) return true;
     tracker.refused();
-    return reject(i, 'limit');
+    return false;
+  }
+
+  function tryAcquire(acquireOptions?: AcquireOptions): AdaptiveDecision {
+    const i = priorityIndex(book, acquireOptions?.priority);
+    return admitsNow(i) ? grant(i) : reject(i, 'limit');
   }
 
   async function acquire(acquireOptions?: AcquireOptions): Promise<AdaptiveDecision> {
-    const decision = tryAcquire(acquireOptions);
-    if (decision.allowed || queue === undefined) return decision;
-    const i = index.get(decision.priority) as number;
-    shed[i] = (shed[i] as number) - 1; // Not shed yet: it waits.
-    if (acquireOptions?.signal?.aborted) return reject(i, 'aborted');
-    const { timeoutMs } = resolved.queue as { timeoutMs: number };
-    return waitInQueue(queue, i, timeoutMs, acquireOptions?.signal, (r) => (r === true ? grant(i) : reject(i, r)));
+    const i = priorityIndex(book, acquireOptions?.priority);
+    if (admitsNow(i)) return grant(i);
+    if (queue === undefined) return reject(i, 'limit');
+    const signal = acquireOptions?.signal;
+    if (signal?.aborted) return reject(i, 'aborted');
+    return queue.wait(i, signal, (r) => (r === true ? grant(i) : reject(i, r)));
   }
 
-  return facade({ tryAcquire, acquire, tracker, book, queue, resolved, admitted, shed });
+  return {
+    tryAcquire,
+    acquire,
+    get limit() {
+      return tracker.limit;
+    },
+    get inFlight() {
+      return book.total;
+    },
+    get queued() {
+      return queue?.size ?? 0;
+    },
+    queueSize: resolved.queue?.size ?? 0,
+    priorities: names,
+    stats: (): AdaptiveStats => ({
+      algorithm: resolved.algorithm,
+      limit: tracker.limit,
+      inFlight: book.total,
+      queued: queue?.size ?? 0,
+      priorities: priorityFigures(book, tracker.limit),
+    }),
+  };
 }

@@ -5,10 +5,10 @@
 import type { Clock } from '../core/clock.js';
 import { systemClock } from '../core/clock.js';
 import { SluiceError } from '../core/errors.js';
-import type { AimdOptions } from './aimd.js';
-import type { Gradient2Options } from './gradient2.js';
-import type { AdaptiveAlgorithmName } from './limit-algorithm.js';
-import type { VegasOptions } from './vegas.js';
+import { type AimdOptions, createAimd } from './aimd.js';
+import { createGradient2, type Gradient2Options } from './gradient2.js';
+import type { AdaptiveAlgorithmName, LimitAlgorithm } from './limit-algorithm.js';
+import { createVegas, type VegasOptions } from './vegas.js';
 
 /** A bounded wait for a place instead of an immediate rejection. */
 export interface AdaptiveQueueOptions {
@@ -57,7 +57,12 @@ export interface ResolvedAdaptiveOptions {
   clock: Clock;
 }
 
-const ALGORITHMS: readonly AdaptiveAlgorithmName[] = ['gradient2', 'vegas', 'aimd'];
+/** The built-in algorithms by name, each made with its own tuning. */
+export const ALGORITHMS: Record<AdaptiveAlgorithmName, (options: AdaptiveLimiterOptions) => LimitAlgorithm> = {
+  gradient2: (options) => createGradient2(options.gradient2),
+  vegas: (options) => createVegas(options.vegas),
+  aimd: (options) => createAimd(options.aimd),
+};
 const KNOWN = new Set([
   'algorithm',
   'initialLimit',
@@ -74,9 +79,9 @@ const KNOWN = new Set([
 const invalid = (option: string, message: string) =>
   new SluiceError('ERR_SLUICE_ADAPTIVE_INVALID_OPTION', `${option}: ${message}`, { option });
 
-function wholeNumber(value: unknown, option: string, min: number): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > 1_000_000)
-    throw invalid(option, `${String(value)} is not a whole number between ${min} and 1000000`);
+function wholeNumber(value: unknown, option: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > 1_000_000)
+    throw invalid(option, `${String(value)} is not a whole number between 1 and 1000000`);
   return value;
 }
 
@@ -101,9 +106,10 @@ function resolvePriorities(priorities: Record<string, number> | undefined): { na
 function resolveQueue(queue: AdaptiveQueueOptions | undefined): ResolvedAdaptiveOptions['queue'] {
   if (queue === undefined) return undefined;
   if (typeof queue !== 'object' || queue === null) throw invalid('queue', 'give { size, timeoutMs }');
-  const size = wholeNumber(queue.size, 'queue.size', 1);
-  const timeoutMs = wholeNumber(queue.timeoutMs ?? 1000, 'queue.timeoutMs', 1);
-  return { size, timeoutMs };
+  return {
+    size: wholeNumber(queue.size, 'queue.size'),
+    timeoutMs: wholeNumber(queue.timeoutMs ?? 1000, 'queue.timeoutMs'),
+  };
 }
 
 /** Validates the options of `createAdaptiveLimiter`; throws ERR_SLUICE_ADAPTIVE_INVALID_OPTION. */
@@ -116,16 +122,12 @@ export function resolveAdaptiveOptions(options: AdaptiveLimiterOptions = {}): Re
         { option: key },
       );
   const algorithm = options.algorithm ?? 'gradient2';
-  if (!ALGORITHMS.includes(algorithm))
-    throw invalid('algorithm', `'${String(algorithm)}' is not one of ${ALGORITHMS.join(', ')}`);
-  const minLimit = wholeNumber(options.minLimit ?? 1, 'minLimit', 1);
-  const maxLimit = wholeNumber(options.maxLimit ?? 1000, 'maxLimit', 1);
+  if (!Object.hasOwn(ALGORITHMS, algorithm))
+    throw invalid('algorithm', `'${String(algorithm)}' is not one of ${Object.keys(ALGORITHMS).join(', ')}`);
+  const minLimit = wholeNumber(options.minLimit ?? 1, 'minLimit');
+  const maxLimit = wholeNumber(options.maxLimit ?? 1000, 'maxLimit');
   if (minLimit > maxLimit) throw invalid('minLimit', `${minLimit} is above maxLimit (${maxLimit}); swap them`);
-  const initialLimit = wholeNumber(
-    options.initialLimit ?? Math.min(Math.max(20, minLimit), maxLimit),
-    'initialLimit',
-    1,
-  );
+  const initialLimit = wholeNumber(options.initialLimit ?? Math.min(Math.max(20, minLimit), maxLimit), 'initialLimit');
   if (initialLimit < minLimit || initialLimit > maxLimit)
     throw invalid('initialLimit', `${initialLimit} is outside minLimit..maxLimit (${minLimit}..${maxLimit})`);
   return {

@@ -8,7 +8,7 @@ import type { AdaptivePermit } from './decision.js';
 import type { LimitSample } from './limit-algorithm.js';
 import type { PriorityBook } from './priority-book.js';
 
-const OUTCOMES = new Set<unknown>(['success', 'dropped', 'ignore', undefined]);
+const OUTCOMES = new Set<unknown>(['success', 'dropped', 'ignore']);
 
 /** Takes a place for priority `i` in `book`; `onRelease` gets the sample (undefined for `ignore`). */
 export function takePermit(
@@ -17,6 +17,7 @@ export function takePermit(
   clock: Clock,
   onRelease: (sample: LimitSample | undefined) => void,
 ): AdaptivePermit {
+  book.admitted[i] = (book.admitted[i] as number) + 1;
   book.inFlight[i] = (book.inFlight[i] as number) + 1;
   const inFlight = ++book.total;
   const startMs = clock.now();

@@ -1,6 +1,7 @@
 /**
  * The book of who holds how much of the limit: per-priority in-flight counts, guaranteed shares, and
- * the rule that says whether one more request of a priority fits.
+ * the rule that says whether one more request of a priority fits. Plain data and functions over it:
+ * the rule runs on every request.
  */
 
 import { SluiceError } from '../core/errors.js';
@@ -12,43 +13,55 @@ export const DEMAND_WINDOW_MS = 1000;
 /** Per-priority counters, most important first. */
 export interface PriorityBook {
   readonly names: readonly string[];
+  readonly index: ReadonlyMap<string, number>;
   readonly shares: readonly number[];
   readonly inFlight: number[];
   total: number;
   /** Time of each priority's last request, for "has demand". */
   readonly lastDemandMs: number[];
-  /** Waiting requests per priority (kept by the queue, read here). */
-  readonly waiting: number[];
+  /** Each priority's waiting requests (the queue's lines): a waiter is demand, and is not passed by a borrower. */
+  readonly waiting: readonly { readonly length: number }[];
+  /** Requests admitted and refused (shed) since the limiter was created, for `stats()`. */
+  readonly admitted: number[];
+  readonly shed: number[];
 }
 
 /** Creates an empty book. */
-export function createPriorityBook(names: readonly string[], shares: readonly number[]): PriorityBook {
+export function createPriorityBook(
+  names: readonly string[],
+  shares: readonly number[],
+  waiting: PriorityBook['waiting'],
+): PriorityBook {
   const zeros = () => names.map(() => 0);
   return {
     names,
+    index: new Map(names.map((name, i) => [name, i])),
     shares,
     inFlight: zeros(),
     total: 0,
     lastDemandMs: names.map(() => Number.NEGATIVE_INFINITY),
-    waiting: zeros(),
+    waiting,
+    admitted: zeros(),
+    shed: zeros(),
   };
 }
 
 /** The places guaranteed to priority `i` under `limit` (whole places, rounded down). */
-export const guaranteed = (book: PriorityBook, i: number, limit: number) =>
-  Math.floor((book.shares[i] as number) * limit);
+const guaranteed = (book: PriorityBook, i: number, limit: number) => Math.floor((book.shares[i] as number) * limit);
+
+const queued = (book: PriorityBook, i: number) => (book.waiting[i] as { length: number }).length;
 
 function hasDemand(book: PriorityBook, i: number, nowMs: number): boolean {
   return (
     (book.inFlight[i] as number) > 0 ||
-    (book.waiting[i] as number) > 0 ||
+    queued(book, i) > 0 ||
     nowMs - (book.lastDemandMs[i] as number) < DEMAND_WINDOW_MS
   );
 }
 
 /** Whether requests of priority `i` or more important ones are waiting in the queue. */
-export function waitingAhead(book: PriorityBook, i: number): boolean {
-  for (let q = 0; q <= i; q++) if ((book.waiting[q] as number) > 0) return true;
+function waitingAhead(book: PriorityBook, i: number): boolean {
+  for (let q = 0; q <= i; q++) if (queued(book, q) > 0) return true;
   return false;
 }
 
@@ -61,10 +74,9 @@ export function fits(book: PriorityBook, i: number, limit: number, nowMs: number
   if (book.total >= limit) return false;
   if ((book.inFlight[i] as number) < guaranteed(book, i, limit)) return true;
   let reserved = 0;
-  for (let q = 0; q < book.names.length; q++) {
-    if (q === i || !hasDemand(book, q, nowMs)) continue;
-    reserved += Math.max(0, guaranteed(book, q, limit) - (book.inFlight[q] as number));
-  }
+  for (let q = 0; q < book.names.length; q++)
+    if (q !== i && hasDemand(book, q, nowMs))
+      reserved += Math.max(0, guaranteed(book, q, limit) - (book.inFlight[q] as number));
   return book.total + 1 + reserved <= limit;
 }
 
@@ -72,44 +84,32 @@ export function fits(book: PriorityBook, i: number, limit: number, nowMs: number
  * Whether an arrival of priority `i` is let in now: it fits, and within its guarantee it goes at once,
  * while beyond it (borrowing) it does not pass a waiter as important or more.
  */
-export function admits(book: PriorityBook, i: number, limit: number, nowMs: number): boolean {
-  if (!fits(book, i, limit, nowMs)) return false;
-  return (book.inFlight[i] as number) < guaranteed(book, i, limit) || !waitingAhead(book, i);
-}
+export const admits = (book: PriorityBook, i: number, limit: number, nowMs: number) =>
+  fits(book, i, limit, nowMs) && ((book.inFlight[i] as number) < guaranteed(book, i, limit) || !waitingAhead(book, i));
 
-/** Per-priority figures for `stats()`; `admitted` and `shed` are counted by the limiter. */
-export function priorityFigures(
-  book: PriorityBook,
-  limit: number,
-  admitted: readonly number[],
-  shed: readonly number[],
-): Record<string, PriorityFigures> {
+/** Per-priority figures for `stats()`. */
+export function priorityFigures(book: PriorityBook, limit: number): Record<string, PriorityFigures> {
   const figures: Record<string, PriorityFigures> = {};
   book.names.forEach((name, i) => {
     figures[name] = {
       share: book.shares[i] as number,
       guaranteed: guaranteed(book, i, limit),
       inFlight: book.inFlight[i] as number,
-      queued: book.waiting[i] as number,
-      admitted: admitted[i] as number,
-      shed: shed[i] as number,
+      queued: queued(book, i),
+      admitted: book.admitted[i] as number,
+      shed: book.shed[i] as number,
     };
   });
   return figures;
 }
 
 /** The index of `priority` (the least important when undefined); an unknown name is misuse. */
-export function priorityIndex(
-  index: ReadonlyMap<string, number>,
-  names: readonly string[],
-  priority: string | undefined,
-): number {
-  if (priority === undefined) return names.length - 1;
-  const i = index.get(priority);
+export function priorityIndex(book: PriorityBook, priority: string | undefined): number {
+  const i = priority === undefined ? book.names.length - 1 : book.index.get(priority);
   if (i === undefined)
     throw new SluiceError(
       'ERR_SLUICE_ADAPTIVE_UNKNOWN_PRIORITY',
-      `priority '${String(priority)}' is not one of ${names.join(', ')}; add it to priorities or pass a known one`,
+      `priority '${String(priority)}' is not one of ${book.names.join(', ')}; add it to priorities or pass a known one`,
       { option: 'priority' },
     );
   return i;

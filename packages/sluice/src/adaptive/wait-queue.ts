@@ -7,7 +7,7 @@ import type { AdaptiveDecision, AdaptiveRejectReason } from './decision.js';
 import { fits, type PriorityBook } from './priority-book.js';
 
 /** One request waiting for a place. */
-export interface Waiter {
+interface Waiter {
   readonly priority: number;
   /** Settles the waiter: admitted (true) or refused with a reason. */
   settle(admitted: true | AdaptiveRejectReason): void;
@@ -15,110 +15,79 @@ export interface Waiter {
 
 /** The waiting requests of one limiter. */
 export interface WaitQueue {
+  /** Requests waiting now. */
   readonly size: number;
-  /** Per-priority counts (shared with the priority book). */
-  readonly waiting: number[];
-  /** Adds a waiter; answers false when the queue is full of waiters at least as important. */
-  push(waiter: Waiter): boolean;
-  /** Removes a waiter (timed out, aborted); false when it was no longer queued. */
-  remove(waiter: Waiter): boolean;
-  /** The first waiter of priority `i`, if any. */
-  head(i: number): Waiter | undefined;
-  /** Takes the first waiter of priority `i`. */
-  shift(i: number): Waiter | undefined;
+  /** The waiters of each priority, oldest first (read by the priority book). */
+  readonly lines: readonly (readonly unknown[])[];
+  /** Hands free places to waiters, most important first; a priority that does not fit lets the next try. */
+  serve(book: PriorityBook, limit: number, nowMs: number): void;
+  /**
+   * Waits as priority `i` until a place is handed over, the timeout passes or `signal` aborts; `settle`
+   * turns the outcome into the decision (taking the place, or counting the refusal).
+   */
+  wait(
+    i: number,
+    signal: AbortSignal | undefined,
+    settle: (result: true | AdaptiveRejectReason) => AdaptiveDecision,
+  ): Promise<AdaptiveDecision>;
 }
 
-/** Creates a queue of at most `capacity` waiters over `priorities` priorities. */
-export function createWaitQueue(capacity: number, waiting: number[]): WaitQueue {
-  const lines: Waiter[][] = waiting.map(() => []);
+/** Creates a queue of at most `size` waiters, each for at most `timeoutMs`, over `priorities` priorities. */
+export function createWaitQueue(
+  { size: capacity, timeoutMs }: { size: number; timeoutMs: number },
+  priorities: number,
+): WaitQueue {
+  const lines: Waiter[][] = Array.from({ length: priorities }, () => []);
   let size = 0;
-  const take = (i: number, at: 'first' | 'last') => {
-    const line = lines[i] as Waiter[];
-    const waiter = at === 'first' ? line.shift() : line.pop();
-    if (waiter !== undefined) {
-      size--;
-      waiting[i] = (waiting[i] as number) - 1;
+  const take = (i: number, at: number) => {
+    size--;
+    return (lines[i] as Waiter[]).splice(at, 1)[0] as Waiter;
+  };
+  /** Adds a waiter; answers false when the queue is full of waiters at least as important. */
+  const push = (waiter: Waiter) => {
+    if (size >= capacity) {
+      // Full: the newest waiter of the least important priority below this one is refused instead.
+      let victim = lines.length - 1;
+      while (victim > waiter.priority && (lines[victim] as Waiter[]).length === 0) victim--;
+      if (victim <= waiter.priority) return false;
+      take(victim, (lines[victim] as Waiter[]).length - 1).settle('queue-full');
     }
-    return waiter;
+    (lines[waiter.priority] as Waiter[]).push(waiter);
+    size++;
+    return true;
+  };
+  /** Removes a waiter (timed out, aborted); false when it was no longer queued. */
+  const remove = (waiter: Waiter) => {
+    const at = (lines[waiter.priority] as Waiter[]).indexOf(waiter);
+    if (at >= 0) take(waiter.priority, at);
+    return at >= 0;
   };
   return {
     get size() {
       return size;
     },
-    waiting,
-    push(waiter) {
-      if (size >= capacity) {
-        // Full: the newest waiter of the least important priority below this one is refused instead.
-        let victim = -1;
-        for (let i = lines.length - 1; i > waiter.priority; i--)
-          if ((lines[i] as Waiter[]).length > 0) {
-            victim = i;
-            break;
-          }
-        if (victim < 0) return false;
-        take(victim, 'last')?.settle('queue-full');
-      }
-      (lines[waiter.priority] as Waiter[]).push(waiter);
-      size++;
-      waiting[waiter.priority] = (waiting[waiter.priority] as number) + 1;
-      return true;
+    lines,
+    serve(book, limit, nowMs) {
+      for (let i = 0; i < lines.length; i++)
+        while ((lines[i] as Waiter[]).length > 0 && fits(book, i, limit, nowMs)) take(i, 0).settle(true);
     },
-    remove(waiter) {
-      const line = lines[waiter.priority] as Waiter[];
-      const at = line.indexOf(waiter);
-      if (at < 0) return false;
-      line.splice(at, 1);
-      size--;
-      waiting[waiter.priority] = (waiting[waiter.priority] as number) - 1;
-      return true;
-    },
-    head: (i) => (lines[i] as Waiter[])[0],
-    shift: (i) => take(i, 'first'),
+    wait: (i, signal, settle) =>
+      new Promise((resolve) => {
+        const waiter: Waiter = {
+          priority: i,
+          settle(result) {
+            clearTimeout(timer);
+            signal?.removeEventListener('abort', onAbort);
+            resolve(settle(result));
+          },
+        };
+        const giveUp = (reason: AdaptiveRejectReason) => remove(waiter) && waiter.settle(reason);
+        const onAbort = () => giveUp('aborted');
+        const timer = setTimeout(() => giveUp('queue-timeout'), timeoutMs);
+        // A waiter alone does not keep the process alive.
+        (timer as { unref?: () => void }).unref?.();
+        signal?.addEventListener('abort', onAbort, { once: true });
+        if (!push(waiter)) waiter.settle('queue-full');
+      }),
   };
-}
-
-/** Hands free places to waiters, most important first; a priority that does not fit lets the next try. */
-export function serveWaiters(queue: WaitQueue, book: PriorityBook, limit: number, nowMs: number): void {
-  if (queue.size === 0) return;
-  for (let i = 0; i < book.names.length; i++) {
-    for (let head = queue.head(i); head !== undefined; head = queue.head(i)) {
-      if (!fits(book, i, limit, nowMs)) break;
-      queue.shift(i);
-      head.settle(true);
-    }
-  }
-}
-
-/**
- * Waits in `queue` as priority `i` until a place is handed over, `timeoutMs` passes or `signal` aborts;
- * `settle` turns the outcome into the decision (taking the place, or counting the refusal).
- */
-export function waitInQueue(
-  queue: WaitQueue,
-  i: number,
-  timeoutMs: number,
-  signal: AbortSignal | undefined,
-  settle: (result: true | AdaptiveRejectReason) => AdaptiveDecision,
-): Promise<AdaptiveDecision> {
-  return new Promise((resolve) => {
-    const waiter: Waiter = {
-      priority: i,
-      settle(result) {
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-        resolve(settle(result));
-      },
-    };
-    const giveUp = (reason: AdaptiveRejectReason) => queue.remove(waiter) && waiter.settle(reason);
-    const onAbort = () => giveUp('aborted');
-    const timer = setTimeout(() => giveUp('queue-timeout'), timeoutMs);
-    // A waiter alone does not keep the process alive.
-    (timer as { unref?: () => void }).unref?.();
-    signal?.addEventListener('abort', onAbort, { once: true });
-    if (!queue.push(waiter)) {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
-      resolve(settle('queue-full'));
-    }
-  });
 }
