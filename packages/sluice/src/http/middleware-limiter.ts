@@ -39,20 +39,24 @@ function shedOutcome<Req>(
 ): HttpOutcome {
   const rejection = { ...rejectionInfo('overloaded', undefined, 'adaptive', 503), retryAfter: retryAfterSeconds };
   const { body, contentType } = render(rejection, req);
-  return {
-    ...outcome,
-    pass: false,
-    status: 503,
-    headers: [...outcome.headers, 'retry-after', String(retryAfterSeconds)],
-    body,
-    contentType,
-    rejection,
-    afterResponse: outcome.afterResponse,
-  };
+  const headers = [...outcome.headers, 'retry-after', String(retryAfterSeconds)];
+  return { ...outcome, pass: false, status: 503, headers, body, contentType, rejection };
 }
 
 const then = <T, U>(v: Awaitable<T>, f: (t: T) => Awaitable<U>): Awaitable<U> =>
   v instanceof Promise ? v.then(f) : f(v);
+
+/** The middleware under the `adaptive` or `tokenBudget` option: its rate limits, or none when it has none. */
+function innerLimiter<Req>(
+  rest: RateLimitOptions<Req>,
+  access: RequestAccess<Req>,
+  extraKeys: ReadonlySet<string>,
+  claim: boolean,
+): HttpLimiter<Req> & { readonly adaptive?: AdaptiveGate<Req> } {
+  const limited =
+    rest.limit !== undefined || rest.limits !== undefined || rest.rules !== undefined || rest.adaptive !== undefined;
+  return limited ? createMiddlewareLimiter(rest, access, extraKeys, claim) : noRateLimit(rest, access, extraKeys);
+}
 
 /**
  * Creates the limiter behind an adapter's `rateLimit()`: `createHttpLimiter`, plus the `adaptive`
@@ -69,38 +73,21 @@ export function createMiddlewareLimiter<Req>(
   if (options?.tokenBudget !== undefined) {
     const { tokenBudget, ...rest } = options;
     const budget = createTokenBudget(tokenBudget, rest, access);
-    const limited =
-      rest.limit !== undefined || rest.limits !== undefined || rest.rules !== undefined || rest.adaptive !== undefined;
-    const inner = limited
-      ? createMiddlewareLimiter(rest, access, extraKeys, claim)
-      : noRateLimit(rest, access, extraKeys);
+    const inner = innerLimiter(rest, access, extraKeys, claim);
     if (!budgetInDecide) return { ...inner, tokenBudget: budget };
     return { ...inner, tokenBudget: budget, decide: (req) => then(inner.decide(req), (o) => budget.admit(req, o)) };
   }
   if (options?.adaptive === undefined) return createHttpLimiter(options, access, extraKeys, claim);
   const { adaptive, ...rest } = options;
   const gate = createAdaptiveGate(adaptive);
-  const limited = rest.limit !== undefined || rest.limits !== undefined || rest.rules !== undefined;
-  const inner = limited ? createHttpLimiter(rest, access, extraKeys, claim) : noRateLimit(rest, access, extraKeys);
+  const inner = innerLimiter(rest, access, extraKeys, claim);
   const render = createRenderer(rest, (req: Req) => access.header(req, 'accept'));
 
   const settle = (outcome: HttpOutcome, req: Req, admission: AdaptiveAdmission): HttpOutcome =>
     admission.shed
       ? shedOutcome(outcome, admission.retryAfterSeconds, render, req)
       : gate.hold(outcome, admission.permit);
-  const admit = (outcome: HttpOutcome, req: Req) => {
-    if (!outcome.pass) return outcome;
-    const admission = gate.admit(req);
-    return admission instanceof Promise
-      ? admission.then((a) => settle(outcome, req, a))
-      : settle(outcome, req, admission);
-  };
-  return {
-    ...inner,
-    adaptive: gate,
-    decide(req) {
-      const outcome = inner.decide(req);
-      return outcome instanceof Promise ? outcome.then((o) => admit(o, req)) : admit(outcome, req);
-    },
-  };
+  const admit = (outcome: HttpOutcome, req: Req) =>
+    outcome.pass ? then(gate.admit(req), (a) => settle(outcome, req, a)) : outcome;
+  return { ...inner, adaptive: gate, decide: (req) => then(inner.decide(req), (o) => admit(o, req)) };
 }

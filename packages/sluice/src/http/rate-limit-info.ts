@@ -49,32 +49,20 @@ const BRAND = Symbol.for('sluice.rateLimitInfo');
 
 class Info implements RateLimitInfo {
   readonly [BRAND] = true;
-  readonly limits: readonly AppliedLimitInfo[];
+  /** The limit `X-RateLimit-*` describe. */
   readonly binding: AppliedLimitInfo;
-  /** The infos of earlier middlewares that took and have not given back. */
-  readonly earlier: readonly Info[];
-  /** What the middleware that made this info took (undefined: nothing to give back). */
-  readonly takenLimits: readonly AppliedLimitInfo[] | undefined;
-  readonly limiter: Pick<Limiter, 'refund'> | undefined;
-  readonly takenKey: LimiterKey | undefined;
-  readonly takenOptions: CheckOptions | undefined;
 
   constructor(
-    limits: readonly AppliedLimitInfo[],
-    binding: AppliedLimitInfo,
-    earlier: readonly Info[],
-    limiter: Pick<Limiter, 'refund'> | undefined,
-    key: LimiterKey | undefined,
-    options: CheckOptions | undefined,
-    takenLimits: readonly AppliedLimitInfo[] | undefined,
+    readonly limits: readonly AppliedLimitInfo[],
+    /** The infos of earlier middlewares that took and have not given back. */
+    readonly earlier: readonly Info[],
+    /** What the middleware that made this info took, to give back (undefined: nothing). */
+    readonly limiter?: Pick<Limiter, 'refund'>,
+    readonly takenKey?: LimiterKey,
+    readonly takenOptions?: CheckOptions,
+    readonly takenLimits?: readonly AppliedLimitInfo[],
   ) {
-    this.limits = limits;
-    this.binding = binding;
-    this.earlier = earlier;
-    this.takenLimits = takenLimits;
-    this.limiter = limiter;
-    this.takenKey = key;
-    this.takenOptions = options;
+    this.binding = limits.length === 1 ? (limits[0] as AppliedLimitInfo) : bindingAmong(limits);
   }
   get name(): string {
     return this.binding.name;
@@ -120,6 +108,17 @@ export function previousInfo(value: unknown): RateLimitInfo | undefined {
 }
 
 /**
+ * The limit closest to exhaustion among several (as `combineDecisions` picks). X-RateLimit-* describe a rate limit
+ * (they have a reset): a concurrency limit only when it rejected.
+ */
+function bindingAmong(limits: readonly AppliedLimitInfo[]): AppliedLimitInfo {
+  const rated = limits.filter((l) => l.header.concurrent !== true || !l.decision.allowed);
+  const among = rated.length > 0 ? rated : limits;
+  const chosen = combineDecisions(among.map((l) => l.decision));
+  return among.find((l) => l.decision === chosen) ?? (among[0] as AppliedLimitInfo);
+}
+
+/**
  * The info after this middleware's limits, appended to what earlier middlewares applied; the binding
  * limit is the one closest to exhaustion over all of them (as `combineDecisions` picks).
  */
@@ -131,17 +130,18 @@ export function appendInfo(
   options?: CheckOptions,
   takenLimits: readonly AppliedLimitInfo[] = own,
 ): RateLimitInfo {
-  const limits = previous === undefined ? own : [...previous.limits, ...own];
-  const earlier = previous === undefined ? NONE : takersOf(previous as Info);
   const taken = limiter === undefined ? undefined : takenLimits;
-  if (limits.length === 1)
-    return new Info(limits, limits[0] as AppliedLimitInfo, earlier, limiter, key, options, taken);
-  // X-RateLimit-* describe a rate limit (they have a reset); a concurrency limit only when it rejected.
-  const rated = limits.filter((l) => l.header.concurrent !== true || !l.decision.allowed);
-  const among = rated.length > 0 ? rated : limits;
-  const chosen = combineDecisions(among.map((l) => l.decision));
-  const binding = among.find((l) => l.decision === chosen) ?? (among[0] as AppliedLimitInfo);
-  return new Info(limits, binding, earlier, limiter, key, options, taken);
+  if (previous === undefined) return new Info(own, NONE, limiter, key, options, taken);
+  return new Info([...previous.limits, ...own], takersOf(previous as Info), limiter, key, options, taken);
+}
+
+/** One limit of a set as applied to a request: its decision under `key`. */
+export function appliedLimit(
+  limit: { readonly name: string; readonly header: LimitHeaderInfo },
+  decision: Decision,
+  key: string | undefined,
+): AppliedLimitInfo {
+  return { name: limit.name, header: limit.header, decision, key };
 }
 
 const NONE: readonly Info[] = [];
@@ -168,10 +168,7 @@ export async function giveBackEarlier(previous: RateLimitInfo | undefined): Prom
     return { ...l, decision: { ...l.decision, remaining } };
   });
   // Rebuilt with nothing taken: what was given back is never given back twice.
-  return appendInfo(
-    new Info(limits, limits[0] as AppliedLimitInfo, NONE, undefined, undefined, undefined, undefined),
-    [],
-  );
+  return new Info(limits, NONE);
 }
 
 /** Whether earlier middlewares took something that `giveBackEarlier` would give back. */
@@ -202,10 +199,8 @@ export function bindingOf(info: RateLimitInfo): AppliedLimitInfo {
 
 /** The limits of a set as applied to one request, each with its own decision and key. */
 export function appliedOf<Req>(set: LimitSet<Req>, key: LimiterKey, decision: LimiterDecision): AppliedLimitInfo[] {
-  if (set.single) {
-    const only = set.limits[0] as SetLimit<Req>;
-    return [{ name: only.name, header: only.header, decision, key: typeof key === 'string' ? key : undefined }];
-  }
+  if (set.single)
+    return [appliedLimit(set.limits[0] as SetLimit<Req>, decision, typeof key === 'string' ? key : undefined)];
   const out: AppliedLimitInfo[] = [];
   for (const r of decision.results ?? []) {
     const limit = set.limits.find((l) => l.name === r.name);

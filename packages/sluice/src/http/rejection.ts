@@ -52,18 +52,20 @@ export interface RejectionBody {
 
 /** The default message of a rejection. */
 export function defaultMessage(info: RejectionInfo): string {
+  const seconds = info.retryAfter ?? 1;
+  const retry = `retry in ${seconds} second${seconds === 1 ? '' : 's'}.`;
   switch (info.kind) {
     case 'denied':
       return 'Access denied.';
     case 'missing-key':
       return 'This request lacks what identifies its client for rate limiting.';
     case 'overloaded':
-      return `The server is overloaded; retry in ${info.retryAfter ?? 1} second${info.retryAfter === 1 ? '' : 's'}.`;
+      return `The server is overloaded; ${retry}`;
     case 'unavailable':
-      return `Rate limiting is unavailable; retry in ${info.retryAfter ?? 1} second${info.retryAfter === 1 ? '' : 's'}.`;
+      return `Rate limiting is unavailable; ${retry}`;
     default:
       if (info.retryAfter === null) return 'This request costs more than the rate limit allows; it can never pass.';
-      return `Too many requests; retry in ${info.retryAfter} second${info.retryAfter === 1 ? '' : 's'}.`;
+      return `Too many requests; ${retry}`;
   }
 }
 

@@ -9,7 +9,7 @@ import type { DecisionStep } from './decision-step.js';
 import { isEmptySet, type LimitSet } from './limits.js';
 import type { MiddlewareSettings } from './middleware-settings.js';
 import { type HttpOutcome, PASS } from './outcome.js';
-import { appendInfo } from './rate-limit-info.js';
+import { appendInfo, appliedLimit } from './rate-limit-info.js';
 import { type Awaitable, type HttpRequestInfo, RequestView } from './request.js';
 import { type Keys, MissingKeyRejection } from './request-keys.js';
 import type { Responder } from './responder.js';
@@ -83,7 +83,7 @@ export function createRequestPath<Req>(
       const ms = k === undefined ? 0 : blocks.remaining(k, nowMs);
       if (ms > 0) {
         const decision = blockedDecision(limit.header.quota, ms);
-        const info = appendInfo(s.previousOf(req), [{ name: limit.name, header: limit.header, decision, key: k }]);
+        const info = appendInfo(s.previousOf(req), [appliedLimit(limit, decision, k)]);
         return respond.reject('limited', decision, limit.name, info, req);
       }
     }

@@ -6,7 +6,7 @@ import { type CheckOptions, keyFor, type LimiterDecision, type LimiterKey } from
 import type { LimitSet } from './limits.js';
 import type { MiddlewareSettings } from './middleware-settings.js';
 import type { HttpOutcome } from './outcome.js';
-import { appendInfo } from './rate-limit-info.js';
+import { appendInfo, appliedLimit } from './rate-limit-info.js';
 import type { Awaitable } from './request.js';
 import type { Responder } from './responder.js';
 import { bindingLimit, largestDelay } from './select.js';
@@ -40,9 +40,7 @@ export function createShaping<Req>(s: MiddlewareSettings<Req>, respond: Responde
       retryAfterMs: delayMs - maxDelayMs,
     };
     onLimited?.({ req, ip, decision: over, limitName: limit.name, shadow: false });
-    const overInfo = appendInfo(previousOf(req), [
-      { name: limit.name, header: limit.header, decision: over, key: keyFor(key, limit.name) },
-    ]);
+    const overInfo = appendInfo(previousOf(req), [appliedLimit(limit, over, keyFor(key, limit.name))]);
     return set.limiter.refund(key, cost).then(() => respond.reject('limited', over, limit.name, overInfo, req));
   };
 }
