@@ -2,7 +2,7 @@
  * A table from CIDR blocks to values, the index behind the allow and deny lists: a lookup costs one hash probe per
  * prefix length in use, however many blocks it holds.
  */
-import { type Cidr, highBits, type IpBytes } from './ip.js';
+import type { Cidr, IpBytes } from './ip.js';
 
 /**
  * A table of CIDR blocks → values, answering "which blocks contain this address?" in time that does
@@ -76,6 +76,6 @@ function prefixKey(bytes: IpBytes, bits: number): string {
   let key = '';
   for (let i = 0; i < whole; i++) key += String.fromCharCode(bytes[i] as number);
   const rest = bits & 7;
-  if (rest !== 0) key += String.fromCharCode((bytes[whole] as number) & highBits(rest));
+  if (rest !== 0) key += String.fromCharCode((bytes[whole] as number) & ((0xff << (8 - rest)) & 0xff));
   return key;
 }

@@ -158,16 +158,12 @@ export function formatIp(bytes: IpBytes): string {
   return `${hex.slice(0, bestStart).join(':')}::${hex.slice(bestStart + bestLength).join(':')}`;
 }
 
-/** The byte whose first `bits` bits (0-8) are set: what survives of a byte a prefix ends in. */
-export function highBits(bits: number): number {
-  return (0xff << (8 - bits)) & 0xff;
-}
-
 /** Keeps the first `bits` bits of an address (over the 128-bit space) and zeroes the rest. */
 export function maskIp(bytes: IpBytes, bits: number): IpBytes {
   const out = new Uint8Array(16);
   for (let i = 0; i < 16; i++) {
-    out[i] = (bytes[i] as number) & highBits(Math.max(0, Math.min(8, bits - i * 8)));
+    const keep = Math.max(0, Math.min(8, bits - i * 8));
+    out[i] = (bytes[i] as number) & ((0xff << (8 - keep)) & 0xff);
   }
   return out;
 }
@@ -207,5 +203,6 @@ export function cidrContains(cidr: Cidr, bytes: IpBytes): boolean {
   for (let i = 0; i < whole; i++) if (cidr.bytes[i] !== bytes[i]) return false;
   const rest = cidr.bits & 7;
   if (rest === 0) return true;
-  return ((bytes[whole] as number) & highBits(rest)) === cidr.bytes[whole];
+  const mask = (0xff << (8 - rest)) & 0xff;
+  return ((bytes[whole] as number) & mask) === cidr.bytes[whole];
 }

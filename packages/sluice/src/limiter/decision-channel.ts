@@ -110,11 +110,7 @@ function publish(
   decision?: LimiterDecision,
   error?: unknown,
 ): void {
-  const message: DecisionMessage = { name, limits, key, cost: costOf(options), decision, error };
+  // The cost the check asked for (a bad one has already thrown).
+  const message: DecisionMessage = { name, limits, key, cost: options?.cost ?? 1, decision, error };
   decisionChannel.publish(message);
-}
-
-/** The cost a check asked for, as the message reports it (a bad one has already thrown). */
-function costOf(options: { cost?: number } | undefined): number {
-  return options?.cost ?? 1;
 }

@@ -58,14 +58,10 @@ export function keyFor(key: LimiterKey, name: string): string | undefined {
   return k;
 }
 
+/** The key of a limiter's only limit, which a request must carry. */
 export function singleKey(key: LimiterKey, name: string): string {
-  const k = typeof key === 'string' ? key : keyFor(key, name);
-  if (typeof k !== 'string') {
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_KEY',
-      `key: expected a string, got ${k === undefined ? 'nothing' : typeof k}`,
-    );
-  }
+  const k = keyFor(key, name);
+  if (k === undefined) throw new SluiceError('ERR_SLUICE_INVALID_KEY', 'key: expected a string, got nothing');
   return k;
 }
 
