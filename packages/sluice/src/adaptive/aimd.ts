@@ -2,7 +2,7 @@
  * AIMD: additive increase, multiplicative decrease. Grows by one while the limit is in use and cuts
  * by a ratio on every drop (or a request slower than the latency bound); the simplest, loss-based.
  */
-import type { LimitAlgorithm } from './limit-algorithm.js';
+import { inUse, type LimitAlgorithm } from './limit-algorithm.js';
 
 /** Tuning of AIMD. */
 export interface AimdOptions {
@@ -19,8 +19,7 @@ export function createAimd(options: AimdOptions = {}): LimitAlgorithm {
   return {
     update(limit, sample) {
       if (sample.dropped || sample.rttMs > boundMs) return limit * backoff;
-      // Only grow while the limit is what holds requests back: an idle service proves nothing.
-      return sample.limited || sample.inFlight * 2 >= limit ? limit + 1 : limit;
+      return inUse(sample, limit) ? limit + 1 : limit;
     },
   };
 }

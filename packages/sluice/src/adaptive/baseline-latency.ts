@@ -17,22 +17,20 @@ export function createBaselineLatency(periodMs: number, riseFactor: number): Bas
   // The current stretch of slow windows: when it began, and its fastest latency.
   let slowSinceMs = Number.NaN;
   let fastestSlow = Number.POSITIVE_INFINITY;
+  const endStretch = (newBaseline: number) => {
+    baseline = newBaseline;
+    slowSinceMs = Number.NaN;
+    fastestSlow = Number.POSITIVE_INFINITY;
+  };
   return {
     update(rttMs, atMs) {
-      if (!(rttMs >= riseFactor * baseline)) {
-        slowSinceMs = Number.NaN;
-        fastestSlow = Number.POSITIVE_INFINITY;
-        baseline = Math.min(baseline, rttMs);
-        return baseline;
-      }
-      // Counted from the first slow window on, not from fixed period boundaries: a slowdown just after
-      // a boundary would otherwise wait almost two periods.
-      if (Number.isNaN(slowSinceMs)) slowSinceMs = atMs;
-      fastestSlow = Math.min(fastestSlow, rttMs);
-      if (atMs - slowSinceMs >= periodMs) {
-        baseline = fastestSlow;
-        slowSinceMs = Number.NaN;
-        fastestSlow = Number.POSITIVE_INFINITY;
+      if (!(rttMs >= riseFactor * baseline)) endStretch(Math.min(baseline, rttMs));
+      else {
+        // Counted from the first slow window on, not from fixed period boundaries: a slowdown just after
+        // a boundary would otherwise wait almost two periods.
+        if (Number.isNaN(slowSinceMs)) slowSinceMs = atMs;
+        fastestSlow = Math.min(fastestSlow, rttMs);
+        if (atMs - slowSinceMs >= periodMs) endStretch(fastestSlow);
       }
       return baseline;
     },

@@ -67,12 +67,11 @@ export function createAdaptiveLimiter(options: AdaptiveLimiterOptions = {}): Ada
 
   function reject(i: number, reason: AdaptiveRejectReason): AdaptiveDecision {
     book.shed[i] = (book.shed[i] as number) + 1;
-    const { limit } = tracker;
     return {
       allowed: false,
       priority: names[i] as string,
       reason,
-      limit,
+      limit: tracker.limit,
       inFlight: book.total,
       retryAfterMs: RETRY_AFTER_MS,
     };

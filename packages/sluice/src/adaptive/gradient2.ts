@@ -6,7 +6,7 @@
  * upwards with the very queue it is meant to detect).
  */
 import { createBaselineLatency } from './baseline-latency.js';
-import type { LimitAlgorithm } from './limit-algorithm.js';
+import { fastestMs, inUse, type LimitAlgorithm } from './limit-algorithm.js';
 
 /** Tuning of Gradient2. */
 export interface Gradient2Options {
@@ -27,8 +27,8 @@ export function createGradient2(options: Gradient2Options = {}): LimitAlgorithm 
   return {
     update(limit, sample) {
       const rtt = Math.max(sample.rttMs, 0.001);
-      const floor = baseline.update(Math.max(sample.minRttMs ?? rtt, 0.001), sample.atMs);
-      if (!sample.dropped && !sample.limited && sample.inFlight * 2 < limit) return limit;
+      const floor = baseline.update(fastestMs(sample), sample.atMs);
+      if (!sample.dropped && !inUse(sample, limit)) return limit;
       const gradient = sample.dropped ? 0.5 : Math.max(0.5, Math.min(1, (tolerance * floor) / rtt));
       const target = limit * gradient + Math.sqrt(limit);
       return limit * (1 - smoothing) + target * smoothing;

@@ -27,6 +27,15 @@ export interface LimitSample {
   limited?: boolean;
 }
 
+/**
+ * Whether the limit was in use during a window: half its places held, or a request refused or queued.
+ * Only then may it grow: an idle service proves nothing about what it can take.
+ */
+export const inUse = (sample: LimitSample, limit: number) => sample.limited === true || sample.inFlight * 2 >= limit;
+
+/** A window's no-load latency: its fastest request (never 0: algorithms divide by it). */
+export const fastestMs = (sample: LimitSample) => Math.max(sample.minRttMs ?? sample.rttMs, 0.001);
+
 /** An adaptive limit algorithm: a step from the current limit and one sample to the next limit. */
 export interface LimitAlgorithm {
   /** Feeds one sample; answers the new limit (a real number; the limiter clamps and floors it). */

@@ -63,7 +63,8 @@ export const ALGORITHMS: Record<AdaptiveAlgorithmName, (options: AdaptiveLimiter
   vegas: (options) => createVegas(options.vegas),
   aimd: (options) => createAimd(options.aimd),
 };
-const KNOWN = new Set([
+/** Every option, in the order the unknown-option message lists them. */
+const KNOWN = [
   'algorithm',
   'initialLimit',
   'minLimit',
@@ -74,7 +75,7 @@ const KNOWN = new Set([
   'vegas',
   'gradient2',
   'clock',
-]);
+];
 
 const invalid = (option: string, message: string) =>
   new SluiceError('ERR_SLUICE_ADAPTIVE_INVALID_OPTION', `${option}: ${message}`, { option });
@@ -115,10 +116,10 @@ function resolveQueue(queue: AdaptiveQueueOptions | undefined): ResolvedAdaptive
 /** Validates the options of `createAdaptiveLimiter`; throws ERR_SLUICE_ADAPTIVE_INVALID_OPTION. */
 export function resolveAdaptiveOptions(options: AdaptiveLimiterOptions = {}): ResolvedAdaptiveOptions {
   for (const key of Object.keys(options))
-    if (!KNOWN.has(key))
+    if (!KNOWN.includes(key))
       throw new SluiceError(
         'ERR_SLUICE_UNKNOWN_OPTION',
-        `${key}: not an option of createAdaptiveLimiter (known: ${[...KNOWN].join(', ')})`,
+        `${key}: not an option of createAdaptiveLimiter (known: ${KNOWN.join(', ')})`,
         { option: key },
       );
   const algorithm = options.algorithm ?? 'gradient2';

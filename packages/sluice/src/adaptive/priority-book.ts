@@ -8,12 +8,11 @@ import { SluiceError } from '../core/errors.js';
 import type { PriorityFigures } from './decision.js';
 
 /** How long a priority counts as wanting its share after it last asked for a place. */
-export const DEMAND_WINDOW_MS = 1000;
+const DEMAND_WINDOW_MS = 1000;
 
 /** Per-priority counters, most important first. */
 export interface PriorityBook {
   readonly names: readonly string[];
-  readonly index: ReadonlyMap<string, number>;
   readonly shares: readonly number[];
   readonly inFlight: number[];
   total: number;
@@ -35,7 +34,6 @@ export function createPriorityBook(
   const zeros = () => names.map(() => 0);
   return {
     names,
-    index: new Map(names.map((name, i) => [name, i])),
     shares,
     inFlight: zeros(),
     total: 0,
@@ -105,8 +103,8 @@ export function priorityFigures(book: PriorityBook, limit: number): Record<strin
 
 /** The index of `priority` (the least important when undefined); an unknown name is misuse. */
 export function priorityIndex(book: PriorityBook, priority: string | undefined): number {
-  const i = priority === undefined ? book.names.length - 1 : book.index.get(priority);
-  if (i === undefined)
+  const i = priority === undefined ? book.names.length - 1 : book.names.indexOf(priority);
+  if (i < 0)
     throw new SluiceError(
       'ERR_SLUICE_ADAPTIVE_UNKNOWN_PRIORITY',
       `priority '${String(priority)}' is not one of ${book.names.join(', ')}; add it to priorities or pass a known one`,

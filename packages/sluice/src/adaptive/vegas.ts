@@ -5,7 +5,7 @@
  * good is not mistaken for a queue for long.
  */
 import { createBaselineLatency } from './baseline-latency.js';
-import type { LimitAlgorithm } from './limit-algorithm.js';
+import { fastestMs, inUse, type LimitAlgorithm } from './limit-algorithm.js';
 
 /** Tuning of Vegas. */
 export interface VegasOptions {
@@ -22,10 +22,10 @@ export function createVegas(options: VegasOptions = {}): LimitAlgorithm {
   return {
     update(limit, sample) {
       const rtt = Math.max(sample.rttMs, 0.001);
-      const noLoadMs = baseline.update(Math.max(sample.minRttMs ?? rtt, 0.001), sample.atMs);
+      const noLoadMs = baseline.update(fastestMs(sample), sample.atMs);
       const step = log10(limit);
       if (sample.dropped) return limit - step;
-      if (!sample.limited && sample.inFlight * 2 < limit) return limit;
+      if (!inUse(sample, limit)) return limit;
       const queue = Math.ceil(limit * (1 - noLoadMs / rtt));
       if (queue <= step) return limit + 6 * step;
       if (queue < 3 * step) return limit + step;

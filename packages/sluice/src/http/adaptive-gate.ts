@@ -29,29 +29,25 @@ export interface AdaptiveGate<Req> {
 /** 5xx and a response that never went out (0: the client left, a timeout) are overload's marks. */
 export const outcomeOf = (status: number) => (status === 0 || status >= 500 ? 'dropped' : 'success');
 
+const invalid = (option: string, problem: string) =>
+  new SluiceError('ERR_SLUICE_INVALID_OPTION', `${option}: ${problem}`, { option });
+
 function resolveLimiter<Req>(options: AdaptiveMiddlewareOptions<Req>): AdaptiveLimiter {
   const { limiter, priority: _priority, ...own } = options;
   if (limiter === undefined) return createAdaptiveLimiter(own);
-  if (Object.keys(own).length > 0)
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_OPTION',
-      `adaptive.${Object.keys(own)[0]}: give either adaptive.limiter or the limiter's options, not both`,
-      { option: `adaptive.${Object.keys(own)[0]}` },
-    );
+  const [mixed] = Object.keys(own);
+  if (mixed !== undefined)
+    throw invalid(`adaptive.${mixed}`, "give either adaptive.limiter or the limiter's options, not both");
   return limiter;
 }
 
 /** Compiles the `adaptive` option (validated here, once). */
 export function createAdaptiveGate<Req>(options: AdaptiveMiddlewareOptions<Req>): AdaptiveGate<Req> {
   if (options === null || typeof options !== 'object')
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', "adaptive: give options, e.g. { algorithm: 'gradient2' }", {
-      option: 'adaptive',
-    });
+    throw invalid('adaptive', "give options, e.g. { algorithm: 'gradient2' }");
   const { priority } = options;
   if (priority !== undefined && typeof priority !== 'function')
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'adaptive.priority: expected a function (req) => name', {
-      option: 'adaptive.priority',
-    });
+    throw invalid('adaptive.priority', 'expected a function (req) => name');
   const limiter = resolveLimiter(options);
   const known = new Set(limiter.priorities);
   const lowest = limiter.priorities[limiter.priorities.length - 1] as string;
@@ -62,7 +58,7 @@ export function createAdaptiveGate<Req>(options: AdaptiveMiddlewareOptions<Req>)
     // A name from a header or a typo must not turn requests into errors: they are shed first instead.
     warnOnce(
       'SLUICE_ADAPTIVE_UNKNOWN_PRIORITY',
-      `sluice: adaptive.priority returned '${String(name)}', not one of ${[...known].join(', ')}; counted as '${lowest}'`,
+      `sluice: adaptive.priority returned '${String(name)}', not one of ${limiter.priorities.join(', ')}; counted as '${lowest}'`,
     );
     return lowest;
   };
