@@ -13,7 +13,7 @@ import {
   validate,
 } from './limit-entries.js';
 import { EMPTY_SET, type LimitPlan, type LimitSet } from './limit-types.js';
-import { optionError } from './option-error.js';
+import { invalidOption } from './option-error.js';
 import type { HttpLimitSpec, HttpPolicy } from './options.js';
 import type { Awaitable, HttpRequestInfo } from './request.js';
 
@@ -97,11 +97,11 @@ function resolveSpec<Req>(
   if (spec === null || spec === undefined) return undefined;
   const path = `limits[${index}]`;
   if (typeof spec !== 'object')
-    throw optionError(path, `the function returned ${typeof spec}; return a limit ({ limit, period, … }) or null`);
+    throw invalidOption(path, `the function returned ${typeof spec}; return a limit ({ limit, period, … }) or null`);
   checkLimitFields(spec, path);
   const { name = `limit${index}`, key, missingKey } = spec;
   if (key !== undefined && key !== null && typeof key !== 'string' && typeof key !== 'number')
-    throw optionError(`${path}.key`, 'expected a string, a number or null', 'ERR_SLUICE_INVALID_KEY');
+    throw invalidOption(`${path}.key`, 'expected a string, a number or null', 'ERR_SLUICE_INVALID_KEY');
   const missing = checkMissingKey(missingKey, `${path}.missingKey`);
   return {
     name,

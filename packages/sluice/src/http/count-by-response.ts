@@ -3,7 +3,7 @@
  * request took once its status is known, giving units back or taking more.
  */
 import type { CheckingLimiter, LimiterKey } from '../limiter/create-limiter.js';
-import { optionError } from './option-error.js';
+import { invalidOption } from './option-error.js';
 import type { Awaitable } from './request.js';
 import { warnOnce } from './warn.js';
 
@@ -50,17 +50,17 @@ export function createResponseCounting<Req>(
   const { skipSuccessfulRequests: skipOk, skipFailedRequests: skipFailed, responseCost } = options;
   for (const [name, type, expected] of EXPECTED) {
     const v = options[name];
-    if (v !== undefined && typeof v !== type) throw optionError(name, `expected ${expected}`);
+    if (v !== undefined && typeof v !== type) throw invalidOption(name, `expected ${expected}`);
   }
   if (responseCost !== undefined && (skipOk === true || skipFailed === true)) {
-    throw optionError(
+    throw invalidOption(
       'responseCost',
       'give either responseCost or skipSuccessfulRequests/skipFailedRequests; responseCost can return 0 for what should not count',
     );
   }
   if (responseCost === undefined && skipOk !== true && skipFailed !== true) {
     if (options.requestWasSuccessful !== undefined) {
-      throw optionError(
+      throw invalidOption(
         'requestWasSuccessful',
         'only used with skipSuccessfulRequests or skipFailedRequests; set one of them',
       );
@@ -73,7 +73,7 @@ export function createResponseCounting<Req>(
     if (responseCost !== undefined) {
       const real = await responseCost(req, status);
       if (!(Number.isInteger(real) && real >= 0 && real <= 1e9))
-        throw optionError(
+        throw invalidOption(
           'responseCost',
           `returned ${String(real)}, not a whole number ≥ 0`,
           'ERR_SLUICE_INVALID_COST',

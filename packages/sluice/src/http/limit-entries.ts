@@ -7,7 +7,7 @@ import { type PolicyOptions, resolvePolicy } from '../core/policy.js';
 import { limitHeaderInfo } from './headers.js';
 import { checkMissingKey, type MissingKey } from './keys.js';
 import type { KeySource } from './limit-types.js';
-import { optionError } from './option-error.js';
+import { invalidOption } from './option-error.js';
 import type { HttpLimit, HttpLimitSpec, HttpPolicy, RateLimitOptions } from './options.js';
 import type { RequestFn } from './request.js';
 
@@ -57,7 +57,7 @@ export function pickPolicy(
 export function checkLimitFields(spec: object, path: string): void {
   for (const k of Object.keys(spec)) {
     if (!LIMIT_FIELDS.has(k)) {
-      throw optionError(
+      throw invalidOption(
         `${path}.${k}`,
         `unknown option (known: ${[...LIMIT_FIELDS].join(', ')})`,
         'ERR_SLUICE_UNKNOWN_OPTION',
@@ -81,12 +81,12 @@ function compileEntry<Req>(
 ): Entry<Req> {
   if (typeof entry === 'function') return { kind: 'entry-fn', index: i, fn: entry };
   const path = `limits[${i}]`;
-  if (entry === null || typeof entry !== 'object') throw optionError(path, 'expected a limit object or a function');
+  if (entry === null || typeof entry !== 'object') throw invalidOption(path, 'expected a limit object or a function');
   checkLimitFields(entry, path);
   const name = entry.name ?? `limit${i}`;
-  if (typeof name !== 'string' || name === '') throw optionError(`${path}.name`, 'expected a non-empty string');
+  if (typeof name !== 'string' || name === '') throw invalidOption(`${path}.name`, 'expected a non-empty string');
   if (entry.key !== undefined && typeof entry.key !== 'function')
-    throw optionError(`${path}.key`, 'expected a function of the request');
+    throw invalidOption(`${path}.key`, 'expected a function of the request');
   const key: KeySource<Req> = entry.key === undefined ? DEFAULT_KEY : { kind: 'fn', fn: entry.key };
   const missing = checkMissingKey(entry.missingKey, `${path}.missingKey`);
   const common = { name, key, index: i, ...(missing === undefined ? {} : { missing }) };
@@ -132,7 +132,7 @@ function inlineEntry<Req>(
   defaultAlgorithm: string | undefined,
 ): Entry<Req> {
   if (inline.length === 0)
-    throw optionError('limit', "give a limit inline ({ limit: 100, period: '1m' }) or several under limits: [...]");
+    throw invalidOption('limit', "give a limit inline ({ limit: 100, period: '1m' }) or several under limits: [...]");
   const common = { name: options.name ?? 'default', key: DEFAULT_KEY, index: -1 };
   return entryOf(options.limit, pickPolicy(options, defaultAlgorithm), common);
 }
@@ -143,14 +143,17 @@ function listEntries<Req>(
   defaultAlgorithm: string | undefined,
 ): Entry<Req>[] {
   if (inline.length > 0)
-    throw optionError('limits', `give either limits: [...] or an inline limit, not both (found ${inline.join(', ')})`);
+    throw invalidOption(
+      'limits',
+      `give either limits: [...] or an inline limit, not both (found ${inline.join(', ')})`,
+    );
   if (!Array.isArray(limits) || limits.length === 0)
-    throw optionError('limits', 'expected a non-empty array of limits');
+    throw invalidOption('limits', 'expected a non-empty array of limits');
   const entries = limits.map((entry, i) => compileEntry<Req>(entry, i, defaultAlgorithm));
   const names = new Set<string>();
   for (const e of entries) {
     if (e.kind === 'entry-fn') continue;
-    if (names.has(e.name)) throw optionError(`limits[${e.index}].name`, `'${e.name}' is used twice`);
+    if (names.has(e.name)) throw invalidOption(`limits[${e.index}].name`, `'${e.name}' is used twice`);
     names.add(e.name);
   }
   return entries;

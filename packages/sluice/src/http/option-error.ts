@@ -1,14 +1,14 @@
 /**
- * The error of a bad option, in the form every option check of the middleware uses: the option's path, a colon, what
- * is wrong and what to do; the path again in `option`, for programs.
+ * The error of a bad middleware option, as most of the middleware's checks raise it: `ERR_SLUICE_INVALID_OPTION`
+ * unless another code is given, in core's `option: why` form.
  */
-import { SluiceError, type SluiceErrorCode } from '../core/errors.js';
+import { optionError, type SluiceError, type SluiceErrorCode } from '../core/errors.js';
 
-/** `new SluiceError(code, '<option>: <why>', { option })`; the code is ERR_SLUICE_INVALID_OPTION unless given. */
-export function optionError(
+/** `optionError(code, option, why)` with ERR_SLUICE_INVALID_OPTION as the code unless given. */
+export function invalidOption(
   option: string,
   why: string,
   code: SluiceErrorCode = 'ERR_SLUICE_INVALID_OPTION',
 ): SluiceError {
-  return new SluiceError(code, `${option}: ${why}`, { option });
+  return optionError(code, option, why);
 }

@@ -3,7 +3,7 @@
  * second claim is an error unless both say `shared: true`.
  */
 import type { Store } from '../stores/store.js';
-import { optionError } from './option-error.js';
+import { invalidOption } from './option-error.js';
 
 /** Who counts under a counter namespace of a store. */
 interface Owner {
@@ -37,7 +37,7 @@ export function claimCounters(
   for (const { id, label } of claims) {
     const previous = table.get(id);
     if (previous !== undefined && !(previous.shared && shared)) {
-      throw optionError(
+      throw invalidOption(
         'name',
         `limit ${label} is already counted by another rateLimit() on this ${store.name} store, so the two ` +
           `would share counters (a request to one uses up the other). Give each middleware its own name ` +
