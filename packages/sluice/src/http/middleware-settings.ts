@@ -5,6 +5,7 @@
 import { type Clock, systemClock } from '../core/clock.js';
 import { SluiceError } from '../core/errors.js';
 import type { CheckOptions } from '../limiter/create-limiter.js';
+import type { RulesEngine } from '../rules/engine-types.js';
 import { createMemoryStore } from '../stores/memory/memory-store.js';
 import type { Store } from '../stores/store.js';
 import type { AccessList } from './access-list.js';
@@ -20,7 +21,6 @@ import { previousInfo, type RateLimitInfo } from './rate-limit-info.js';
 import { createRenderer } from './rejection.js';
 import type { RequestAccess, RequestFn } from './request.js';
 import { createKeyResolver } from './request-keys.js';
-import { createRulesCheck } from './rules-check.js';
 import { claimCounters } from './shared-counters.js';
 
 /** A middleware's resolved options: what its request steps read. */
@@ -30,8 +30,8 @@ export interface MiddlewareSettings<Req> {
   readonly store: Store;
   /** The limits, compiled (`NO_PLAN` with rules). */
   readonly plan: LimitPlan<Req>;
-  /** The rules' check, when the limits come from rules. */
-  readonly rulesCheck: ReturnType<typeof createRulesCheck> | undefined;
+  /** The rules engine's check of a request, when the limits come from rules. */
+  readonly rulesCheck: RulesEngine['checkHttp'] | undefined;
   readonly allow: AccessList;
   readonly deny: AccessList;
   readonly headerMode: HeaderMode;
@@ -89,7 +89,7 @@ export function resolveSettings<Req>(
     access,
     store,
     plan,
-    rulesCheck: rules === undefined ? undefined : createRulesCheck(rules),
+    rulesCheck: rules === undefined ? undefined : (request) => rules.checkHttp(request),
     allow: toAccessList(options.allow, 'allow'),
     deny: toAccessList(options.deny, 'deny'),
     headerMode: options.headers ?? 'both',

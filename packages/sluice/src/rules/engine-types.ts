@@ -6,6 +6,7 @@ import type { Clock } from '../core/clock.js';
 import type { Decision } from '../core/decision.js';
 import type { AlgorithmName } from '../core/policy.js';
 import type { Store } from '../stores/store.js';
+import type { HttpCheckRequest, HttpRulesVerdict } from './http/check-http.js';
 import type { DescriptorPathEntry, FailMode, RuleSet, Unit } from './types.js';
 
 /** One `key`/`value` pair of a request descriptor. */
@@ -166,6 +167,13 @@ export interface RulesEngine {
    * decision show. Engines from `createRulesEngine` have it.
    */
   decide?(request: RateLimitRequest): RateLimitResponse | Promise<RateLimitResponse>;
+  /**
+   * Decides an HTTP request: the `http:` section of each domain turns it into descriptors (Envoy's route actions),
+   * each domain is decided as by {@link RulesEngine.shouldRateLimit}, and the enforced rules' answers are combined
+   * (rejected if any rejected, else the one closest to exhaustion). Undefined when no rule applies. The middleware's
+   * `rules` option decides each request with it.
+   */
+  checkHttp(request: HttpCheckRequest): Promise<HttpRulesVerdict | undefined>;
   /**
    * Forgets the counters behind a request's descriptors (every limit each one matches, `replaces`
    * ignored), e.g. for an admin "reset this key". Hits and shadow mode play no part.

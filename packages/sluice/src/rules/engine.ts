@@ -12,6 +12,7 @@ import { describeRules } from './describe.js';
 import type { EngineContext } from './engine-context.js';
 import type { RateLimitRequest, RateLimitResponse, RulesEngine, RulesEngineOptions } from './engine-types.js';
 import { createFailover } from './failover.js';
+import { checkHttpRequest } from './http/check-http.js';
 import { OverrideCache, planRequest } from './plan.js';
 import { validateRequest } from './request.js';
 import type { RuleSet } from './types.js';
@@ -55,7 +56,7 @@ export function createRulesEngine(options: RulesEngineOptions): RulesEngine {
     return decideGeneral(context, request);
   }
 
-  return {
+  const engine: RulesEngine = {
     shouldRateLimit(request) {
       try {
         const result = decide(request);
@@ -65,6 +66,7 @@ export function createRulesEngine(options: RulesEngineOptions): RulesEngine {
       }
     },
     decide,
+    checkHttp: (request) => checkHttpRequest(engine, request),
     async reset(request) {
       validateRequest(request);
       const work: unknown[] = [];
@@ -99,6 +101,7 @@ export function createRulesEngine(options: RulesEngineOptions): RulesEngine {
       if (ownStore) await store.close();
     },
   };
+  return engine;
 }
 
 function isRuleSet(value: unknown): value is RuleSet {

@@ -173,6 +173,56 @@ descriptors:
     assert.equal(await decide('/home'), 'OK');
   });
 
+  it('checkHttp: every domain decided, the binding enforced rule described, shadow rules only reported', async () => {
+    const h = harness(
+      rules(
+        `
+domain: edge
+http:
+  rate_limits:
+    - actions: [{ remote_address: {} }]
+    - actions: [{ generic_key: { descriptor_value: trial } }]
+descriptors:
+  - key: remote_address
+    rate_limit: { unit: minute, requests_per_unit: 5, name: per-ip }
+  - key: generic_key
+    value: trial
+    shadow_mode: true
+    rate_limit: { unit: minute, requests_per_unit: 1, name: trial }
+`,
+        `
+domain: keys
+http:
+  rate_limits:
+    - actions: [{ request_headers: { header_name: x-api-key, descriptor_key: key } }]
+descriptors:
+  - key: key
+    rate_limit: { unit: second, requests_per_unit: 3, name: per-key }
+`,
+      ),
+    );
+    const first = await h.engine.checkHttp({ ...req(), hitsAddend: 2 });
+    assert.equal(first?.decision.allowed, true);
+    // per-key has 1 of 3 left, per-ip 3 of 5: per-key binds and is the one described.
+    assert.equal(first?.limitName, 'per-key');
+    assert.deepEqual([first?.limit?.limit, first?.limit?.periodMs], [3, 1000]);
+    assert.deepEqual(
+      first?.decision.results?.map((r) => [r.name, r.decision.remaining]),
+      [
+        ['per-ip', 3],
+        ['per-key', 1],
+      ],
+    );
+    assert.deepEqual(
+      first?.shadowed.map((s) => s.ruleName),
+      ['trial'],
+      'the shadow rule would have rejected 2 hits',
+    );
+    const second = await h.engine.checkHttp({ ...req(), hitsAddend: 2 });
+    assert.deepEqual([second?.decision.allowed, second?.limitName], [false, 'per-key']);
+    assert.equal(await h.engine.checkHttp(req({ path: '/', headers: {}, remoteAddress: 'not-an-ip' })), undefined);
+  });
+
   it('normalises the path before matching, and folds case and a trailing slash unless path_matching says not to', () => {
     const path = '        - path: {}\n';
     for (const spelling of [

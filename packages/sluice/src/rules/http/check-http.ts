@@ -1,0 +1,123 @@
+/**
+ * An HTTP request decided by rules: the `http:` section of each domain turns it into descriptors, the engine decides
+ * them, and the enforced rules' answers are combined as inline limits' are. The engine offers it as `checkHttp`, so
+ * an HTTP middleware reaches this code only through the engine it is given.
+ */
+import { combineDecisions, decisionWithResults } from '../../limiter/combine.js';
+import type { LimiterDecision, LimitResult } from '../../limiter/limiter-decision.js';
+import type { CurrentLimit, DescriptorStatus, RulesEngine } from '../engine-types.js';
+import type { DescriptorLevel, RuleSet } from '../types.js';
+import { httpDescriptorsFor } from './descriptors-for.js';
+import type { RuleHttpRequest } from './types.js';
+
+/** An HTTP request to decide by rules, and the hits it takes. */
+export interface HttpCheckRequest extends RuleHttpRequest {
+  /** Hits every descriptor takes unless its `http:` item says otherwise; 0 counts as 1 (as in Envoy). @default 1 */
+  hitsAddend?: number;
+}
+
+/** What the rules said about an HTTP request. */
+export interface HttpRulesVerdict {
+  /**
+   * The enforced rules' decisions combined: rejected if any rule rejected, else the one closest to exhaustion;
+   * each rule's own in `results`. Allowed with no limit when only shadow-mode rules applied.
+   */
+  readonly decision: LimiterDecision;
+  /** The name of the rule that decided (its limit's name, else its id); `''` when only shadow-mode rules applied. */
+  readonly limitName: string;
+  /** The limit of the rule that decided, which response headers describe; undefined when only shadow-mode rules applied. */
+  readonly limit: CurrentLimit | undefined;
+  /** Statuses a shadow-mode rule would have rejected (the request passes anyway). */
+  readonly shadowed: readonly DescriptorStatus[];
+}
+
+/** A rule's status that is enforced, and the name it is reported under. */
+type Applied = { status: DescriptorStatus; name: string };
+
+/**
+ * Decides an HTTP request against `engine`'s rules: the descriptors of each domain's `http:` section (Envoy's route
+ * actions), each domain decided atomically, all at once. Undefined when no rule applies. Shadow-mode rules never
+ * reject: their would-be rejections are in `shadowed`.
+ */
+export async function checkHttpRequest(
+  engine: Pick<RulesEngine, 'ruleSet' | 'shouldRateLimit'>,
+  request: HttpCheckRequest,
+): Promise<HttpRulesVerdict | undefined> {
+  const ruleSet = engine.ruleSet;
+  const domains = httpDescriptorsFor(ruleSet, request);
+  if (domains.length === 0) return undefined;
+  const hits = request.hitsAddend === undefined ? {} : { hitsAddend: request.hitsAddend };
+  const responses = await Promise.all(
+    domains.map(({ domain, descriptors }) => engine.shouldRateLimit({ domain, descriptors, ...hits })),
+  );
+  const applied: Applied[] = [];
+  const shadowed: DescriptorStatus[] = [];
+  const shadowRules = shadowRulesOf(ruleSet);
+  for (const [i, response] of responses.entries()) {
+    for (const status of response.statuses) {
+      if (status.decision === undefined || status.currentLimit === undefined) continue;
+      // A shadow-mode rule is reported (when it would have rejected), never enforced nor described:
+      // clients see nothing of a limit that is not in force yet.
+      if (status.shadow === true || (status.ruleId !== undefined && shadowRules.has(status.ruleId))) {
+        if (status.shadow === true) shadowed.push(status);
+        continue;
+      }
+      const name = status.ruleName ?? status.currentLimit.name ?? status.ruleId ?? domains[i]?.domain ?? 'rules';
+      applied.push({ status, name });
+    }
+  }
+  if (applied.length === 0) return shadowed.length === 0 ? undefined : { ...SHADOW_ONLY, shadowed };
+  return combined(applied, shadowed);
+}
+
+/** The verdict of the enforced rules: the binding one decides and is described. */
+function combined(applied: readonly Applied[], shadowed: DescriptorStatus[]): HttpRulesVerdict {
+  const decisions = applied.map((a) => a.status.decision as NonNullable<DescriptorStatus['decision']>);
+  const chosen = combineDecisions(decisions);
+  const bound = applied[decisions.indexOf(chosen)] ?? (applied[0] as Applied);
+  const results: LimitResult[] = applied.map(({ status, name }, i) => ({
+    name,
+    key: status.ruleId ?? name,
+    decision: decisions[i] as NonNullable<DescriptorStatus['decision']>,
+  }));
+  return {
+    decision: decisionWithResults(chosen, results),
+    limitName: bound.name,
+    limit: bound.status.currentLimit,
+    shadowed,
+  };
+}
+
+/** The verdict when only shadow-mode rules applied: nothing to enforce or describe, something to report. */
+const SHADOW_ONLY: HttpRulesVerdict = {
+  decision: {
+    allowed: true,
+    limit: Number.POSITIVE_INFINITY,
+    remaining: Number.POSITIVE_INFINITY,
+    resetMs: 0,
+    retryAfterMs: 0,
+  },
+  limitName: '',
+  limit: undefined,
+  shadowed: [],
+};
+
+const shadowCache = new WeakMap<RuleSet, ReadonlySet<string>>();
+
+/** The ids of a rule set's shadow-mode rules (computed once per rule set: rules reload by swapping it). */
+function shadowRulesOf(ruleSet: RuleSet): ReadonlySet<string> {
+  let ids = shadowCache.get(ruleSet);
+  if (ids === undefined) {
+    const found = new Set<string>();
+    const walk = (level: DescriptorLevel) => {
+      for (const node of level.all) {
+        if (node.shadow) found.add(node.id);
+        walk(node.children);
+      }
+    };
+    for (const domain of ruleSet.domains.values()) walk(domain.root);
+    ids = found;
+    shadowCache.set(ruleSet, ids);
+  }
+  return ids;
+}
