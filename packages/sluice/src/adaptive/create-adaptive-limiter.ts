@@ -6,7 +6,7 @@ import type { LimitSample } from './limit-algorithm.js';
 import { createLimitTracker } from './limit-tracker.js';
 import { type AdaptiveLimiterOptions, ALGORITHMS, resolveAdaptiveOptions } from './options.js';
 import { takePermit } from './permit.js';
-import { admits, createPriorityBook, priorityFigures, priorityIndex } from './priority-book.js';
+import { createPriorityBook, fits, priorityFigures, priorityIndex } from './priority-book.js';
 import { createWaitQueue } from './wait-queue.js';
 
 /** What to acquire a place for. */
@@ -84,7 +84,7 @@ export function createAdaptiveLimiter(options: AdaptiveLimiterOptions = {}): Ada
     // Places may have come free for waiters without a release (a priority's demand lapsed): they are
     // served first.
     serve(nowMs);
-    if (admits(book, i, tracker.limit, nowMs)) return true;
+    if (fits(book, i, tracker.limit, nowMs, true)) return true;
     tracker.refused();
     return false;
   }

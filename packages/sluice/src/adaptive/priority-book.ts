@@ -67,23 +67,19 @@ function waitingAhead(book: PriorityBook, i: number): boolean {
  * Whether one more request of priority `i` fits: always within its own guarantee (while the limit
  * has room), and beyond it only into places no other priority with demand is guaranteed. So a
  * priority borrows what idle ones leave, and a borrower is the first to be refused once they return.
+ * An `arriving` request (not a waiter being served) borrows only when no waiter as important or more
+ * would be passed.
  */
-export function fits(book: PriorityBook, i: number, limit: number, nowMs: number): boolean {
+export function fits(book: PriorityBook, i: number, limit: number, nowMs: number, arriving = false): boolean {
   if (book.total >= limit) return false;
   if ((book.inFlight[i] as number) < guaranteed(book, i, limit)) return true;
+  if (arriving && waitingAhead(book, i)) return false;
   let reserved = 0;
   for (let q = 0; q < book.names.length; q++)
     if (q !== i && hasDemand(book, q, nowMs))
       reserved += Math.max(0, guaranteed(book, q, limit) - (book.inFlight[q] as number));
   return book.total + 1 + reserved <= limit;
 }
-
-/**
- * Whether an arrival of priority `i` is let in now: it fits, and within its guarantee it goes at once,
- * while beyond it (borrowing) it does not pass a waiter as important or more.
- */
-export const admits = (book: PriorityBook, i: number, limit: number, nowMs: number) =>
-  fits(book, i, limit, nowMs) && ((book.inFlight[i] as number) < guaranteed(book, i, limit) || !waitingAhead(book, i));
 
 /** Per-priority figures for `stats()`. */
 export function priorityFigures(book: PriorityBook, limit: number): Record<string, PriorityFigures> {
