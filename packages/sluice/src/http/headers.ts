@@ -146,7 +146,7 @@ export interface AppliedLimit {
  * `X-RateLimit-Reset`, and the structured fields of draft-ietf-httpapi-ratelimit-headers (drafts
  * 08–11): `RateLimit-Policy: "<name>";q=<quota>;w=<window-s>` and `RateLimit: "<name>";r=<remaining>;t=<s>`.
  * `X-RateLimit-Degraded: 1` is added when the decision was taken without the store (fail-open).
- * `Retry-After` is not among them: it belongs to the rejection (see `rejectionHeaders`).
+ * `Retry-After` is not among them: it belongs to the rejection (the responder adds it).
  * @param nowMs - the time of the decision, needed only for `reset: 'epoch'`.
  * @example rateLimitHeaders(decision, limitHeaderInfo('per-ip', 60_000, 100), 'both')
  */

@@ -184,14 +184,6 @@ export function givenBack(now: RateLimitInfo | undefined, mine: RateLimitInfo): 
   return now !== undefined && !takersOf(now as Info).includes(mine as Info);
 }
 
-/**
- * The same info with the limits of `previous` replaced by `restored`'s (the earlier middlewares' limits
- * after they gave back): `info` lists previous's limits first, then its own.
- */
-export function rebase(info: RateLimitInfo, previous: RateLimitInfo, restored: RateLimitInfo): RateLimitInfo {
-  return appendInfo(restored, info.limits.slice(previous.limits.length));
-}
-
 /** The limit `X-RateLimit-*` describe. */
 export function bindingOf(info: RateLimitInfo): AppliedLimitInfo {
   return (info as Info).binding;

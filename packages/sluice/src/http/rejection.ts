@@ -93,11 +93,6 @@ export function rejectionInfo(
   return { kind, status, retryAfter, decision, limitName };
 }
 
-/** `Retry-After` for a rejection, when there is one. */
-export function rejectionHeaders(info: RejectionInfo): string[] {
-  return info.retryAfter === null ? [] : ['retry-after', String(info.retryAfter)];
-}
-
 const JSON_TYPE = 'application/json';
 const TEXT_TYPE = 'text/plain; charset=utf-8';
 

@@ -14,10 +14,9 @@ import {
   giveBackEarlier,
   givenBack,
   type RateLimitInfo,
-  rebase,
   tookEarlier,
 } from './rate-limit-info.js';
-import { type RejectionKind, rejectionHeaders, rejectionInfo } from './rejection.js';
+import { type RejectionKind, rejectionInfo } from './rejection.js';
 import type { Awaitable } from './request.js';
 
 /** Builds a middleware's outcomes. */
@@ -96,8 +95,8 @@ export function createResponder<Req>(s: MiddlewareSettings<Req>): Responder<Req>
     if (previous === undefined || !tookEarlier(previous)) return rejectNow(kind, decision, limitName, info, req);
     return giveBackEarlier(previous).then((restored) => {
       // Without info of its own (a deny list, a missing key), the restored info goes on the request, so
-      // the earlier middlewares see that they gave back.
-      const after = info === undefined ? restored : rebase(info, previous, restored as RateLimitInfo);
+      // the earlier middlewares see that they gave back; with it, its own limits follow the restored ones.
+      const after = info === undefined ? restored : appendInfo(restored, info.limits.slice(previous.limits.length));
       return rejectNow(kind, decision, limitName, after, req);
     });
   }
@@ -110,13 +109,9 @@ export function createResponder<Req>(s: MiddlewareSettings<Req>): Responder<Req>
     req: Req,
   ): HttpOutcome {
     const rejection = rejectionInfo(kind, decision, limitName, limitedStatus);
-    let headers: string[];
-    if (kind === 'limited' && info !== undefined) {
-      headers = headersOf(info);
-      if (rejection.retryAfter !== null) headers.push('retry-after', String(rejection.retryAfter));
-    } else {
-      headers = rejectionHeaders(rejection);
-    }
+    // A request over a limit lists the limits applied; every rejection says when to retry, when it can.
+    const headers = kind === 'limited' && info !== undefined ? headersOf(info) : [];
+    if (rejection.retryAfter !== null) headers.push('retry-after', String(rejection.retryAfter));
     const { body, contentType } = render(rejection, req);
     const status = rejection.status;
     return { pass: false, headers, status, body, contentType, rejection, decision, info, afterResponse: undefined };

@@ -41,8 +41,6 @@ interface Bindings {
 export function peerOf(c: Context, runtime: HonoRuntime): string | undefined {
   const env = c.env as Bindings | undefined;
   switch (runtime) {
-    case 'node':
-      return env?.incoming?.socket?.remoteAddress;
     case 'bun':
       return typeof env?.requestIP === 'function' ? (env.requestIP(c.req.raw)?.address ?? undefined) : undefined;
     case 'deno':
@@ -53,6 +51,7 @@ export function peerOf(c: Context, runtime: HonoRuntime): string | undefined {
       return c.req.header('cf-connecting-ip');
     }
     default:
+      // Node's (and an unknown runtime's best guess): @hono/node-server hands over the Node request.
       return env?.incoming?.socket?.remoteAddress;
   }
 }
