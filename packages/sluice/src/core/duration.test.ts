@@ -41,6 +41,12 @@ describe('parseDuration', () => {
     assert.throws(() => parseDuration({}), /expected a number of ms or a duration string/);
   });
 
+  it("reads no unit from Object.prototype: '5constructor' is not a duration", () => {
+    for (const bad of ['5constructor', '1toString', '2valueOf', '3__proto__']) {
+      assert.throws(() => parseDuration(bad), /is not a duration; use a number of ms/, bad);
+    }
+  });
+
   it('bounds the text it reads', () => {
     const long = '1s'.repeat(10_000);
     assert.throws(

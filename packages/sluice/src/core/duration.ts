@@ -94,7 +94,9 @@ function parseText(value: string): number | undefined {
   while (PART.lastIndex < text.length) {
     const match = PART.exec(text);
     if (match === null) return undefined;
-    const unit = UNIT_MS[match[2] as string];
+    // Own units only: 'constructor' or 'toString' is an unknown unit, not Object.prototype's member.
+    const name = match[2] as string;
+    const unit = Object.hasOwn(UNIT_MS, name) ? UNIT_MS[name] : undefined;
     if (unit === undefined) return undefined;
     total += Number(match[1]) * unit;
   }
