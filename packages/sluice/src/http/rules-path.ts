@@ -3,8 +3,7 @@
  * `checkHttp`, and its verdict becomes the outcome as an inline limit's decision does. The rules themselves (the
  * `http:` section, descriptors, shadow rules) are the engine's: a middleware without `rules` bundles none of them.
  */
-import type { CurrentLimit } from '../rules/engine-types.js';
-import type { HttpRulesVerdict } from '../rules/http/check-http.js';
+import type { CurrentLimit, HttpRulesVerdict } from '../rules/engine-types.js';
 import { type LimitHeaderInfo, limitHeaderInfo } from './headers.js';
 import type { MiddlewareSettings } from './middleware-settings.js';
 import { type HttpOutcome, PASS } from './outcome.js';

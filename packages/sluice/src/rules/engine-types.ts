@@ -5,8 +5,9 @@
 import type { Clock } from '../core/clock.js';
 import type { Decision } from '../core/decision.js';
 import type { AlgorithmName } from '../core/policy.js';
+import type { LimiterDecision } from '../limiter/limiter-decision.js';
 import type { Store } from '../stores/store.js';
-import type { HttpCheckRequest, HttpRulesVerdict } from './http/check-http.js';
+import type { RuleHttpRequest } from './http/types.js';
 import type { DescriptorPathEntry, FailMode, RuleSet, Unit } from './types.js';
 
 /** One `key`/`value` pair of a request descriptor. */
@@ -93,6 +94,27 @@ export interface RateLimitResponse {
   statuses: DescriptorStatus[];
   /** True when the engine's global `shadow` turned an OVER_LIMIT answer into OK. */
   shadowed?: boolean;
+}
+
+/** An HTTP request to decide by rules, and the hits it takes. */
+export interface HttpCheckRequest extends RuleHttpRequest {
+  /** Hits every descriptor takes unless its `http:` item says otherwise; 0 counts as 1 (as in Envoy). @default 1 */
+  hitsAddend?: number;
+}
+
+/** What the rules said about an HTTP request. */
+export interface HttpRulesVerdict {
+  /**
+   * The enforced rules' decisions combined: rejected if any rule rejected, else the one closest to exhaustion;
+   * each rule's own in `results`. Allowed with no limit when only shadow-mode rules applied.
+   */
+  readonly decision: LimiterDecision;
+  /** The name of the rule that decided (its limit's name, else its id); `''` when only shadow-mode rules applied. */
+  readonly limitName: string;
+  /** The limit of the rule that decided, which response headers describe; undefined when only shadow-mode rules applied. */
+  readonly limit: CurrentLimit | undefined;
+  /** Statuses a shadow-mode rule would have rejected (the request passes anyway). */
+  readonly shadowed: readonly DescriptorStatus[];
 }
 
 /** Options of `createRulesEngine`. */

@@ -21,6 +21,8 @@ export type {
   CurrentLimit,
   DescriptorEntry,
   DescriptorStatus,
+  HttpCheckRequest,
+  HttpRulesVerdict,
   LimitDescription,
   LimitOverride,
   RateLimitRequest,
@@ -32,7 +34,6 @@ export type {
 } from './engine-types.js';
 export type { ExplainedDescriptor, ExplainedLimit, MatchStep, RequestExplanation } from './explain-request.js';
 export { explainRequest } from './explain-request.js';
-export type { HttpCheckRequest, HttpRulesVerdict } from './http/check-http.js';
 export { httpDescriptorsFor } from './http/descriptors-for.js';
 export type { PathFolding } from './http/normalize-path.js';
 export { DEFAULT_PATH_FOLDING, foldPath, normalizePath } from './http/normalize-path.js';

@@ -4,32 +4,10 @@
  * an HTTP middleware reaches this code only through the engine it is given.
  */
 import { combineDecisions, decisionWithResults } from '../../limiter/combine.js';
-import type { LimiterDecision, LimitResult } from '../../limiter/limiter-decision.js';
-import type { CurrentLimit, DescriptorStatus, RulesEngine } from '../engine-types.js';
+import type { LimitResult } from '../../limiter/limiter-decision.js';
+import type { DescriptorStatus, HttpCheckRequest, HttpRulesVerdict, RulesEngine } from '../engine-types.js';
 import type { DescriptorLevel, RuleSet } from '../types.js';
 import { httpDescriptorsFor } from './descriptors-for.js';
-import type { RuleHttpRequest } from './types.js';
-
-/** An HTTP request to decide by rules, and the hits it takes. */
-export interface HttpCheckRequest extends RuleHttpRequest {
-  /** Hits every descriptor takes unless its `http:` item says otherwise; 0 counts as 1 (as in Envoy). @default 1 */
-  hitsAddend?: number;
-}
-
-/** What the rules said about an HTTP request. */
-export interface HttpRulesVerdict {
-  /**
-   * The enforced rules' decisions combined: rejected if any rule rejected, else the one closest to exhaustion;
-   * each rule's own in `results`. Allowed with no limit when only shadow-mode rules applied.
-   */
-  readonly decision: LimiterDecision;
-  /** The name of the rule that decided (its limit's name, else its id); `''` when only shadow-mode rules applied. */
-  readonly limitName: string;
-  /** The limit of the rule that decided, which response headers describe; undefined when only shadow-mode rules applied. */
-  readonly limit: CurrentLimit | undefined;
-  /** Statuses a shadow-mode rule would have rejected (the request passes anyway). */
-  readonly shadowed: readonly DescriptorStatus[];
-}
 
 /** A rule's status that is enforced, and the name it is reported under. */
 type Applied = { status: DescriptorStatus; name: string };
