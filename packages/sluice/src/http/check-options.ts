@@ -2,9 +2,10 @@
  * Validation of `rateLimit()`'s options when the middleware is built: an unknown option is an error (with the sluice
  * spelling when it is another library's), and every problem names its option and the fix.
  */
-import { SluiceError, type SluiceErrorCode } from '../core/errors.js';
+import { SluiceError } from '../core/errors.js';
 import { type AccessList, createAccessList, isAccessList } from './access-list.js';
 import { migrationHint } from './migration-hints.js';
+import { invalidOption } from './option-error.js';
 import { RATE_LIMIT_OPTION_KEYS, type RateLimitOptions } from './options.js';
 import { warnOnce } from './warn.js';
 
@@ -27,11 +28,6 @@ const DECIDED_BY_RULES = ['limit', 'period', 'algorithm', 'burst', 'blockDuratio
 /** Periods in milliseconds that configs in seconds commonly hold (see warnSecondsLikePeriod). */
 const SECONDS_LIKE: readonly unknown[] = [1, 5, 10, 15, 30, 60, 120, 300, 600, 900];
 
-/** The error of one option: `<option>: <problem>`, the option named for programs too. */
-function invalid(option: string, problem: string, code: SluiceErrorCode = 'ERR_SLUICE_INVALID_OPTION'): SluiceError {
-  return new SluiceError(code, `${option}: ${problem}`, { option });
-}
-
 /** A whole number from min to max. */
 const isWhole = (value: unknown, min: number, max: number): boolean =>
   Number.isInteger(value) && (value as number) >= min && (value as number) <= max;
@@ -40,11 +36,11 @@ const isWhole = (value: unknown, min: number, max: number): boolean =>
 export function toAccessList(value: readonly string[] | AccessList | undefined, option: string): AccessList {
   if (value === undefined) return createAccessList();
   if (isAccessList(value)) return value;
-  if (!Array.isArray(value)) throw invalid(option, 'expected an array of IPs, CIDRs and keys');
+  if (!Array.isArray(value)) throw invalidOption(option, 'expected an array of IPs, CIDRs and keys');
   try {
     return createAccessList(value);
   } catch (error) {
-    throw invalid(option, (error as Error).message);
+    throw invalidOption(option, (error as Error).message);
   }
 }
 
@@ -79,7 +75,7 @@ function checkKnownNames<Req>(options: RateLimitOptions<Req>, extraKeys: Readonl
   for (const k of Object.keys(options)) {
     if (!RATE_LIMIT_OPTION_KEYS.has(k) && !extraKeys.has(k)) {
       const hint = migrationHint(k, options as Record<string, unknown>, framework);
-      throw invalid(
+      throw invalidOption(
         k,
         hint === undefined
           ? `unknown option of rateLimit (known: ${[...RATE_LIMIT_OPTION_KEYS, ...extraKeys].join(', ')})`
@@ -94,12 +90,15 @@ function checkKnownNames<Req>(options: RateLimitOptions<Req>, extraKeys: Readonl
 function checkKinds<Req>(options: RateLimitOptions<Req>): void {
   for (const name of FUNCTIONS) {
     const v = options[name];
-    if (v !== undefined && typeof v !== 'function') throw invalid(name, 'expected a function');
+    if (v !== undefined && typeof v !== 'function') throw invalidOption(name, 'expected a function');
   }
   for (const [name, allowed] of Object.entries(CHOICES)) {
     const v = options[name as keyof RateLimitOptions<Req>];
     if (v !== undefined && !allowed.includes(v)) {
-      throw invalid(name, `${JSON.stringify(v)} is not one of ${allowed.map((a) => JSON.stringify(a)).join(', ')}`);
+      throw invalidOption(
+        name,
+        `${JSON.stringify(v)} is not one of ${allowed.map((a) => JSON.stringify(a)).join(', ')}`,
+      );
     }
   }
 }
@@ -108,16 +107,16 @@ function checkKinds<Req>(options: RateLimitOptions<Req>): void {
 function checkNumbers<Req>(options: RateLimitOptions<Req>): void {
   const { cost, maxDelayMs, statusCode, message } = options;
   if (cost !== undefined && typeof cost !== 'function' && !isWhole(cost, 0, 1e9)) {
-    throw invalid('cost', `${String(cost)} is not a whole number ≥ 0 or a function`, 'ERR_SLUICE_INVALID_COST');
+    throw invalidOption('cost', `${String(cost)} is not a whole number ≥ 0 or a function`, 'ERR_SLUICE_INVALID_COST');
   }
   if (maxDelayMs !== undefined && !(Number.isInteger(maxDelayMs) && maxDelayMs >= 0)) {
-    throw invalid('maxDelayMs', `${String(maxDelayMs)} is not a whole number ≥ 0`);
+    throw invalidOption('maxDelayMs', `${String(maxDelayMs)} is not a whole number ≥ 0`);
   }
   if (statusCode !== undefined && !isWhole(statusCode, 400, 599)) {
-    throw invalid('statusCode', `${String(statusCode)} is not a 4xx or 5xx status`);
+    throw invalidOption('statusCode', `${String(statusCode)} is not a 4xx or 5xx status`);
   }
   if (message !== undefined && typeof message !== 'string' && typeof message !== 'function') {
-    throw invalid('message', 'expected a string or a function');
+    throw invalidOption('message', 'expected a string or a function');
   }
 }
 
@@ -125,11 +124,14 @@ function checkNumbers<Req>(options: RateLimitOptions<Req>): void {
 function checkRules<Req>(options: RateLimitOptions<Req>): void {
   const rules = options.rules as { shouldRateLimit?: unknown } | null;
   if (typeof rules !== 'object' || typeof rules?.shouldRateLimit !== 'function') {
-    throw invalid('rules', 'expected a rules engine (createRulesEngine from sluice/rules)');
+    throw invalidOption('rules', 'expected a rules engine (createRulesEngine from sluice/rules)');
   }
   const clash = DECIDED_BY_RULES.filter((k) => options[k] !== undefined);
   if (clash.length > 0 || options.mode === 'shape') {
-    throw invalid('rules', `the rules decide limits, keys and store; drop ${clash.join(', ') || "mode: 'shape'"}`);
+    throw invalidOption(
+      'rules',
+      `the rules decide limits, keys and store; drop ${clash.join(', ') || "mode: 'shape'"}`,
+    );
   }
 }
 
