@@ -4,7 +4,7 @@
  */
 import type { PolicyOptions } from '../core/policy.js';
 import { createCheckingLimiter } from '../limiter/create-limiter.js';
-import type { LimiterOptions, LimitOptions } from '../limiter/options.js';
+import type { LimiterOptions, LimitOptions, ResolvedLimit } from '../limiter/options.js';
 import { limitHeaderInfo } from './headers.js';
 import { checkMissingKey } from './keys.js';
 import type { Resolved } from './limit-entries.js';
@@ -17,30 +17,25 @@ export function createSetBuilder<Req>(
   context: PlanContext,
   single: boolean,
 ): (resolved: readonly Resolved<Req>[]) => LimitSet<Req> {
-  const scope = options.name;
   const missingDefault = checkMissingKey(options.missingKey, 'missingKey') ?? 'ip';
+  // Each option passed only when set, so a limiter without a failure policy is created exactly as before.
+  const base: Record<string, unknown> = { store: context.store };
+  if (context.clock !== undefined) base.clock = context.clock;
+  for (const name of ['name', 'fail', 'insuranceShare'] as const)
+    if (options[name] !== undefined) base[name] = options[name];
   return (resolved) => {
-    const base: LimiterOptions = { store: context.store };
-    if (context.clock !== undefined) base.clock = context.clock;
-    if (scope !== undefined) base.name = scope;
-    // Passed only when set, so a limiter without a failure policy is created exactly as before.
-    const passthrough = base as Record<string, unknown>;
-    if (options.fail !== undefined) passthrough.fail = options.fail;
-    if (options.insuranceShare !== undefined) passthrough.insuranceShare = options.insuranceShare;
     const limiter = single
-      ? createCheckingLimiter({ ...base, ...(resolved[0]?.policy as PolicyOptions) })
-      : createCheckingLimiter({ ...base, limits: resolved.map((r): LimitOptions => ({ name: r.name, ...r.policy })) });
+      ? createCheckingLimiter({ ...base, ...(resolved[0]?.policy as PolicyOptions) } as LimiterOptions)
+      : createCheckingLimiter({
+          ...base,
+          limits: resolved.map((r): LimitOptions => ({ name: r.name, ...r.policy })),
+        } as LimiterOptions);
     const limits = resolved.map((r, i) => {
-      const policy = limiter.limits[i]?.policy;
+      // The limiter's own reading of the policy: the header states its bucket size and the window that refills it.
+      const policy = (limiter.limits[i] as ResolvedLimit).policy;
       return {
         name: r.name,
-        header: limitHeaderInfo(
-          r.name,
-          policy?.periodMs ?? 1000,
-          policy?.limit ?? 0,
-          'name',
-          policy === undefined ? undefined : { algorithm: policy.algorithm, capacity: policy.capacity },
-        ),
+        header: limitHeaderInfo(r.name, policy.periodMs, policy.limit, 'name', policy),
         key: r.key,
         missing: r.missing ?? missingDefault,
         keyOption: r.key.kind === 'default' || r.index < 0 ? 'key' : `limits[${r.index}].key`,
