@@ -21,7 +21,6 @@ export function createRulesPath<Req>(
   check: NonNullable<MiddlewareSettings<Req>['rulesCheck']>,
 ): RulesPath<Req> {
   const { access, costFn, fixedCost, shadow, previousOf } = s;
-  const headerOf = createHeaderCache();
   return async (req, ip, info) => {
     const cost = costFn === undefined ? (fixedCost?.cost ?? 1) : await costFn(req, info);
     const verdict = await check({
@@ -41,23 +40,28 @@ export function createRulesPath<Req>(
   };
 }
 
-/** The header facts of the rule that decided, built once per distinct (name, limit, period, algorithm, burst). */
-function createHeaderCache(): (name: string, current: CurrentLimit | undefined) => LimitHeaderInfo {
-  const cache = new Map<string, LimitHeaderInfo>();
-  return (name, current) => {
-    // Only shadow-mode rules applied: nothing in force to describe.
-    if (current === undefined) return NO_LIMIT;
+/**
+ * The header facts of each rule's limit, built once: the engine's `CurrentLimit`s are frozen and made once per
+ * limit of a rule set (a reload makes new ones, and the old ones and their facts go with the old rules).
+ */
+const headerFacts = new WeakMap<CurrentLimit, { name: string; info: LimitHeaderInfo }>();
+
+/** The header facts of the rule that decided, by its limit and name. */
+function headerOf(name: string, current: CurrentLimit | undefined): LimitHeaderInfo {
+  // Only shadow-mode rules applied: nothing in force to describe.
+  if (current === undefined) return NO_LIMIT;
+  let facts = headerFacts.get(current);
+  if (facts?.name !== name) {
     const { limit, periodMs, algorithm } = current;
-    const id = `${name}\n${limit}\n${periodMs}\n${algorithm}\n${current.burst ?? ''}`;
-    let info = cache.get(id);
-    if (info === undefined) {
-      // The algorithm and the bucket's capacity make q, r and t those of the policy, as for inline limits.
-      info = limitHeaderInfo(printable(name), periodMs, limit, 'name', { algorithm, capacity: current.burst ?? limit });
-      if (cache.size >= 1000) cache.clear();
-      cache.set(id, info);
-    }
-    return info;
-  };
+    // The algorithm and the bucket's capacity make q, r and t those of the policy, as for inline limits.
+    const info = limitHeaderInfo(printable(name), periodMs, limit, 'name', {
+      algorithm,
+      capacity: current.burst ?? limit,
+    });
+    facts = { name, info };
+    headerFacts.set(current, facts);
+  }
+  return facts.info;
 }
 
 const NO_LIMIT = limitHeaderInfo('', 1000, 0);
