@@ -1,6 +1,8 @@
 /**
  * The contract every adaptive limit algorithm meets: it sees one measured request at a time and
- * answers the concurrency limit it now believes the protected service can take.
+ * answers the concurrency limit it now believes the protected service can take. Also the two
+ * readings of a window the built-in algorithms share: whether the limit was in use, and its
+ * no-load latency.
  */
 
 /** One finished request, as the algorithm sees it. */
