@@ -56,7 +56,7 @@ export function createRulesEngine(options: RulesEngineOptions): RulesEngine {
     return decideGeneral(context, request);
   }
 
-  const engine: RulesEngine = {
+  return {
     shouldRateLimit(request) {
       try {
         const result = decide(request);
@@ -66,7 +66,7 @@ export function createRulesEngine(options: RulesEngineOptions): RulesEngine {
       }
     },
     decide,
-    checkHttp: (request) => checkHttpRequest(engine, request),
+    checkHttp: (request) => checkHttpRequest(context.ruleSet, decide, request),
     async reset(request) {
       validateRequest(request);
       const work: unknown[] = [];
@@ -101,7 +101,6 @@ export function createRulesEngine(options: RulesEngineOptions): RulesEngine {
       if (ownStore) await store.close();
     },
   };
-  return engine;
 }
 
 function isRuleSet(value: unknown): value is RuleSet {

@@ -2,6 +2,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { httpDescriptorsFor, parseRules, RULE_ISSUE_CODES, type RuleHttpRequest } from '../../src/rules/index.js';
+import { createMemoryStore } from '../../src/stores/memory/memory-store.js';
+import type { Store } from '../../src/stores/store.js';
 import { harness, rules } from './helpers.js';
 
 const req = (over: Partial<RuleHttpRequest> = {}): RuleHttpRequest => ({
@@ -17,6 +19,18 @@ function entriesFor(actions: string, request: RuleHttpRequest = req()) {
   const set = rules(`domain: edge\nhttp:\n  rate_limits:\n    - actions:\n${actions}`);
   const out = httpDescriptorsFor(set, request);
   return out.length === 0 ? undefined : out[0]?.descriptors.map((d) => d.entries.map((e) => `${e.key}=${e.value}`));
+}
+
+/** The memory store answering every call with a promise, as a remote store does. */
+function promisingStore(): Store {
+  const memory = createMemoryStore({ sweepIntervalMs: 0 });
+  return new Proxy(memory, {
+    get(target, name) {
+      if (name === 'synchronous') return false;
+      const value = Reflect.get(target, name);
+      return typeof value === 'function' ? (...args: unknown[]) => Promise.resolve(value.apply(target, args)) : value;
+    },
+  });
 }
 
 describe('http descriptors', () => {
@@ -173,10 +187,14 @@ descriptors:
     assert.equal(await decide('/home'), 'OK');
   });
 
-  it('checkHttp: every domain decided, the binding enforced rule described, shadow rules only reported', async () => {
-    const h = harness(
-      rules(
-        `
+  for (const [kind, store] of [
+    ['memory store', undefined],
+    ['store answering with promises', promisingStore()],
+  ] as const) {
+    it(`checkHttp (${kind}): every domain decided, the binding enforced rule described, shadow rules only reported`, async () => {
+      const h = harness(
+        rules(
+          `
 domain: edge
 http:
   rate_limits:
@@ -190,7 +208,7 @@ descriptors:
     shadow_mode: true
     rate_limit: { unit: minute, requests_per_unit: 1, name: trial }
 `,
-        `
+          `
 domain: keys
 http:
   rate_limits:
@@ -199,29 +217,32 @@ descriptors:
   - key: key
     rate_limit: { unit: second, requests_per_unit: 3, name: per-key }
 `,
-      ),
-    );
-    const first = await h.engine.checkHttp({ ...req(), hitsAddend: 2 });
-    assert.equal(first?.decision.allowed, true);
-    // per-key has 1 of 3 left, per-ip 3 of 5: per-key binds and is the one described.
-    assert.equal(first?.limitName, 'per-key');
-    assert.deepEqual([first?.limit?.limit, first?.limit?.periodMs], [3, 1000]);
-    assert.deepEqual(
-      first?.decision.results?.map((r) => [r.name, r.decision.remaining]),
-      [
-        ['per-ip', 3],
-        ['per-key', 1],
-      ],
-    );
-    assert.deepEqual(
-      first?.shadowed.map((s) => s.ruleName),
-      ['trial'],
-      'the shadow rule would have rejected 2 hits',
-    );
-    const second = await h.engine.checkHttp({ ...req(), hitsAddend: 2 });
-    assert.deepEqual([second?.decision.allowed, second?.limitName], [false, 'per-key']);
-    assert.equal(await h.engine.checkHttp(req({ path: '/', headers: {}, remoteAddress: 'not-an-ip' })), undefined);
-  });
+        ),
+        store === undefined ? {} : { store },
+      );
+      const first = await h.engine.checkHttp({ ...req(), hitsAddend: 2 });
+      assert.equal(first?.decision.allowed, true);
+      // per-key has 1 of 3 left, per-ip 3 of 5: per-key binds and is the one described.
+      assert.equal(first?.limitName, 'per-key');
+      assert.deepEqual([first?.limit?.limit, first?.limit?.periodMs], [3, 1000]);
+      assert.deepEqual(
+        first?.decision.results?.map((r) => [r.name, r.decision.remaining]),
+        [
+          ['per-ip', 3],
+          ['per-key', 1],
+        ],
+      );
+      assert.deepEqual(
+        first?.shadowed.map((s) => s.ruleName),
+        ['trial'],
+        'the shadow rule would have rejected 2 hits',
+      );
+      const second = await h.engine.checkHttp({ ...req(), hitsAddend: 2 });
+      assert.deepEqual([second?.decision.allowed, second?.limitName], [false, 'per-key']);
+      assert.equal(await h.engine.checkHttp(req({ path: '/', headers: {}, remoteAddress: 'not-an-ip' })), undefined);
+      await assert.rejects(h.engine.checkHttp({ ...req(), hitsAddend: -1 }), /hitsAddend: -1 is not a whole number/);
+    });
+  }
 
   it('normalises the path before matching, and folds case and a trailing slash unless path_matching says not to', () => {
     const path = '        - path: {}\n';

@@ -5,29 +5,41 @@
  */
 import { combineDecisions, decisionWithResults } from '../../limiter/combine.js';
 import type { LimitResult } from '../../limiter/limiter-decision.js';
-import type { DescriptorStatus, HttpCheckRequest, HttpRulesVerdict, RulesEngine } from '../engine-types.js';
+import type { MaybePromise } from '../../stores/store.js';
+import type {
+  DescriptorStatus,
+  HttpCheckRequest,
+  HttpRulesVerdict,
+  RateLimitRequest,
+  RateLimitResponse,
+} from '../engine-types.js';
 import type { DescriptorLevel, RuleSet } from '../types.js';
 import { httpDescriptorsFor } from './descriptors-for.js';
 
 /** A rule's status that is enforced, and the name it is reported under. */
 type Applied = { status: DescriptorStatus; name: string };
 
+/** The engine's decision of one domain's descriptors: synchronous when its store is. */
+type Decide = (request: RateLimitRequest) => MaybePromise<RateLimitResponse>;
+
 /**
- * Decides an HTTP request against `engine`'s rules: the descriptors of each domain's `http:` section (Envoy's route
- * actions), each domain decided atomically, all at once. Undefined when no rule applies. Shadow-mode rules never
- * reject: their would-be rejections are in `shadowed`.
+ * Decides an HTTP request by `ruleSet` with the engine's `decide`: the descriptors of each domain's `http:` section
+ * (Envoy's route actions), each domain decided atomically, all at once. Undefined when no rule applies. Shadow-mode
+ * rules never reject: their would-be rejections are in `shadowed`.
  */
 export async function checkHttpRequest(
-  engine: Pick<RulesEngine, 'ruleSet' | 'shouldRateLimit'>,
+  ruleSet: RuleSet,
+  decide: Decide,
   request: HttpCheckRequest,
 ): Promise<HttpRulesVerdict | undefined> {
-  const ruleSet = engine.ruleSet;
   const domains = httpDescriptorsFor(ruleSet, request);
   if (domains.length === 0) return undefined;
   const hits = request.hitsAddend === undefined ? {} : { hitsAddend: request.hitsAddend };
-  const responses = await Promise.all(
-    domains.map(({ domain, descriptors }) => engine.shouldRateLimit({ domain, descriptors, ...hits })),
-  );
+  const answers = domains.map(({ domain, descriptors }) => settle(decide, { domain, descriptors, ...hits }));
+  // The memory store answers at once: wait only when some answer is a promise.
+  const responses = answers.some((a) => a instanceof Promise)
+    ? await Promise.all(answers)
+    : (answers as RateLimitResponse[]);
   const applied: Applied[] = [];
   const shadowed: DescriptorStatus[] = [];
   const shadowRules = shadowRulesOf(ruleSet);
@@ -46,6 +58,18 @@ export async function checkHttpRequest(
   }
   if (applied.length === 0) return shadowed.length === 0 ? undefined : { ...SHADOW_ONLY, shadowed };
   return combined(applied, shadowed);
+}
+
+/**
+ * `decide`'s answer, its error as a rejection: when an earlier domain's answer is a promise, `Promise.all` then
+ * still waits for it, and no rejection of it goes unhandled.
+ */
+function settle(decide: Decide, request: RateLimitRequest): MaybePromise<RateLimitResponse> {
+  try {
+    return decide(request);
+  } catch (error) {
+    return Promise.reject(error);
+  }
 }
 
 /** The verdict of the enforced rules: the binding one decides and is described. */
