@@ -4,7 +4,7 @@
  */
 import type { Clock } from '../core/clock.js';
 import { SluiceError } from '../core/errors.js';
-import { createConcurrencyLimiter } from '../limiter/concurrency-limiter.js';
+import { type ConcurrencyLimiterOptions, createConcurrencyLimiter } from '../limiter/concurrency-limiter.js';
 import type { Store } from '../stores/store.js';
 import { type LimitHeaderInfo, toSfString } from './headers.js';
 import type { ConcurrencyOptions } from './options.js';
@@ -21,12 +21,16 @@ export type TakePlace = (
   key: string,
 ) => Promise<{ ok: true; inflight: Inflight } | { ok: false; applied: AppliedLimitInfo }>;
 
+/** What a store failure means for a place: the middleware's own `fail` and `insuranceShare`. */
+export type InflightFailure = Pick<ConcurrencyLimiterOptions, 'fail' | 'insuranceShare'>;
+
 /** Compiles the `concurrency` option; undefined when not set. */
 export function createInflightLimit(
   option: number | ConcurrencyOptions | undefined,
   store: Store,
   clock: Clock | undefined,
   scope: string,
+  failure: InflightFailure,
 ): TakePlace | undefined {
   if (option === undefined) return undefined;
   const o: ConcurrencyOptions = typeof option === 'number' ? { limit: option } : option;
@@ -41,6 +45,9 @@ export function createInflightLimit(
     ...(o.lease === undefined ? {} : { lease: o.lease }),
     store,
     ...(clock === undefined ? {} : { clock }),
+    // A place is answered as the rate limits are when the store fails: fail: 'closed' is closed for both.
+    ...(failure.fail === undefined ? {} : { fail: failure.fail }),
+    ...(failure.insuranceShare === undefined ? {} : { insuranceShare: failure.insuranceShare }),
   });
   const quotedName = toSfString(name, 'concurrency.name');
   const header: LimitHeaderInfo = {

@@ -127,7 +127,7 @@ function inflightOf<Req>(options: RateLimitOptions<Req>, store: Store, shapeOrRu
       option: 'concurrency',
     });
   }
-  return createInflightLimit(options.concurrency, store, options.clock, options.name ?? 'default');
+  return createInflightLimit(options.concurrency, store, options.clock, options.name ?? 'default', options);
 }
 
 /** A store given by the user may be shared with other middlewares: claim this one's counters on it. */

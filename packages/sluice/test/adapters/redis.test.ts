@@ -9,7 +9,8 @@ import { Redis } from 'ioredis';
 import { type RedisServerHandle, startRedis } from '../../../../test/helpers/redis-server.js';
 import { createManualClock } from '../../src/core/clock.js';
 import { createRedisStore } from '../../src/stores/redis/index.js';
-import { HARNESSES } from './harness.js';
+import type { RateLimitOptions } from '../../src/http/index.js';
+import { HARNESSES, holdRequests } from './harness.js';
 import { pick, runAdapterSuite, T0 } from './suite.js';
 
 let server: RedisServerHandle;
@@ -40,9 +41,9 @@ for (const harness of HARNESSES) {
 describe('a dead Redis', () => {
   /** A Redis of its own for each case, killed (SIGKILL) after one good request. */
   async function withDyingRedis(
-    fail: 'open' | 'closed',
+    fail: 'open' | 'closed' | Partial<RateLimitOptions<unknown>>,
     body: (
-      get: () => Promise<{ status: number; headers: Headers; body: string }>,
+      get: (path?: string) => Promise<{ status: number; headers: Headers; body: string }>,
       kill: () => Promise<void>,
     ) => Promise<void>,
   ) {
@@ -57,11 +58,12 @@ describe('a dead Redis', () => {
     const store = createRedisStore({ client: c, clock: 'client', timeoutMs: 100 });
     const harness = HARNESSES.find((h) => h.name === 'node:http');
     assert.ok(harness);
-    const running = await harness.start({ limit: 5, period: '1m', store, fail, clock: createManualClock(T0) });
+    const options = typeof fail === 'string' ? { fail } : fail;
+    const running = await harness.start({ limit: 5, period: '1m', store, ...options, clock: createManualClock(T0) });
     try {
       await body(
-        async () => {
-          const res = await fetch(`${running.url}/`);
+        async (path = '/') => {
+          const res = await fetch(`${running.url}${path}`);
           return { status: res.status, headers: res.headers, body: await res.text() };
         },
         async () => {
@@ -103,5 +105,24 @@ describe('a dead Redis', () => {
       const body = JSON.parse(r.body);
       assert.equal(body.error.code, 'RATE_LIMIT_UNAVAILABLE');
       assert.equal(body.error.retry_after, Number(headers['retry-after']));
+    }));
+
+  it("fail: 'insurance' keeps the concurrency limit too: its places are held in-process", () =>
+    withDyingRedis({ fail: 'insurance', insuranceShare: 1, concurrency: 1 }, async (get, kill) => {
+      assert.equal((await get()).status, 200);
+      await kill();
+      const hold = holdRequests();
+      const first = get('/hold');
+      try {
+        await hold.arrived;
+        const second = await get();
+        assert.equal(second.status, 429, 'the one insured place is taken by the request in flight');
+        hold.open();
+        assert.equal((await first).status, 200);
+        assert.equal((await get()).status, 200, 'the place was given back');
+      } finally {
+        hold.open();
+        await first.catch(() => undefined);
+      }
     }));
 });
