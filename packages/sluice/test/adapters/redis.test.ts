@@ -8,8 +8,8 @@ import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { type RedisServerHandle, startRedis } from '../../../../test/helpers/redis-server.js';
 import { createManualClock } from '../../src/core/clock.js';
-import { createRedisStore } from '../../src/stores/redis/index.js';
 import type { RateLimitOptions } from '../../src/http/index.js';
+import { createRedisStore } from '../../src/stores/redis/index.js';
 import { HARNESSES, holdRequests } from './harness.js';
 import { pick, runAdapterSuite, T0 } from './suite.js';
 
