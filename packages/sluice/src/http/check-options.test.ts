@@ -7,7 +7,7 @@ import { describe, it } from 'node:test';
 import { isSluiceError } from '../core/errors.js';
 import { checkOptions, toAccessList } from './check-options.js';
 
-const engine = { shouldRateLimit: () => ({}) };
+const engine = { checkHttp: () => Promise.resolve(undefined) };
 const sleep = async () => {};
 
 /** Options → the code, option and message of the error they are refused with. */
@@ -45,6 +45,13 @@ const REFUSED: readonly (readonly [unknown, string, string | undefined, string |
   [{ message: 42 }, 'ERR_SLUICE_INVALID_OPTION', 'message', 'message: expected a string or a function'],
   [
     { rules: {} },
+    'ERR_SLUICE_INVALID_OPTION',
+    'rules',
+    'rules: expected a rules engine (createRulesEngine from sluice/rules)',
+  ],
+  [
+    // The middleware decides each request with the engine's checkHttp: an object without it is no rules engine.
+    { rules: { shouldRateLimit: () => Promise.resolve({}) } },
     'ERR_SLUICE_INVALID_OPTION',
     'rules',
     'rules: expected a rules engine (createRulesEngine from sluice/rules)',

@@ -122,8 +122,8 @@ function checkNumbers<Req>(options: RateLimitOptions<Req>): void {
 
 /** `rules` is a rules engine, and the options it decides are not given as well. */
 function checkRules<Req>(options: RateLimitOptions<Req>): void {
-  const rules = options.rules as { shouldRateLimit?: unknown } | null;
-  if (typeof rules !== 'object' || typeof rules?.shouldRateLimit !== 'function') {
+  const rules = options.rules as { checkHttp?: unknown } | null;
+  if (typeof rules !== 'object' || typeof rules?.checkHttp !== 'function') {
     throw invalidOption('rules', 'expected a rules engine (createRulesEngine from sluice/rules)');
   }
   const clash = DECIDED_BY_RULES.filter((k) => options[k] !== undefined);
