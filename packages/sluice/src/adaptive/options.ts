@@ -4,7 +4,7 @@
  */
 import type { Clock } from '../core/clock.js';
 import { systemClock } from '../core/clock.js';
-import { SluiceError } from '../core/errors.js';
+import { optionError } from '../core/errors.js';
 import { type AimdOptions, createAimd } from './aimd.js';
 import { createGradient2, type Gradient2Options } from './gradient2.js';
 import type { AdaptiveAlgorithmName, LimitAlgorithm } from './limit-algorithm.js';
@@ -77,8 +77,7 @@ const KNOWN = [
   'clock',
 ];
 
-const invalid = (option: string, message: string) =>
-  new SluiceError('ERR_SLUICE_ADAPTIVE_INVALID_OPTION', `${option}: ${message}`, { option });
+const invalid = (option: string, why: string) => optionError('ERR_SLUICE_ADAPTIVE_INVALID_OPTION', option, why);
 
 function wholeNumber(value: unknown, option: string): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > 1_000_000)
@@ -117,10 +116,10 @@ function resolveQueue(queue: AdaptiveQueueOptions | undefined): ResolvedAdaptive
 export function resolveAdaptiveOptions(options: AdaptiveLimiterOptions = {}): ResolvedAdaptiveOptions {
   for (const key of Object.keys(options))
     if (!KNOWN.includes(key))
-      throw new SluiceError(
+      throw optionError(
         'ERR_SLUICE_UNKNOWN_OPTION',
-        `${key}: not an option of createAdaptiveLimiter (known: ${KNOWN.join(', ')})`,
-        { option: key },
+        key,
+        `not an option of createAdaptiveLimiter (known: ${KNOWN.join(', ')})`,
       );
   const algorithm = options.algorithm ?? 'gradient2';
   if (!Object.hasOwn(ALGORITHMS, algorithm))

@@ -6,8 +6,8 @@
 import type { AdaptiveLimiter } from '../adaptive/create-adaptive-limiter.js';
 import { createAdaptiveLimiter } from '../adaptive/create-adaptive-limiter.js';
 import type { AdaptiveDecision, AdaptivePermit } from '../adaptive/decision.js';
-import { SluiceError } from '../core/errors.js';
 import type { AdaptiveMiddlewareOptions } from './adaptive-options.js';
+import { invalidOption } from './option-error.js';
 import type { HttpOutcome } from './outcome.js';
 import type { Awaitable } from './request.js';
 import { warnOnce } from './warn.js';
@@ -29,25 +29,22 @@ export interface AdaptiveGate<Req> {
 /** 5xx and a response that never went out (0: the client left, a timeout) are overload's marks. */
 export const outcomeOf = (status: number) => (status === 0 || status >= 500 ? 'dropped' : 'success');
 
-const invalid = (option: string, problem: string) =>
-  new SluiceError('ERR_SLUICE_INVALID_OPTION', `${option}: ${problem}`, { option });
-
 function resolveLimiter<Req>(options: AdaptiveMiddlewareOptions<Req>): AdaptiveLimiter {
   const { limiter, priority: _priority, ...own } = options;
   if (limiter === undefined) return createAdaptiveLimiter(own);
   const [mixed] = Object.keys(own);
   if (mixed !== undefined)
-    throw invalid(`adaptive.${mixed}`, "give either adaptive.limiter or the limiter's options, not both");
+    throw invalidOption(`adaptive.${mixed}`, "give either adaptive.limiter or the limiter's options, not both");
   return limiter;
 }
 
 /** Compiles the `adaptive` option (validated here, once). */
 export function createAdaptiveGate<Req>(options: AdaptiveMiddlewareOptions<Req>): AdaptiveGate<Req> {
   if (options === null || typeof options !== 'object')
-    throw invalid('adaptive', "give options, e.g. { algorithm: 'gradient2' }");
+    throw invalidOption('adaptive', "give options, e.g. { algorithm: 'gradient2' }");
   const { priority } = options;
   if (priority !== undefined && typeof priority !== 'function')
-    throw invalid('adaptive.priority', 'expected a function (req) => name');
+    throw invalidOption('adaptive.priority', 'expected a function (req) => name');
   const limiter = resolveLimiter(options);
   const known = new Set(limiter.priorities);
   const lowest = limiter.priorities[limiter.priorities.length - 1] as string;
