@@ -18,8 +18,8 @@ export class SlidingLogState {
   total = 0;
 }
 
-/** Units logged at or before `now - period`, i.e. outside the window (now − period, now]. */
-function expiredUnits(log: SlidingLogState, now: number, periodMs: number): { units: number; index: number } {
+/** Drops the entries logged at or before `now - period`, i.e. outside the window (now − period, now]. */
+function dropExpired(log: SlidingLogState, now: number, periodMs: number): void {
   const { entries } = log;
   let units = 0;
   let i = log.head;
@@ -27,7 +27,7 @@ function expiredUnits(log: SlidingLogState, now: number, periodMs: number): { un
     units += entries[i + 1] as number;
     i += 2;
   }
-  return { units, index: i };
+  drop(log, i, units);
 }
 
 function resetOf(log: SlidingLogState, now: number, p: ResolvedPolicy, count: number): number {
@@ -39,8 +39,8 @@ export const slidingLog: Algorithm<SlidingLogState> = {
   name: 'sliding-log',
 
   check(log, _o, now, p, cost, commit): Decision {
-    // The expired prefix, found in place (expiredUnits() returns an object), and a rejection decided
-    // off this path: the step a hot key takes on every check stays short.
+    // The expired prefix, found in place (dropExpired() would drop it even for a peek), and a rejection
+    // decided off this path: the step a hot key takes on every check stays short.
     const { entries } = log;
     const edge = now - p.periodMs;
     let expired = 0;
@@ -72,16 +72,14 @@ export const slidingLog: Algorithm<SlidingLogState> = {
   charge(log, _o, now, p, cost) {
     // Logged like an admission, past the limit: the window refuses until enough entries have left it.
     // At most one limit of debt (2 × limit units in the log): see MAX_DEBT.
-    const expired = expiredUnits(log, now, p.periodMs);
-    drop(log, expired.index, expired.units);
+    dropExpired(log, now, p.periodMs);
     const taken = Math.min(cost, Math.max(0, 2 * p.limit - log.total));
     if (taken > 0) append(log, now, taken);
     return slidingLog.check(log, 0, now, p, 0, false);
   },
 
   refund(log, _o, now, p, cost) {
-    const expired = expiredUnits(log, now, p.periodMs);
-    drop(log, expired.index, expired.units);
+    dropExpired(log, now, p.periodMs);
     // Give back the newest units first: they are the ones this caller just took.
     let left = cost;
     const { entries } = log;

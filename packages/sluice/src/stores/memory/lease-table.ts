@@ -67,15 +67,9 @@ export class LeaseTable {
       this.prune(nowMs, Number.POSITIVE_INFINITY);
       if (!this.fits(key, held === undefined)) {
         this.refused++;
+        // The table is full: retry when the soonest lease anywhere lapses.
         const next = this.all.peek();
-        return {
-          allowed: false,
-          limit,
-          remaining: 0,
-          resetMs: Math.max(latest, 1),
-          // The table is full: the soonest a place can free anywhere.
-          retryAfterMs: Math.max(1, next === undefined ? 1 : next.expiresAt - nowMs),
-        };
+        return leaseRefusal(limit, Math.max(latest, 1), Math.max(1, next === undefined ? 1 : next.expiresAt - nowMs));
       }
     }
     const entry: LeaseEntry = { key, id: randomLeaseId(), expiresAt: nowMs + leaseMs };

@@ -8,10 +8,18 @@ const PROTECTED = 1;
 /** How many of the least recently used keys an eviction looks at (Redis samples 5 too). */
 const SAMPLES = 5;
 
+/** What a slot belongs to: the table (key → slot) its key is found in, and whatever else the caller keeps there. */
+export interface SlotOwner {
+  readonly table: Map<string, number>;
+}
+
+/** Slots the arrays have room for at first; they double from there, up to maxKeys. */
+const FIRST_CAPACITY = 1024;
+
 /**
  * Fixed-width records for up to `maxKeys` keys in flat typed arrays — no object per key, no timer per
  * key. One key costs its string, a Map entry and 64 bytes here (four numbers, two links, three
- * references). Slots are found through the caller's Map (key → slot); the slab owns the records.
+ * references). Slots are found through their owner's Map (key → slot); the slab owns the records.
  *
  * When the store is full, a key is forgotten in the order that forgets least (docs/limiter.md's eviction
  * order): a key whose state already equals a fresh one first, then the one with the least of its quota
@@ -19,46 +27,39 @@ const SAMPLES = 5;
  * blocked live on a second list and are forgotten only when no other key is left: forgetting them would
  * hand their owner a full quota again (a flood of throw-away keys must not reset `login:alice`).
  */
-export class LruSlab {
+export class LruSlab<Owner extends SlotOwner> {
+  // The arrays are allocated with the first key (see grow): a store that is never used holds none.
   /** Numeric state, SLOT_WIDTH numbers per slot. */
-  state: Float64Array;
+  state = new Float64Array(0);
   /** When each slot's state becomes equal to a fresh one (ms since the epoch). */
-  expiresAt: Float64Array;
+  expiresAt = new Float64Array(0);
   /** Sliding-log state, for slots that hold one. */
   readonly logs: (SlidingLogState | undefined)[] = [];
-  /** Owner of each slot, so an evicted slot can be removed from its table. */
+  /** Key and owner of each slot, so an evicted slot can be removed from its owner's table. */
   readonly keys: (string | undefined)[] = [];
-  readonly tables: (Map<string, number> | undefined)[] = [];
+  readonly owners: (Owner | undefined)[] = [];
   /** Bytes each slot accounts for (its key and, for a sliding log, its entries). */
-  private bytesOf: Float64Array;
-  private list: Uint8Array;
-  private newer: Int32Array;
-  private older: Int32Array;
+  private bytesOf = new Float64Array(0);
+  private list = new Uint8Array(0);
+  private newer = new Int32Array(0);
+  private older = new Int32Array(0);
   /** Most and least recently used slot of each list; -1 when empty. */
   private readonly newest = [-1, -1];
   private readonly oldest = [-1, -1];
   private freeSlots: number[] = [];
   private used = 0;
-  private capacity: number;
+  private capacity = 0;
   /** Bytes of every live slot. */
   bytes = 0;
   evictions = 0;
   /** Evictions of keys at their limit or blocked (only when nothing else was left to forget). */
   evictedAtLimit = 0;
 
-  /** `onEmptied(table)`: a table lost its last key (the store drops the policy it belongs to). */
+  /** `onEmptied(owner)`: the owner's table lost its last key (the store drops the policy it belongs to). */
   constructor(
     readonly maxKeys: number,
-    private readonly onEmptied: (table: Map<string, number>) => void = () => {},
-  ) {
-    this.capacity = Math.min(maxKeys, 1024);
-    this.state = new Float64Array(this.capacity * SLOT_WIDTH);
-    this.expiresAt = new Float64Array(this.capacity);
-    this.bytesOf = new Float64Array(this.capacity);
-    this.list = new Uint8Array(this.capacity);
-    this.newer = new Int32Array(this.capacity);
-    this.older = new Int32Array(this.capacity);
-  }
+    private readonly onEmptied: (owner: Owner) => void,
+  ) {}
 
   /** Number of live slots. */
   get size(): number {
@@ -66,15 +67,14 @@ export class LruSlab {
   }
 
   /**
-   * Takes a zeroed slot for `key` in `table`. When all `maxKeys` are taken, one key is forgotten first
+   * Takes a zeroed slot for `key` in its owner's table. When all `maxKeys` are taken, one key is forgotten first
    * (see the class): `usedShare(slot)` says how much of its quota a key has used now, 0 to 1.
    */
-  allocate(key: string, table: Map<string, number>, usedShare: (slot: number) => number): number {
+  allocate(key: string, owner: Owner, usedShare: (slot: number) => number): number {
     let slot: number;
     if (this.freeSlots.length > 0) slot = this.freeSlots.pop() as number;
-    else if (this.used < this.capacity) slot = this.used++;
-    else if (this.capacity < this.maxKeys) {
-      this.grow();
+    else if (this.used < this.maxKeys) {
+      if (this.used === this.capacity) this.grow();
       slot = this.used++;
     } else {
       this.evict(this.victim(usedShare, -1));
@@ -82,8 +82,8 @@ export class LruSlab {
     }
     this.clear(slot);
     this.keys[slot] = key;
-    this.tables[slot] = table;
-    table.set(key, slot);
+    this.owners[slot] = owner;
+    owner.table.set(key, slot);
     this.list[slot] = NORMAL;
     this.linkNewest(slot);
     this.setBytes(slot, keyBytes(key));
@@ -129,21 +129,16 @@ export class LruSlab {
   /** Removes a slot and its key. */
   free(slot: number): void {
     this.unlink(slot);
-    const table = this.tables[slot];
-    if (table !== undefined) {
-      table.delete(this.keys[slot] as string);
-      if (table.size === 0) this.onEmptied(table);
+    const owner = this.owners[slot];
+    if (owner !== undefined) {
+      owner.table.delete(this.keys[slot] as string);
+      if (owner.table.size === 0) this.onEmptied(owner);
     }
     this.keys[slot] = undefined;
-    this.tables[slot] = undefined;
+    this.owners[slot] = undefined;
     this.setBytes(slot, 0);
     this.clear(slot);
     this.freeSlots.push(slot);
-  }
-
-  /** The table a slot's key lives in (so the caller can drop a policy whose table emptied). */
-  tableOf(slot: number): Map<string, number> | undefined {
-    return this.tables[slot];
   }
 
   /**
@@ -198,18 +193,18 @@ export class LruSlab {
   }
 
   private grow(): void {
-    const capacity = Math.min(this.maxKeys, this.capacity * 2);
-    const grown = <T extends Float64Array | Int32Array | Uint8Array>(from: T, make: (n: number) => T, width = 1): T => {
-      const to = make(capacity * width);
+    const capacity = Math.min(this.maxKeys, Math.max(FIRST_CAPACITY, this.capacity * 2));
+    const grown = <T extends Float64Array | Int32Array | Uint8Array>(from: T, width = 1): T => {
+      const to = new (from.constructor as new (length: number) => T)(capacity * width);
       to.set(from);
       return to;
     };
-    this.state = grown(this.state, (n) => new Float64Array(n), SLOT_WIDTH);
-    this.expiresAt = grown(this.expiresAt, (n) => new Float64Array(n));
-    this.bytesOf = grown(this.bytesOf, (n) => new Float64Array(n));
-    this.list = grown(this.list, (n) => new Uint8Array(n));
-    this.newer = grown(this.newer, (n) => new Int32Array(n));
-    this.older = grown(this.older, (n) => new Int32Array(n));
+    this.state = grown(this.state, SLOT_WIDTH);
+    this.expiresAt = grown(this.expiresAt);
+    this.bytesOf = grown(this.bytesOf);
+    this.list = grown(this.list);
+    this.newer = grown(this.newer);
+    this.older = grown(this.older);
     this.capacity = capacity;
   }
 

@@ -4,13 +4,13 @@
  */
 import { NUMERIC_ALGORITHMS, SLOT_WIDTH } from '../../algorithms/index.js';
 import { SlidingLogState, slidingLog } from '../../algorithms/sliding-log.js';
+import type { Algorithm, Slots } from '../../algorithms/types.js';
 import type { Decision } from '../../core/decision.js';
 import { SluiceError } from '../../core/errors.js';
 import type { ResolvedPolicy } from '../../core/policy.js';
 import { BlockList } from './block-list.js';
 import { LeaseTable } from './lease-table.js';
-import { keyBytes, LruSlab } from './lru-slab.js';
-import { type PolicyContext, PolicyContexts } from './policy-contexts.js';
+import { keyBytes, LruSlab, type SlotOwner } from './lru-slab.js';
 
 /** How a policy is decided: the numeric algorithms' hot path, a sliding log, or under a block duration. */
 const NUMERIC = 0;
@@ -18,6 +18,24 @@ const LOG = 1;
 const BLOCKED = 2;
 
 type NumericName = keyof typeof NUMERIC_ALGORITHMS;
+/** A key's state: a numeric algorithm's numbers in the slab (at the slot's offset), or a sliding log. */
+type KeyState = Slots | SlidingLogState;
+
+/** The step of a policy's algorithm, over either kind of state (a sliding log's step ignores the offset). */
+const stepOf = (p: ResolvedPolicy): Algorithm<KeyState> =>
+  p.algorithm === 'sliding-log' ? slidingLog : NUMERIC_ALGORITHMS[p.algorithm as NumericName];
+
+/**
+ * What the store keeps per policy: its key → slot table (a table per policy keeps lookups to the user's key,
+ * with no string joining) and its algorithm's step.
+ */
+interface PolicyContext extends SlotOwner {
+  readonly policy: ResolvedPolicy;
+  readonly algorithm: Algorithm<KeyState>;
+}
+
+/** A policy's table and its entry in the map of policies. */
+const policyBytes = (id: string) => 300 + id.length;
 
 /** A sliding log's entries: 8 bytes per number, two numbers per admitted request, plus the array. */
 const logBytes = (log: SlidingLogState) => 32 + 8 * log.entries.length;
@@ -31,8 +49,7 @@ const closedError = () => new SluiceError('ERR_SLUICE_STORE_CLOSED', 'the memory
  * into the limiter's check. Every other case leaves it at its first test.
  */
 export class MemoryDecider {
-  readonly contexts = new PolicyContexts();
-  readonly slab: LruSlab;
+  readonly slab: LruSlab<PolicyContext>;
   readonly blocks: BlockList;
   readonly leases: LeaseTable;
   /**
@@ -43,6 +60,12 @@ export class MemoryDecider {
   closed = false;
   /** State of a key not stored yet: checked here first, copied into a slot only if it consumed. */
   private readonly scratch = new Float64Array(SLOT_WIDTH);
+  /**
+   * policy.id → its context, added with the policy's first key and dropped with its last (/v1/check makes
+   * policies), its bytes counted in the store's.
+   */
+  private readonly contexts = new Map<string, PolicyContext>();
+  private contextBytes = 0;
   // The policy last looked up and its context (undefined: none yet). A limiter passes the same policy
   // object on every check, so this spares the hot path the lookup by id.
   private lastPolicy: ResolvedPolicy | undefined;
@@ -57,9 +80,10 @@ export class MemoryDecider {
     private readonly maxBytes: number,
     maxKeys: number,
   ) {
-    this.slab = new LruSlab(maxKeys, (table) => {
-      const context = this.contexts.drop(table);
-      if (context !== undefined && this.lastContext === context) this.lastPolicy = undefined;
+    this.slab = new LruSlab<PolicyContext>(maxKeys, (emptied) => {
+      this.contexts.delete(emptied.policy.id);
+      this.contextBytes -= policyBytes(emptied.policy.id);
+      if (this.lastContext === emptied) this.lastPolicy = undefined;
     });
     this.blocks = new BlockList(maxKeys);
     // Leases may take half of maxBytes; past it a new lease is refused (forgetting one would over-admit).
@@ -68,7 +92,7 @@ export class MemoryDecider {
 
   /** Estimated bytes of everything the store holds. */
   get bytes(): number {
-    return this.slab.bytes + this.contexts.bytes + this.blocks.bytes + this.leases.bytes;
+    return this.slab.bytes + this.contextBytes + this.blocks.bytes + this.leases.bytes;
   }
 
   /** A check (see the class for its hot path). */
@@ -88,29 +112,17 @@ export class MemoryDecider {
   charge(key: string, p: ResolvedPolicy, cost: number, nowMs: number): Decision {
     if (this.closed) throw closedError();
     if (nowMs > (this.latest[0] as number)) this.latest[0] = nowMs;
+    const step = stepOf(p);
     let slot = this.find(p, key, nowMs);
-    if (cost <= 0 && slot === -1) {
-      // Nothing to take and nothing stored: a fresh key's look, without storing it.
-      return p.algorithm === 'sliding-log'
-        ? slidingLog.check(new SlidingLogState(), 0, nowMs, p, 0, false)
-        : NUMERIC_ALGORITHMS[p.algorithm as NumericName].check(new Float64Array(SLOT_WIDTH), 0, nowMs, p, 0, false);
-    }
+    // Nothing to take and nothing stored: a fresh key's look, without storing it.
+    if (cost <= 0 && slot === -1) return step.check(this.freshState(p), 0, nowMs, p, 0, false);
     if (slot === -1) slot = this.store(key, p);
-    const slab = this.slab;
-    let decision: Decision;
-    if (p.algorithm === 'sliding-log') {
-      const log = slab.logs[slot] ?? new SlidingLogState();
-      slab.logs[slot] = log;
-      decision = slidingLog.charge(log, 0, nowMs, p, cost);
-      slab.expiresAt[slot] = slidingLog.expiresAt(log, 0, p);
-      slab.setBytes(slot, keyBytes(key) + logBytes(log));
-    } else {
-      const algorithm = NUMERIC_ALGORITHMS[p.algorithm as NumericName];
-      decision = algorithm.charge(slab.state, slot * SLOT_WIDTH, nowMs, p, cost);
-      slab.expiresAt[slot] = algorithm.expiresAt(slab.state, slot * SLOT_WIDTH, p);
-    }
-    slab.touch(slot, decision.remaining === 0);
-    this.fitBytes(slot);
+    if (p.algorithm === 'sliding-log') this.slab.logs[slot] ??= new SlidingLogState();
+    const state = this.stateOf(p, slot) as KeyState;
+    const offset = slot * SLOT_WIDTH;
+    const decision = step.charge(state, offset, nowMs, p, cost);
+    this.took(slot, key, step.expiresAt(state, offset, p));
+    this.slab.touch(slot, decision.remaining === 0);
     return decision;
   }
 
@@ -118,12 +130,8 @@ export class MemoryDecider {
   refund(key: string, p: ResolvedPolicy, cost: number, nowMs: number): void {
     const slot = this.find(p, key, nowMs);
     if (slot === -1) return;
-    if (p.algorithm !== 'sliding-log')
-      NUMERIC_ALGORITHMS[p.algorithm as NumericName].refund(this.slab.state, slot * SLOT_WIDTH, nowMs, p, cost);
-    else {
-      const log = this.slab.logs[slot];
-      if (log) slidingLog.refund(log, 0, nowMs, p, cost);
-    }
+    const state = this.stateOf(p, slot);
+    if (state !== undefined) stepOf(p).refund(state, slot * SLOT_WIDTH, nowMs, p, cost);
     this.slab.touch(slot, false);
   }
 
@@ -151,7 +159,9 @@ export class MemoryDecider {
   private contextOf(policy: ResolvedPolicy): PolicyContext {
     let context = this.existingContext(policy);
     if (context === undefined) {
-      context = this.contexts.add(policy);
+      context = { table: new Map(), policy, algorithm: stepOf(policy) };
+      this.contexts.set(policy.id, context);
+      this.contextBytes += policyBytes(policy.id);
       this.lastContext = context;
     }
     return context;
@@ -168,20 +178,25 @@ export class MemoryDecider {
   private shareUsed(slot: number): number {
     const now = this.latest[0] as number;
     if ((this.slab.expiresAt[slot] as number) <= now) return 0;
-    const context = this.contexts.ofTable(this.slab.tableOf(slot) as Map<string, number>);
-    if (context === undefined) return 0;
-    const p = context.policy;
+    const { policy: p, algorithm } = this.slab.owners[slot] as PolicyContext;
     if (p.capacity === 0) return 1;
-    const d =
-      p.algorithm === 'sliding-log'
-        ? slidingLog.check(this.slab.logs[slot] ?? new SlidingLogState(), 0, now, p, 0, false)
-        : context.algorithm.check(this.slab.state, slot * SLOT_WIDTH, now, p, 0, false);
-    return 1 - d.remaining / p.capacity;
+    const state = this.stateOf(p, slot) ?? new SlidingLogState();
+    return 1 - algorithm.check(state, slot * SLOT_WIDTH, now, p, 0, false).remaining / p.capacity;
+  }
+
+  /** Where a stored key's state is: the slab's numbers, or its sliding log (undefined: none yet, or expired). */
+  private stateOf(p: ResolvedPolicy, slot: number): KeyState | undefined {
+    return p.algorithm === 'sliding-log' ? this.slab.logs[slot] : this.slab.state;
+  }
+
+  /** The state of a key never seen, to decide on at offset 0 (the numbers are scratch, valid until the next check). */
+  private freshState(p: ResolvedPolicy): KeyState {
+    return p.algorithm === 'sliding-log' ? new SlidingLogState() : this.scratch.fill(0);
   }
 
   /** A new slot for `key`, within maxKeys and maxBytes (forgetting others in the eviction order). */
   private store(key: string, p: ResolvedPolicy): number {
-    const slot = this.slab.allocate(key, this.contextOf(p).table, this.usedShare);
+    const slot = this.slab.allocate(key, this.contextOf(p), this.usedShare);
     this.fitBytes(slot);
     return slot;
   }
@@ -214,7 +229,7 @@ export class MemoryDecider {
     nowMs: number,
     commit: boolean,
   ): Decision {
-    if (this.lastPath === NUMERIC) return this.decideNew(key, p, cost, nowMs, commit);
+    if (this.lastPath === NUMERIC) return this.decideFresh(key, p, cost, nowMs, commit, -1);
     if (this.lastPath === LOG) return this.decideLog(context, key, p, cost, nowMs, commit);
     // Blocked: a blocked key is rejected, and a rejection blocks it.
     const blocked = this.blocks.check(p.id, key, nowMs, p.limit);
@@ -224,27 +239,9 @@ export class MemoryDecider {
       p.algorithm === 'sliding-log'
         ? this.decideLog(context, key, p, cost, nowMs, commit)
         : slot === undefined
-          ? this.decideNew(key, p, cost, nowMs, commit)
+          ? this.decideFresh(key, p, cost, nowMs, commit, -1)
           : this.decideAt(context as PolicyContext, slot, p, cost, nowMs, commit);
     if (!decision.allowed && commit) this.blocks.block(p.id, key, nowMs + p.blockMs);
-    return decision;
-  }
-
-  /**
-   * A key with no state: decide on zeros and store only what an admitted request wrote, so rejected
-   * requests and peeks never grow the store.
-   */
-  private decideNew(key: string, p: ResolvedPolicy, cost: number, nowMs: number, commit: boolean): Decision {
-    const algorithm = NUMERIC_ALGORITHMS[p.algorithm as NumericName];
-    const scratch = this.scratch;
-    scratch.fill(0);
-    const decision = algorithm.check(scratch, 0, nowMs, p, cost, commit);
-    if (decision.allowed && commit && cost > 0) {
-      const fresh = this.store(key, p);
-      this.slab.state.set(scratch, fresh * SLOT_WIDTH);
-      this.slab.expiresAt[fresh] = algorithm.expiresAt(scratch, 0, p);
-      this.slab.touch(fresh, decision.remaining === 0);
-    }
     return decision;
   }
 
@@ -258,29 +255,24 @@ export class MemoryDecider {
     commit: boolean,
   ): Decision {
     const slot = context?.table.get(key);
-    if (slot === undefined) return this.decideNewLog(key, p, cost, nowMs, commit, -1);
+    if (slot === undefined) return this.decideFresh(key, p, cost, nowMs, commit, -1);
     const slab = this.slab;
     if ((slab.expiresAt[slot] as number) <= nowMs) slab.clear(slot);
     const log = slab.logs[slot];
-    if (log === undefined) return this.decideNewLog(key, p, cost, nowMs, commit, slot);
+    if (log === undefined) return this.decideFresh(key, p, cost, nowMs, commit, slot);
     const decision = slidingLog.check(log, 0, nowMs, p, cost, commit);
-    if (decision.allowed && commit && cost > 0) this.logTook(slot, key, log, nowMs + p.periodMs);
+    // It took units: it now expires one period after its newest entry, at `nowMs` (slidingLog.expiresAt
+    // without the call), and may have grown.
+    if (decision.allowed && commit && cost > 0) this.took(slot, key, nowMs + p.periodMs);
     slab.touch(slot, decision.remaining === 0);
     return decision;
   }
 
   /**
-   * A stored log took units: it now expires one period after its newest entry, which is at `nowMs`
-   * (slidingLog.expiresAt, computed by the caller without a boxed return), and may have grown.
+   * A key with no state (new, or a log that expired: `slot` is then still its own, else -1): decide on a
+   * fresh state and store it only if the request took units, so rejected requests and peeks never grow the store.
    */
-  private logTook(slot: number, key: string, log: SlidingLogState, expiresAt: number): void {
-    this.slab.expiresAt[slot] = expiresAt;
-    this.slab.setBytes(slot, keyBytes(key) + logBytes(log));
-    this.fitBytes(slot);
-  }
-
-  /** A key with no log (new, or expired: `slot` is then still its own): one is kept only if it took units. */
-  private decideNewLog(
+  private decideFresh(
     key: string,
     p: ResolvedPolicy,
     cost: number,
@@ -288,18 +280,26 @@ export class MemoryDecider {
     commit: boolean,
     slot: number,
   ): Decision {
-    const log = new SlidingLogState();
-    const decision = slidingLog.check(log, 0, nowMs, p, cost, commit);
+    const step = stepOf(p);
+    const state = this.freshState(p);
+    const decision = step.check(state, 0, nowMs, p, cost, commit);
     if (decision.allowed && commit && cost > 0) {
       const target = slot === -1 ? this.store(key, p) : slot;
-      this.slab.logs[target] = log;
-      this.slab.expiresAt[target] = slidingLog.expiresAt(log, 0, p);
-      this.slab.setBytes(target, keyBytes(key) + logBytes(log));
-      this.fitBytes(target);
+      if (state instanceof SlidingLogState) this.slab.logs[target] = state;
+      else this.slab.state.set(this.scratch, target * SLOT_WIDTH);
+      this.took(target, key, step.expiresAt(state, 0, p));
       this.slab.touch(target, decision.remaining === 0);
     } else if (slot !== -1) {
       this.slab.touch(slot, decision.remaining === 0);
     }
     return decision;
+  }
+
+  /** A stored key took units: when its state is fresh again, and its bytes (a sliding log may have grown). */
+  private took(slot: number, key: string, expiresAt: number): void {
+    const log = this.slab.logs[slot];
+    this.slab.expiresAt[slot] = expiresAt;
+    this.slab.setBytes(slot, keyBytes(key) + (log === undefined ? 0 : logBytes(log)));
+    this.fitBytes(slot);
   }
 }

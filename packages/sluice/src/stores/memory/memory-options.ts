@@ -18,25 +18,29 @@ export interface MemoryStoreOptions {
   sweepIntervalMs?: number;
 }
 
+/** Each option's default and the whole numbers it takes. */
+const BOUNDS = {
+  maxKeys: { fallback: 1_000_000, min: 1, max: 2 ** 30 },
+  maxBytes: { fallback: 128 * 1024 * 1024, min: 64 * 1024, max: Number.POSITIVE_INFINITY },
+  sweepIntervalMs: { fallback: 10_000, min: 0, max: Number.POSITIVE_INFINITY },
+} as const;
+
 /** Checks the memory store's options; every field filled in. */
 export function resolveMemoryStoreOptions(options: MemoryStoreOptions): Required<MemoryStoreOptions> {
-  const maxKeys = options.maxKeys ?? 1_000_000;
-  if (!Number.isInteger(maxKeys) || maxKeys < 1 || maxKeys > 2 ** 30) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `maxKeys: ${String(maxKeys)} is not a whole number ≥ 1`, {
-      option: 'maxKeys',
+  return {
+    maxKeys: wholeNumber(options, 'maxKeys'),
+    maxBytes: wholeNumber(options, 'maxBytes'),
+    sweepIntervalMs: wholeNumber(options, 'sweepIntervalMs'),
+  };
+}
+
+function wholeNumber(options: MemoryStoreOptions, option: keyof MemoryStoreOptions): number {
+  const { fallback, min, max } = BOUNDS[option];
+  const value = options[option] ?? fallback;
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `${option}: ${String(value)} is not a whole number ≥ ${min}`, {
+      option,
     });
   }
-  const maxBytes = options.maxBytes ?? 128 * 1024 * 1024;
-  if (!Number.isInteger(maxBytes) || maxBytes < 64 * 1024) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `maxBytes: ${String(maxBytes)} is not a whole number ≥ 65536`, {
-      option: 'maxBytes',
-    });
-  }
-  const sweepIntervalMs = options.sweepIntervalMs ?? 10_000;
-  if (!Number.isInteger(sweepIntervalMs) || sweepIntervalMs < 0) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'sweepIntervalMs: must be a whole number of ms ≥ 0', {
-      option: 'sweepIntervalMs',
-    });
-  }
-  return { maxKeys, maxBytes, sweepIntervalMs };
+  return value;
 }

@@ -134,10 +134,7 @@ function checkAllOrNothing(d: MemoryDecider, items: readonly StoreItem[], nowMs:
     taken.push(decision);
     if (!decision.allowed) {
       // Only possible when one (key, policy) appears twice and the second does not fit: undo the rest.
-      for (const [i, done] of items.entries()) {
-        if (i >= taken.length - 1) break;
-        d.refund(done.key, done.policy, done.cost, nowMs);
-      }
+      for (const done of items.slice(0, taken.length - 1)) d.refund(done.key, done.policy, done.cost, nowMs);
       return taken.concat(looks.slice(taken.length));
     }
   }
