@@ -2,7 +2,7 @@
  * The fixed window algorithm: one count per key in windows aligned to the epoch, the cheapest step of all, at the price
  * of letting up to twice the limit through across a window boundary.
  */
-import { costExceedsCapacity, type Decision } from '../core/decision.js';
+import { type Decision, rejection } from '../core/decision.js';
 import type { ResolvedPolicy } from '../core/policy.js';
 import { MAX_DEBT } from './debt.js';
 import type { Algorithm } from './types.js';
@@ -61,15 +61,7 @@ export const fixedWindow: Algorithm = {
 function rejected(p: ResolvedPolicy, count: number, cost: number, window: number, now: number): Decision {
   // Whole numbers, as in check(): small integers, not boxed doubles, in the decision.
   const windowEndMs = Math.ceil((window + 1) * p.periodMs - now);
-  if (cost > p.capacity) {
-    return costExceedsCapacity(p.limit, Math.max(0, p.limit - count), count > 0 ? windowEndMs : 0);
-  }
-  // In the next window the count starts at 0 and cost <= limit, so it fits there.
-  return {
-    allowed: false,
-    limit: p.limit,
-    remaining: Math.max(0, Math.floor(p.limit - count)),
-    resetMs: windowEndMs,
-    retryAfterMs: windowEndMs,
-  };
+  const remaining = Math.max(0, Math.floor(p.limit - count));
+  // In the next window the count starts at 0, so a cost within the capacity fits there.
+  return rejection(p.limit, p.capacity, cost, remaining, count > 0 ? windowEndMs : 0, windowEndMs);
 }

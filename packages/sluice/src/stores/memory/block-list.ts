@@ -7,17 +7,21 @@ import type { Decision } from '../../core/decision.js';
  * and capped at `maxEntries` (oldest block dropped first) so an attack cannot grow it without bound.
  */
 export class BlockList {
-  private readonly until = new Map<string, number>();
+  readonly #until = new Map<string, number>();
   /** Estimated bytes of the blocks held (counted in the memory store's maxBytes). */
   bytes = 0;
   /** Blocks dropped, oldest first, because maxEntries were held. */
   evictions = 0;
 
-  constructor(private readonly maxEntries: number) {}
+  readonly #maxEntries: number;
+
+  constructor(maxEntries: number) {
+    this.#maxEntries = maxEntries;
+  }
 
   /** The rejection for a blocked key, or undefined when it is not blocked at `nowMs`. */
   check(policyId: string, key: string, nowMs: number, limit: number): Decision | undefined {
-    const until = this.until.get(blockKey(policyId, key));
+    const until = this.#until.get(blockKey(policyId, key));
     if (until === undefined || until <= nowMs) return undefined;
     return {
       allowed: false,
@@ -31,28 +35,28 @@ export class BlockList {
 
   block(policyId: string, key: string, untilMs: number): void {
     const id = blockKey(policyId, key);
-    this.remove(id);
-    this.until.set(id, untilMs);
+    this.#remove(id);
+    this.#until.set(id, untilMs);
     this.bytes += entryBytes(id);
-    if (this.until.size > this.maxEntries) {
-      const oldest = this.until.keys().next().value;
+    if (this.#until.size > this.#maxEntries) {
+      const oldest = this.#until.keys().next().value;
       if (oldest !== undefined) {
-        this.remove(oldest);
+        this.#remove(oldest);
         this.evictions++;
       }
     }
   }
 
   unblock(policyId: string, key: string): void {
-    this.remove(blockKey(policyId, key));
+    this.#remove(blockKey(policyId, key));
   }
 
   prune(nowMs: number): void {
-    for (const [id, until] of this.until) if (until <= nowMs) this.remove(id);
+    for (const [id, until] of this.#until) if (until <= nowMs) this.#remove(id);
   }
 
-  private remove(id: string): void {
-    if (this.until.delete(id)) this.bytes -= entryBytes(id);
+  #remove(id: string): void {
+    if (this.#until.delete(id)) this.bytes -= entryBytes(id);
   }
 }
 

@@ -13,18 +13,18 @@ export interface LeaseEntry {
  * stale entries outnumber its live ones, so that costs O(1) amortised per release.
  */
 export class ExpiryHeap {
-  private items: LeaseEntry[] = [];
+  #items: LeaseEntry[] = [];
 
   get size(): number {
-    return this.items.length;
+    return this.#items.length;
   }
 
   peek(): LeaseEntry | undefined {
-    return this.items[0];
+    return this.#items[0];
   }
 
   push(entry: LeaseEntry): void {
-    const items = this.items;
+    const items = this.#items;
     let i = items.push(entry) - 1;
     while (i > 0) {
       const parent = (i - 1) >> 1;
@@ -37,7 +37,7 @@ export class ExpiryHeap {
   }
 
   pop(): LeaseEntry | undefined {
-    const items = this.items;
+    const items = this.#items;
     const top = items[0];
     const last = items.pop();
     if (top === undefined || last === undefined || items.length === 0) return top;
@@ -60,6 +60,6 @@ export class ExpiryHeap {
   /** Replaces the contents with `live`, sorted (a sorted array is a heap): O(log n) amortised per stale entry. */
   rebuild(live: Iterable<LeaseEntry>): void {
     const items = [...live].sort((a, b) => a.expiresAt - b.expiresAt);
-    this.items = items;
+    this.#items = items;
   }
 }

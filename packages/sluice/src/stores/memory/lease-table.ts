@@ -32,43 +32,46 @@ interface KeyLeases {
  * Lease ids are 128 random bits: knowing one lease does not tell another's.
  */
 export class LeaseTable {
-  private readonly byKey = new Map<string, KeyLeases>();
-  private readonly all = new ExpiryHeap();
-  private count = 0;
-  private keyBytes = 0;
+  readonly #byKey = new Map<string, KeyLeases>();
+  readonly #all = new ExpiryHeap();
+  #count = 0;
+  #keyBytes = 0;
   /** Acquires refused because the table was full. */
   refused = 0;
 
-  constructor(
-    private readonly maxKeys: number,
-    private readonly maxBytes: number,
-  ) {}
+  readonly #maxKeys: number;
+  readonly #maxBytes: number;
+
+  constructor(maxKeys: number, maxBytes: number) {
+    this.#maxKeys = maxKeys;
+    this.#maxBytes = maxBytes;
+  }
 
   /** Leases held now (some may have lapsed but not been freed yet). */
   get size(): number {
-    return this.count;
+    return this.#count;
   }
 
   /** Estimated bytes held. */
   get bytes(): number {
-    return this.count * LEASE_BYTES + this.keyBytes;
+    return this.#count * LEASE_BYTES + this.#keyBytes;
   }
 
   acquire(key: string, limit: number, leaseMs: number, nowMs: number): LeaseDecision {
-    this.prune(nowMs, 8);
-    const held = this.live(key, nowMs);
+    this.#prune(nowMs, 8);
+    const held = this.#live(key, nowMs);
     const inFlight = held?.ids.size ?? 0;
     const soonest = held === undefined ? 0 : (held.heap.peek() as LeaseEntry).expiresAt - nowMs;
     const latest = held === undefined ? 0 : held.latest - nowMs;
     if (inFlight >= limit) {
       return leaseRefusal(limit, latest, soonest);
     }
-    if (!this.fits(key, held === undefined)) {
-      this.prune(nowMs, Number.POSITIVE_INFINITY);
-      if (!this.fits(key, held === undefined)) {
+    if (!this.#fits(key, held === undefined)) {
+      this.#prune(nowMs, Number.POSITIVE_INFINITY);
+      if (!this.#fits(key, held === undefined)) {
         this.refused++;
         // The table is full: retry when the soonest lease anywhere lapses.
-        const next = this.all.peek();
+        const next = this.#all.peek();
         return leaseRefusal(limit, Math.max(latest, 1), Math.max(1, next === undefined ? 1 : next.expiresAt - nowMs));
       }
     }
@@ -76,14 +79,14 @@ export class LeaseTable {
     let leases = held;
     if (leases === undefined) {
       leases = { ids: new Map(), heap: new ExpiryHeap(), latest: 0 };
-      this.byKey.set(key, leases);
-      this.keyBytes += KEY_BYTES + 2 * key.length;
+      this.#byKey.set(key, leases);
+      this.#keyBytes += KEY_BYTES + 2 * key.length;
     }
     leases.ids.set(entry.id, entry);
     leases.heap.push(entry);
     leases.latest = Math.max(leases.latest, entry.expiresAt);
-    this.all.push(entry);
-    this.count++;
+    this.#all.push(entry);
+    this.#count++;
     return {
       allowed: true,
       limit,
@@ -95,22 +98,22 @@ export class LeaseTable {
   }
 
   release(lease: Lease, nowMs: number): boolean {
-    this.prune(nowMs, 8);
-    const held = this.live(lease.key, nowMs);
+    this.#prune(nowMs, 8);
+    const held = this.#live(lease.key, nowMs);
     if (held === undefined) return false;
     const entry = held.ids.get(lease.id);
     if (entry === undefined) return false;
     held.ids.delete(lease.id);
-    this.count--;
-    if (held.ids.size === 0) this.forgetKey(lease.key);
+    this.#count--;
+    if (held.ids.size === 0) this.#forgetKey(lease.key);
     else if (held.heap.size > 2 * held.ids.size + SLACK) held.heap.rebuild(held.ids.values());
-    if (this.all.size > 2 * this.count + SLACK * 32) this.all.rebuild(this.entries());
+    if (this.#all.size > 2 * this.#count + SLACK * 32) this.#all.rebuild(this.#entries());
     return true;
   }
 
   /** The key's unexpired leases, or undefined when none: lapsed ones leave from the top of its heap. */
-  private live(key: string, nowMs: number): KeyLeases | undefined {
-    const held = this.byKey.get(key);
+  #live(key: string, nowMs: number): KeyLeases | undefined {
+    const held = this.#byKey.get(key);
     if (held === undefined) return undefined;
     for (let top = held.heap.peek(); top !== undefined; top = held.heap.peek()) {
       const current = held.ids.get(top.id) === top;
@@ -118,41 +121,41 @@ export class LeaseTable {
       held.heap.pop();
       if (current) {
         held.ids.delete(top.id);
-        this.count--;
+        this.#count--;
       }
     }
     if (held.ids.size === 0) {
-      this.forgetKey(key);
+      this.#forgetKey(key);
       return undefined;
     }
     return held;
   }
 
   /** Frees up to `budget` lapsed leases table-wide, soonest first (released ones are skipped for free). */
-  private prune(nowMs: number, budget: number): void {
-    for (let top = this.all.peek(); top !== undefined && budget > 0; top = this.all.peek()) {
-      const held = this.byKey.get(top.key);
+  #prune(nowMs: number, budget: number): void {
+    for (let top = this.#all.peek(); top !== undefined && budget > 0; top = this.#all.peek()) {
+      const held = this.#byKey.get(top.key);
       const current = held?.ids.get(top.id) === top;
       if (current && top.expiresAt > nowMs) return;
-      this.all.pop();
+      this.#all.pop();
       if (current) {
         budget--;
-        this.live(top.key, nowMs);
+        this.#live(top.key, nowMs);
       }
     }
   }
 
   /** Whether one more lease (and, for a new key, its bookkeeping) stays within maxKeys and maxBytes. */
-  private fits(key: string, newKey: boolean): boolean {
-    if (newKey && this.byKey.size >= this.maxKeys) return false;
-    return this.bytes + LEASE_BYTES + (newKey ? KEY_BYTES + 2 * key.length : 0) <= this.maxBytes;
+  #fits(key: string, newKey: boolean): boolean {
+    if (newKey && this.#byKey.size >= this.#maxKeys) return false;
+    return this.bytes + LEASE_BYTES + (newKey ? KEY_BYTES + 2 * key.length : 0) <= this.#maxBytes;
   }
 
-  private forgetKey(key: string): void {
-    if (this.byKey.delete(key)) this.keyBytes -= KEY_BYTES + 2 * key.length;
+  #forgetKey(key: string): void {
+    if (this.#byKey.delete(key)) this.#keyBytes -= KEY_BYTES + 2 * key.length;
   }
 
-  private *entries(): Iterable<LeaseEntry> {
-    for (const held of this.byKey.values()) yield* held.ids.values();
+  *#entries(): Iterable<LeaseEntry> {
+    for (const held of this.#byKey.values()) yield* held.ids.values();
   }
 }

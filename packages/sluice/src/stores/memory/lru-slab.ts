@@ -35,35 +35,38 @@ export class LruSlab<Owner extends SlotOwner> {
   expiresAt = new Float64Array(0);
   /** Sliding-log state, for slots that hold one. */
   readonly logs: (SlidingLogState | undefined)[] = [];
-  /** Key and owner of each slot, so an evicted slot can be removed from its owner's table. */
-  readonly keys: (string | undefined)[] = [];
+  /** Owner of each slot: its policy, whose table an evicted slot's key is removed from. */
   readonly owners: (Owner | undefined)[] = [];
-  /** Bytes each slot accounts for (its key and, for a sliding log, its entries). */
-  private bytesOf = new Float64Array(0);
-  private list = new Uint8Array(0);
-  private newer = new Int32Array(0);
-  private older = new Int32Array(0);
-  /** Most and least recently used slot of each list; -1 when empty. */
-  private readonly newest = [-1, -1];
-  private readonly oldest = [-1, -1];
-  private freeSlots: number[] = [];
-  private used = 0;
-  private capacity = 0;
   /** Bytes of every live slot. */
   bytes = 0;
   evictions = 0;
   /** Evictions of keys at their limit or blocked (only when nothing else was left to forget). */
   evictedAtLimit = 0;
 
-  /** `onEmptied(owner)`: the owner's table lost its last key (the store drops the policy it belongs to). */
-  constructor(
-    readonly maxKeys: number,
-    private readonly onEmptied: (owner: Owner) => void,
-  ) {}
+  readonly #maxKeys: number;
+  /** Called when an owner's table lost its last key (the store drops the policy it belongs to). */
+  readonly #onEmptied: (owner: Owner) => void;
+  readonly #keys: (string | undefined)[] = [];
+  /** Bytes each slot accounts for (its key and, for a sliding log, its entries). */
+  #bytesOf = new Float64Array(0);
+  #list = new Uint8Array(0);
+  #newer = new Int32Array(0);
+  #older = new Int32Array(0);
+  /** Most and least recently used slot of each list; -1 when empty. */
+  readonly #newest = [-1, -1];
+  readonly #oldest = [-1, -1];
+  #freeSlots: number[] = [];
+  #used = 0;
+  #capacity = 0;
+
+  constructor(maxKeys: number, onEmptied: (owner: Owner) => void) {
+    this.#maxKeys = maxKeys;
+    this.#onEmptied = onEmptied;
+  }
 
   /** Number of live slots. */
   get size(): number {
-    return this.used - this.freeSlots.length;
+    return this.#used - this.#freeSlots.length;
   }
 
   /**
@@ -72,28 +75,28 @@ export class LruSlab<Owner extends SlotOwner> {
    */
   allocate(key: string, owner: Owner, usedShare: (slot: number) => number): number {
     let slot: number;
-    if (this.freeSlots.length > 0) slot = this.freeSlots.pop() as number;
-    else if (this.used < this.maxKeys) {
-      if (this.used === this.capacity) this.grow();
-      slot = this.used++;
+    if (this.#freeSlots.length > 0) slot = this.#freeSlots.pop() as number;
+    else if (this.#used < this.#maxKeys) {
+      if (this.#used === this.#capacity) this.#grow();
+      slot = this.#used++;
     } else {
-      this.evict(this.victim(usedShare, -1));
-      slot = this.freeSlots.pop() as number;
+      this.#evict(this.#victim(usedShare, -1));
+      slot = this.#freeSlots.pop() as number;
     }
     this.clear(slot);
-    this.keys[slot] = key;
+    this.#keys[slot] = key;
     this.owners[slot] = owner;
     owner.table.set(key, slot);
-    this.list[slot] = NORMAL;
-    this.linkNewest(slot);
+    this.#list[slot] = NORMAL;
+    this.#linkNewest(slot);
     this.setBytes(slot, keyBytes(key));
     return slot;
   }
 
   /** Forgets one key other than `keep`, in the eviction order (to get back under the byte bound). */
   evictOne(usedShare: (slot: number) => number, keep: number): void {
-    const victim = this.victim(usedShare, keep);
-    if (victim !== -1) this.evict(victim);
+    const victim = this.#victim(usedShare, keep);
+    if (victim !== -1) this.#evict(victim);
   }
 
   /**
@@ -102,20 +105,20 @@ export class LruSlab<Owner extends SlotOwner> {
    */
   touch(slot: number, atLimit: boolean): void {
     const list = atLimit ? PROTECTED : NORMAL;
-    if (slot !== this.newest[list] || this.list[slot] !== list) this.moveToNewest(slot, list);
+    if (slot !== this.#newest[list] || this.#list[slot] !== list) this.#moveToNewest(slot, list);
   }
 
   /** Moves a slot to the newest end of `list` (touch's slow path, kept out of it so it inlines). */
-  private moveToNewest(slot: number, list: number): void {
-    this.unlink(slot);
-    this.list[slot] = list;
-    this.linkNewest(slot);
+  #moveToNewest(slot: number, list: number): void {
+    this.#unlink(slot);
+    this.#list[slot] = list;
+    this.#linkNewest(slot);
   }
 
   /** Sets the bytes a slot accounts for beyond its fixed record (a sliding log that grew or shrank). */
   setBytes(slot: number, bytes: number): void {
-    this.bytes += bytes - (this.bytesOf[slot] as number);
-    this.bytesOf[slot] = bytes;
+    this.bytes += bytes - (this.#bytesOf[slot] as number);
+    this.#bytesOf[slot] = bytes;
   }
 
   /** Zeroes a slot's state (it reads as a key never seen). */
@@ -128,17 +131,17 @@ export class LruSlab<Owner extends SlotOwner> {
 
   /** Removes a slot and its key. */
   free(slot: number): void {
-    this.unlink(slot);
+    this.#unlink(slot);
     const owner = this.owners[slot];
     if (owner !== undefined) {
-      owner.table.delete(this.keys[slot] as string);
-      if (owner.table.size === 0) this.onEmptied(owner);
+      owner.table.delete(this.#keys[slot] as string);
+      if (owner.table.size === 0) this.#onEmptied(owner);
     }
-    this.keys[slot] = undefined;
+    this.#keys[slot] = undefined;
     this.owners[slot] = undefined;
     this.setBytes(slot, 0);
     this.clear(slot);
-    this.freeSlots.push(slot);
+    this.#freeSlots.push(slot);
   }
 
   /**
@@ -149,9 +152,9 @@ export class LruSlab<Owner extends SlotOwner> {
     let freed = 0;
     let seen = 0;
     for (const list of [NORMAL, PROTECTED]) {
-      let slot = this.oldest[list] as number;
+      let slot = this.#oldest[list] as number;
       for (; slot !== -1 && seen < budget; seen++) {
-        const next = this.newer[slot] as number;
+        const next = this.#newer[slot] as number;
         if ((this.expiresAt[slot] as number) <= nowMs) {
           this.free(slot);
           freed++;
@@ -166,14 +169,14 @@ export class LruSlab<Owner extends SlotOwner> {
    * The slot to forget (never `keep`): among the oldest few of the normal list, the least used; from
    * the protected list only when the normal one has nothing else. -1 when there is nothing to forget.
    */
-  private victim(usedShare: (slot: number) => number, keep: number): number {
-    const normal = this.oldest[NORMAL] as number;
-    const onlyKeep = normal === keep && this.newer[normal] === -1;
+  #victim(usedShare: (slot: number) => number, keep: number): number {
+    const normal = this.#oldest[NORMAL] as number;
+    const onlyKeep = normal === keep && this.#newer[normal] === -1;
     const list = normal !== -1 && !onlyKeep ? NORMAL : PROTECTED;
     let best = -1;
     let bestShare = Number.POSITIVE_INFINITY;
-    let slot = this.oldest[list] as number;
-    for (let n = 0; n < SAMPLES && slot !== -1; slot = this.newer[slot] as number) {
+    let slot = this.#oldest[list] as number;
+    for (let n = 0; n < SAMPLES && slot !== -1; slot = this.#newer[slot] as number) {
       if (slot === keep) continue;
       n++;
       const share = usedShare(slot);
@@ -186,14 +189,14 @@ export class LruSlab<Owner extends SlotOwner> {
     return best;
   }
 
-  private evict(slot: number): void {
+  #evict(slot: number): void {
     this.evictions++;
-    if (this.list[slot] === PROTECTED) this.evictedAtLimit++;
+    if (this.#list[slot] === PROTECTED) this.evictedAtLimit++;
     this.free(slot);
   }
 
-  private grow(): void {
-    const capacity = Math.min(this.maxKeys, Math.max(FIRST_CAPACITY, this.capacity * 2));
+  #grow(): void {
+    const capacity = Math.min(this.#maxKeys, Math.max(FIRST_CAPACITY, this.#capacity * 2));
     const grown = <T extends Float64Array | Int32Array | Uint8Array>(from: T, width = 1): T => {
       const to = new (from.constructor as new (length: number) => T)(capacity * width);
       to.set(from);
@@ -201,31 +204,31 @@ export class LruSlab<Owner extends SlotOwner> {
     };
     this.state = grown(this.state, SLOT_WIDTH);
     this.expiresAt = grown(this.expiresAt);
-    this.bytesOf = grown(this.bytesOf);
-    this.list = grown(this.list);
-    this.newer = grown(this.newer);
-    this.older = grown(this.older);
-    this.capacity = capacity;
+    this.#bytesOf = grown(this.#bytesOf);
+    this.#list = grown(this.#list);
+    this.#newer = grown(this.#newer);
+    this.#older = grown(this.#older);
+    this.#capacity = capacity;
   }
 
-  private linkNewest(slot: number): void {
-    const list = this.list[slot] as number;
-    const newest = this.newest[list] as number;
-    this.older[slot] = newest;
-    this.newer[slot] = -1;
-    if (newest !== -1) this.newer[newest] = slot;
-    this.newest[list] = slot;
-    if (this.oldest[list] === -1) this.oldest[list] = slot;
+  #linkNewest(slot: number): void {
+    const list = this.#list[slot] as number;
+    const newest = this.#newest[list] as number;
+    this.#older[slot] = newest;
+    this.#newer[slot] = -1;
+    if (newest !== -1) this.#newer[newest] = slot;
+    this.#newest[list] = slot;
+    if (this.#oldest[list] === -1) this.#oldest[list] = slot;
   }
 
-  private unlink(slot: number): void {
-    const list = this.list[slot] as number;
-    const newer = this.newer[slot] as number;
-    const older = this.older[slot] as number;
-    if (newer !== -1) this.older[newer] = older;
-    else this.newest[list] = older;
-    if (older !== -1) this.newer[older] = newer;
-    else this.oldest[list] = newer;
+  #unlink(slot: number): void {
+    const list = this.#list[slot] as number;
+    const newer = this.#newer[slot] as number;
+    const older = this.#older[slot] as number;
+    if (newer !== -1) this.#older[newer] = older;
+    else this.#newest[list] = older;
+    if (older !== -1) this.#newer[older] = newer;
+    else this.#oldest[list] = newer;
   }
 }
 

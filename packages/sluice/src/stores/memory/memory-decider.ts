@@ -59,31 +59,31 @@ export class MemoryDecider {
   readonly latest = new Float64Array(1);
   closed = false;
   /** State of a key not stored yet: checked here first, copied into a slot only if it consumed. */
-  private readonly scratch = new Float64Array(SLOT_WIDTH);
+  readonly #scratch = new Float64Array(SLOT_WIDTH);
   /**
    * policy.id → its context, added with the policy's first key and dropped with its last (/v1/check makes
    * policies), its bytes counted in the store's.
    */
-  private readonly contexts = new Map<string, PolicyContext>();
-  private contextBytes = 0;
+  readonly #contexts = new Map<string, PolicyContext>();
+  #contextBytes = 0;
   // The policy last looked up and its context (undefined: none yet). A limiter passes the same policy
   // object on every check, so this spares the hot path the lookup by id.
-  private lastPolicy: ResolvedPolicy | undefined;
-  private lastContext: PolicyContext | undefined;
+  #lastPolicy: ResolvedPolicy | undefined;
+  #lastContext: PolicyContext | undefined;
   // How lastPolicy is decided (NUMERIC, LOG or BLOCKED), known once per policy so that a check
   // compares no algorithm names.
-  private lastPath = NUMERIC;
+  #lastPath = NUMERIC;
   /** How much of its quota a stored key has used now, 0 (as good as fresh) to 1: the eviction order. */
-  private readonly usedShare = (slot: number): number => this.shareUsed(slot);
+  readonly #usedShare = (slot: number): number => this.#shareUsed(slot);
 
-  constructor(
-    private readonly maxBytes: number,
-    maxKeys: number,
-  ) {
+  readonly #maxBytes: number;
+
+  constructor(maxBytes: number, maxKeys: number) {
+    this.#maxBytes = maxBytes;
     this.slab = new LruSlab<PolicyContext>(maxKeys, (emptied) => {
-      this.contexts.delete(emptied.policy.id);
-      this.contextBytes -= policyBytes(emptied.policy.id);
-      if (this.lastContext === emptied) this.lastPolicy = undefined;
+      this.#contexts.delete(emptied.policy.id);
+      this.#contextBytes -= policyBytes(emptied.policy.id);
+      if (this.#lastContext === emptied) this.#lastPolicy = undefined;
     });
     this.blocks = new BlockList(maxKeys);
     // Leases may take half of maxBytes; past it a new lease is refused (forgetting one would over-admit).
@@ -92,17 +92,17 @@ export class MemoryDecider {
 
   /** Estimated bytes of everything the store holds. */
   get bytes(): number {
-    return this.slab.bytes + this.contextBytes + this.blocks.bytes + this.leases.bytes;
+    return this.slab.bytes + this.#contextBytes + this.blocks.bytes + this.leases.bytes;
   }
 
   /** A check (see the class for its hot path). */
   decide(key: string, p: ResolvedPolicy, cost: number, nowMs: number, commit: boolean): Decision {
     if (this.closed) throw closedError();
     if (nowMs > (this.latest[0] as number)) this.latest[0] = nowMs;
-    const context = p === this.lastPolicy ? this.lastContext : this.existingContext(p);
-    const slot = this.lastPath === NUMERIC ? context?.table.get(key) : undefined;
-    if (slot === undefined) return this.decideOther(context, key, p, cost, nowMs, commit);
-    return this.decideAt(context as PolicyContext, slot, p, cost, nowMs, commit);
+    const context = p === this.#lastPolicy ? this.#lastContext : this.#existingContext(p);
+    const slot = this.#lastPath === NUMERIC ? context?.table.get(key) : undefined;
+    if (slot === undefined) return this.#decideOther(context, key, p, cost, nowMs, commit);
+    return this.#decideAt(context as PolicyContext, slot, p, cost, nowMs, commit);
   }
 
   /**
@@ -113,96 +113,96 @@ export class MemoryDecider {
     if (this.closed) throw closedError();
     if (nowMs > (this.latest[0] as number)) this.latest[0] = nowMs;
     const step = stepOf(p);
-    let slot = this.find(p, key, nowMs);
+    let slot = this.#find(p, key, nowMs);
     // Nothing to take and nothing stored: a fresh key's look, without storing it.
-    if (cost <= 0 && slot === -1) return step.check(this.freshState(p), 0, nowMs, p, 0, false);
-    if (slot === -1) slot = this.store(key, p);
+    if (cost <= 0 && slot === -1) return step.check(this.#freshState(p), 0, nowMs, p, 0, false);
+    if (slot === -1) slot = this.#store(key, p);
     if (p.algorithm === 'sliding-log') this.slab.logs[slot] ??= new SlidingLogState();
-    const state = this.stateOf(p, slot) as KeyState;
+    const state = this.#stateOf(p, slot) as KeyState;
     const offset = slot * SLOT_WIDTH;
     const decision = step.charge(state, offset, nowMs, p, cost);
-    this.took(slot, key, step.expiresAt(state, offset, p));
+    this.#took(slot, key, step.expiresAt(state, offset, p));
     this.slab.touch(slot, decision.remaining === 0);
     return decision;
   }
 
   /** Gives `cost` units back to a stored key. */
   refund(key: string, p: ResolvedPolicy, cost: number, nowMs: number): void {
-    const slot = this.find(p, key, nowMs);
+    const slot = this.#find(p, key, nowMs);
     if (slot === -1) return;
-    const state = this.stateOf(p, slot);
+    const state = this.#stateOf(p, slot);
     if (state !== undefined) stepOf(p).refund(state, slot * SLOT_WIDTH, nowMs, p, cost);
     this.slab.touch(slot, false);
   }
 
   /** Forgets a key's state and block under `p`. */
   reset(key: string, p: ResolvedPolicy): void {
-    const slot = this.existingContext(p)?.table.get(key);
+    const slot = this.#existingContext(p)?.table.get(key);
     if (slot !== undefined) this.slab.free(slot);
     this.blocks.unblock(p.id, key);
   }
 
   /** Forgets keys, least first, until the state fits in maxBytes again; never `keep` (-1: none to keep). */
   fitBytes(keep: number): void {
-    while (this.bytes > this.maxBytes && this.slab.size > 1) this.slab.evictOne(this.usedShare, keep);
+    while (this.bytes > this.#maxBytes && this.slab.size > 1) this.slab.evictOne(this.#usedShare, keep);
   }
 
   /** The policy's context, if it has one (and the path its checks take). */
-  private existingContext(policy: ResolvedPolicy): PolicyContext | undefined {
-    if (policy === this.lastPolicy) return this.lastContext;
-    this.lastPolicy = policy;
-    this.lastPath = policy.blockMs > 0 ? BLOCKED : policy.algorithm === 'sliding-log' ? LOG : NUMERIC;
-    this.lastContext = this.contexts.get(policy.id);
-    return this.lastContext;
+  #existingContext(policy: ResolvedPolicy): PolicyContext | undefined {
+    if (policy === this.#lastPolicy) return this.#lastContext;
+    this.#lastPolicy = policy;
+    this.#lastPath = policy.blockMs > 0 ? BLOCKED : policy.algorithm === 'sliding-log' ? LOG : NUMERIC;
+    this.#lastContext = this.#contexts.get(policy.id);
+    return this.#lastContext;
   }
 
-  private contextOf(policy: ResolvedPolicy): PolicyContext {
-    let context = this.existingContext(policy);
+  #contextOf(policy: ResolvedPolicy): PolicyContext {
+    let context = this.#existingContext(policy);
     if (context === undefined) {
       context = { table: new Map(), policy, algorithm: stepOf(policy) };
-      this.contexts.set(policy.id, context);
-      this.contextBytes += policyBytes(policy.id);
-      this.lastContext = context;
+      this.#contexts.set(policy.id, context);
+      this.#contextBytes += policyBytes(policy.id);
+      this.#lastContext = context;
     }
     return context;
   }
 
   /** The live slot of `key` under `policy`, or -1. An expired slot is zeroed on the way (lazy expiry). */
-  private find(policy: ResolvedPolicy, key: string, nowMs: number): number {
-    const slot = this.existingContext(policy)?.table.get(key);
+  #find(policy: ResolvedPolicy, key: string, nowMs: number): number {
+    const slot = this.#existingContext(policy)?.table.get(key);
     if (slot === undefined) return -1;
     if ((this.slab.expiresAt[slot] as number) <= nowMs) this.slab.clear(slot);
     return slot;
   }
 
-  private shareUsed(slot: number): number {
+  #shareUsed(slot: number): number {
     const now = this.latest[0] as number;
     if ((this.slab.expiresAt[slot] as number) <= now) return 0;
     const { policy: p, algorithm } = this.slab.owners[slot] as PolicyContext;
     if (p.capacity === 0) return 1;
-    const state = this.stateOf(p, slot) ?? new SlidingLogState();
+    const state = this.#stateOf(p, slot) ?? new SlidingLogState();
     return 1 - algorithm.check(state, slot * SLOT_WIDTH, now, p, 0, false).remaining / p.capacity;
   }
 
   /** Where a stored key's state is: the slab's numbers, or its sliding log (undefined: none yet, or expired). */
-  private stateOf(p: ResolvedPolicy, slot: number): KeyState | undefined {
+  #stateOf(p: ResolvedPolicy, slot: number): KeyState | undefined {
     return p.algorithm === 'sliding-log' ? this.slab.logs[slot] : this.slab.state;
   }
 
   /** The state of a key never seen, to decide on at offset 0 (the numbers are scratch, valid until the next check). */
-  private freshState(p: ResolvedPolicy): KeyState {
-    return p.algorithm === 'sliding-log' ? new SlidingLogState() : this.scratch.fill(0);
+  #freshState(p: ResolvedPolicy): KeyState {
+    return p.algorithm === 'sliding-log' ? new SlidingLogState() : this.#scratch.fill(0);
   }
 
   /** A new slot for `key`, within maxKeys and maxBytes (forgetting others in the eviction order). */
-  private store(key: string, p: ResolvedPolicy): number {
-    const slot = this.slab.allocate(key, this.contextOf(p), this.usedShare);
+  #store(key: string, p: ResolvedPolicy): number {
+    const slot = this.slab.allocate(key, this.#contextOf(p), this.#usedShare);
     this.fitBytes(slot);
     return slot;
   }
 
   /** A numeric algorithm's step on a stored key, with the key's expiry and place in the LRU. */
-  private decideAt(
+  #decideAt(
     context: PolicyContext,
     slot: number,
     p: ResolvedPolicy,
@@ -221,7 +221,7 @@ export class MemoryDecider {
   }
 
   /** A new key, a sliding log, or a check under a block duration (decide has set lastPath for `p`). */
-  private decideOther(
+  #decideOther(
     context: PolicyContext | undefined,
     key: string,
     p: ResolvedPolicy,
@@ -229,24 +229,24 @@ export class MemoryDecider {
     nowMs: number,
     commit: boolean,
   ): Decision {
-    if (this.lastPath === NUMERIC) return this.decideFresh(key, p, cost, nowMs, commit, -1);
-    if (this.lastPath === LOG) return this.decideLog(context, key, p, cost, nowMs, commit);
+    if (this.#lastPath === NUMERIC) return this.#decideFresh(key, p, cost, nowMs, commit, -1);
+    if (this.#lastPath === LOG) return this.#decideLog(context, key, p, cost, nowMs, commit);
     // Blocked: a blocked key is rejected, and a rejection blocks it.
     const blocked = this.blocks.check(p.id, key, nowMs, p.limit);
     if (blocked) return blocked;
     const slot = context?.table.get(key);
     const decision =
       p.algorithm === 'sliding-log'
-        ? this.decideLog(context, key, p, cost, nowMs, commit)
+        ? this.#decideLog(context, key, p, cost, nowMs, commit)
         : slot === undefined
-          ? this.decideFresh(key, p, cost, nowMs, commit, -1)
-          : this.decideAt(context as PolicyContext, slot, p, cost, nowMs, commit);
+          ? this.#decideFresh(key, p, cost, nowMs, commit, -1)
+          : this.#decideAt(context as PolicyContext, slot, p, cost, nowMs, commit);
     if (!decision.allowed && commit) this.blocks.block(p.id, key, nowMs + p.blockMs);
     return decision;
   }
 
   /** A sliding log's check: a stored log is the hot path (find() written out, as in decide). */
-  private decideLog(
+  #decideLog(
     context: PolicyContext | undefined,
     key: string,
     p: ResolvedPolicy,
@@ -255,15 +255,15 @@ export class MemoryDecider {
     commit: boolean,
   ): Decision {
     const slot = context?.table.get(key);
-    if (slot === undefined) return this.decideFresh(key, p, cost, nowMs, commit, -1);
+    if (slot === undefined) return this.#decideFresh(key, p, cost, nowMs, commit, -1);
     const slab = this.slab;
     if ((slab.expiresAt[slot] as number) <= nowMs) slab.clear(slot);
     const log = slab.logs[slot];
-    if (log === undefined) return this.decideFresh(key, p, cost, nowMs, commit, slot);
+    if (log === undefined) return this.#decideFresh(key, p, cost, nowMs, commit, slot);
     const decision = slidingLog.check(log, 0, nowMs, p, cost, commit);
     // It took units: it now expires one period after its newest entry, at `nowMs` (slidingLog.expiresAt
     // without the call), and may have grown.
-    if (decision.allowed && commit && cost > 0) this.took(slot, key, nowMs + p.periodMs);
+    if (decision.allowed && commit && cost > 0) this.#took(slot, key, nowMs + p.periodMs);
     slab.touch(slot, decision.remaining === 0);
     return decision;
   }
@@ -272,22 +272,15 @@ export class MemoryDecider {
    * A key with no state (new, or a log that expired: `slot` is then still its own, else -1): decide on a
    * fresh state and store it only if the request took units, so rejected requests and peeks never grow the store.
    */
-  private decideFresh(
-    key: string,
-    p: ResolvedPolicy,
-    cost: number,
-    nowMs: number,
-    commit: boolean,
-    slot: number,
-  ): Decision {
+  #decideFresh(key: string, p: ResolvedPolicy, cost: number, nowMs: number, commit: boolean, slot: number): Decision {
     const step = stepOf(p);
-    const state = this.freshState(p);
+    const state = this.#freshState(p);
     const decision = step.check(state, 0, nowMs, p, cost, commit);
     if (decision.allowed && commit && cost > 0) {
-      const target = slot === -1 ? this.store(key, p) : slot;
+      const target = slot === -1 ? this.#store(key, p) : slot;
       if (state instanceof SlidingLogState) this.slab.logs[target] = state;
-      else this.slab.state.set(this.scratch, target * SLOT_WIDTH);
-      this.took(target, key, step.expiresAt(state, 0, p));
+      else this.slab.state.set(this.#scratch, target * SLOT_WIDTH);
+      this.#took(target, key, step.expiresAt(state, 0, p));
       this.slab.touch(target, decision.remaining === 0);
     } else if (slot !== -1) {
       this.slab.touch(slot, decision.remaining === 0);
@@ -296,7 +289,7 @@ export class MemoryDecider {
   }
 
   /** A stored key took units: when its state is fresh again, and its bytes (a sliding log may have grown). */
-  private took(slot: number, key: string, expiresAt: number): void {
+  #took(slot: number, key: string, expiresAt: number): void {
     const log = this.slab.logs[slot];
     this.slab.expiresAt[slot] = expiresAt;
     this.slab.setBytes(slot, keyBytes(key) + (log === undefined ? 0 : logBytes(log)));
