@@ -78,18 +78,19 @@ function leakyCheck(s: Slots, o: number, now: number, p: ResolvedPolicy, cost: n
 
 /** Builds the bucket algorithm; `shaping` adds `delayMs` (the leaky bucket's queue position). */
 export function createBucket(name: 'token-bucket' | 'leaky-bucket', shaping: boolean): Algorithm {
+  // One step per bucket, each with the one decision literal it returns (so a decision never grows a
+  // property after it is made): with both in one step, its bytecode was over what V8 inlines into
+  // an awaited check along with the store's path.
+  const check = shaping ? leakyCheck : tokenCheck;
   return {
     name,
-    // One step per bucket, each with the one decision literal it returns (so a decision never grows a
-    // property after it is made): with both in one step, its bytecode was over what V8 inlines into
-    // an awaited check along with the store's path.
-    check: shaping ? leakyCheck : tokenCheck,
+    check,
 
     charge(s, o, now, p, cost) {
       // Past the capacity is debt: the level drains at the same rate, so later requests wait until it has.
       s[o] = Math.min(levelAt(s, o, now, p) + cost * p.intervalTicks, p.capacityTicks + MAX_DEBT);
       s[o + 1] = Math.max(now, s[o + 1] as number);
-      return (shaping ? leakyCheck : tokenCheck)(s, o, now, p, 0, false);
+      return check(s, o, now, p, 0, false);
     },
 
     refund(s, o, now, p, cost) {
