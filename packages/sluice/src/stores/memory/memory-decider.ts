@@ -278,9 +278,15 @@ export class MemoryDecider {
     const decision = step.check(state, 0, nowMs, p, cost, commit);
     if (decision.allowed && commit && cost > 0) {
       const target = slot === -1 ? this.#store(key, p) : slot;
-      if (state instanceof SlidingLogState) this.slab.logs[target] = state;
-      else this.slab.state.set(this.#scratch, target * SLOT_WIDTH);
-      this.#took(target, key, step.expiresAt(state, 0, p));
+      const expiresAt = step.expiresAt(state, 0, p);
+      if (state instanceof SlidingLogState) {
+        this.slab.logs[target] = state;
+        this.#took(target, key, expiresAt);
+      } else {
+        // A numeric state's bytes are its key's, counted and fitted by #store: only its numbers to copy.
+        this.slab.state.set(this.#scratch, target * SLOT_WIDTH);
+        this.slab.expiresAt[target] = expiresAt;
+      }
       this.slab.touch(target, decision.remaining === 0);
     } else if (slot !== -1) {
       this.slab.touch(slot, decision.remaining === 0);
