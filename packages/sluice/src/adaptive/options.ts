@@ -77,7 +77,7 @@ const KNOWN = [
   'clock',
 ];
 
-const invalid = (option: string, why: string) => optionError('ERR_SLUICE_ADAPTIVE_INVALID_OPTION', option, why);
+const invalid = (option: string, why: string) => optionError(option, why, 'ERR_SLUICE_ADAPTIVE_INVALID_OPTION');
 
 function wholeNumber(value: unknown, option: string): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > 1_000_000)
@@ -117,9 +117,9 @@ export function resolveAdaptiveOptions(options: AdaptiveLimiterOptions = {}): Re
   for (const key of Object.keys(options))
     if (!KNOWN.includes(key))
       throw optionError(
-        'ERR_SLUICE_UNKNOWN_OPTION',
         key,
         `not an option of createAdaptiveLimiter (known: ${KNOWN.join(', ')})`,
+        'ERR_SLUICE_UNKNOWN_OPTION',
       );
   const algorithm = options.algorithm ?? 'gradient2';
   if (!Object.hasOwn(ALGORITHMS, algorithm))

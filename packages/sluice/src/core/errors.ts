@@ -44,7 +44,14 @@ export function isSluiceError(error: unknown, code?: SluiceErrorCode): error is 
   return error instanceof SluiceError && (code === undefined || error.code === code);
 }
 
-/** The error for an option with a bad value: the message `option: why`, naming the option for programs too. */
-export function optionError(code: SluiceErrorCode, option: string, why: string): SluiceError {
+/**
+ * The error for an option with a bad value: the message `option: why`, naming the option for programs too;
+ * `ERR_SLUICE_INVALID_OPTION` unless a more precise code is given.
+ */
+export function optionError(
+  option: string,
+  why: string,
+  code: SluiceErrorCode = 'ERR_SLUICE_INVALID_OPTION',
+): SluiceError {
   return new SluiceError(code, `${option}: ${why}`, { option });
 }

@@ -109,33 +109,33 @@ export function resolvePolicy(
   const algorithm = options.algorithm ?? 'fixed-window';
   if (!isAlgorithmName(algorithm)) {
     throw optionError(
-      'ERR_SLUICE_INVALID_ALGORITHM',
       `${path}algorithm`,
       `'${String(algorithm)}' is not an algorithm; use one of ${ALGORITHMS.join(', ')}`,
+      'ERR_SLUICE_INVALID_ALGORITHM',
     );
   }
   const { limit } = options;
   if (!isCount(limit, 0)) {
     throw optionError(
-      'ERR_SLUICE_INVALID_LIMIT',
       `${path}limit`,
       `${String(limit)} is not a whole number between 0 and ${MAX_LIMIT}`,
+      'ERR_SLUICE_INVALID_LIMIT',
     );
   }
   const periodMs = periodOf(options.period, path);
   const burst = options.burst === undefined ? limit : checkBurst(options.burst, algorithm, path);
   if (algorithm === 'sliding-log' && limit > MAX_SLIDING_LOG_LIMIT) {
     throw optionError(
-      'ERR_SLUICE_SLIDING_LOG_TOO_LARGE',
       `${path}limit`,
       `a sliding log keeps one entry per admitted request (up to 16 bytes each, per key), so it takes a limit of at most ${MAX_SLIDING_LOG_LIMIT}, not ${limit}; use algorithm 'sliding-window' (two counters per key, within about 1% of exact)`,
+      'ERR_SLUICE_SLIDING_LOG_TOO_LARGE',
     );
   }
   const blockMs =
     options.blockDuration === undefined ? 0 : parseDuration(options.blockDuration, `${path}blockDuration`);
   // The block lives in the store (with a TTL) for this long.
   if (blockMs > MAX_PERIOD_MS) {
-    throw optionError('ERR_SLUICE_INVALID_BLOCK', `${path}blockDuration`, `at most 10 years, got ${blockMs} ms`);
+    throw optionError(`${path}blockDuration`, `at most 10 years, got ${blockMs} ms`, 'ERR_SLUICE_INVALID_BLOCK');
   }
   const capacity = limit === 0 ? 0 : burst;
   const { scale, intervalTicks } = ticksFor(limit, periodMs);
@@ -150,9 +150,9 @@ export function resolvePolicy(
   const explicitBurst = burst !== limit;
   if (magnitude > MAX_MAGNITUDE) {
     throw optionError(
-      'ERR_SLUICE_INVALID_LIMIT',
       `${path}limit`,
       `${limit} per ${periodMs} ms${explicitBurst ? ` with burst ${burst}` : ''} is too large to count exactly; use a shorter period or a smaller limit`,
+      'ERR_SLUICE_INVALID_LIMIT',
     );
   }
   const id = `${ALGORITHM_IDS[algorithm]}${limit}/${periodMs}${explicitBurst ? `b${burst}` : ''}`;
@@ -164,9 +164,9 @@ function checkKnownKeys(options: PolicyOptions, path: string, extraKeys: Readonl
   for (const key of Object.keys(options)) {
     if (!POLICY_KEYS.has(key) && !extraKeys.has(key)) {
       throw optionError(
-        'ERR_SLUICE_UNKNOWN_OPTION',
         path + key,
         `unknown option (known: ${[...POLICY_KEYS, ...extraKeys].join(', ')})`,
+        'ERR_SLUICE_UNKNOWN_OPTION',
       );
     }
   }
@@ -180,14 +180,14 @@ function isCount(n: unknown, min: number): n is number {
 /** The period in ms: required, from 1 ms to 10 years. */
 function periodOf(period: Duration | undefined, path: string): number {
   if (period === undefined) {
-    throw optionError('ERR_SLUICE_INVALID_PERIOD', `${path}period`, "required (e.g. '1m' or 60000)");
+    throw optionError(`${path}period`, "required (e.g. '1m' or 60000)", 'ERR_SLUICE_INVALID_PERIOD');
   }
   const periodMs = parseDuration(period, `${path}period`);
   if (periodMs < 1 || periodMs > MAX_PERIOD_MS) {
     throw optionError(
-      'ERR_SLUICE_INVALID_PERIOD',
       `${path}period`,
       `must be at least 1 ms and at most 10 years, got ${periodMs} ms`,
+      'ERR_SLUICE_INVALID_PERIOD',
     );
   }
   return periodMs;
@@ -197,16 +197,16 @@ function periodOf(period: Duration | undefined, path: string): number {
 function checkBurst(burst: unknown, algorithm: AlgorithmName, path: string): number {
   if (!isBucketAlgorithm(algorithm)) {
     throw optionError(
-      'ERR_SLUICE_INVALID_BURST',
       `${path}burst`,
       `only token-bucket, leaky-bucket and gcra take a burst, not ${algorithm}`,
+      'ERR_SLUICE_INVALID_BURST',
     );
   }
   if (!isCount(burst, 1)) {
     throw optionError(
-      'ERR_SLUICE_INVALID_BURST',
       `${path}burst`,
       `${String(burst)} is not a whole number between 1 and ${MAX_LIMIT}`,
+      'ERR_SLUICE_INVALID_BURST',
     );
   }
   return burst;

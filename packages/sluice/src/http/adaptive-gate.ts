@@ -6,8 +6,8 @@
 import type { AdaptiveLimiter } from '../adaptive/create-adaptive-limiter.js';
 import { createAdaptiveLimiter } from '../adaptive/create-adaptive-limiter.js';
 import type { AdaptiveDecision, AdaptivePermit } from '../adaptive/decision.js';
+import { optionError } from '../core/errors.js';
 import type { AdaptiveMiddlewareOptions } from './adaptive-options.js';
-import { invalidOption } from './option-error.js';
 import type { HttpOutcome } from './outcome.js';
 import type { Awaitable } from './request.js';
 import { warnOnce } from './warn.js';
@@ -34,17 +34,17 @@ function resolveLimiter<Req>(options: AdaptiveMiddlewareOptions<Req>): AdaptiveL
   if (limiter === undefined) return createAdaptiveLimiter(own);
   const [mixed] = Object.keys(own);
   if (mixed !== undefined)
-    throw invalidOption(`adaptive.${mixed}`, "give either adaptive.limiter or the limiter's options, not both");
+    throw optionError(`adaptive.${mixed}`, "give either adaptive.limiter or the limiter's options, not both");
   return limiter;
 }
 
 /** Compiles the `adaptive` option (validated here, once). */
 export function createAdaptiveGate<Req>(options: AdaptiveMiddlewareOptions<Req>): AdaptiveGate<Req> {
   if (options === null || typeof options !== 'object')
-    throw invalidOption('adaptive', "give options, e.g. { algorithm: 'gradient2' }");
+    throw optionError('adaptive', "give options, e.g. { algorithm: 'gradient2' }");
   const { priority } = options;
   if (priority !== undefined && typeof priority !== 'function')
-    throw invalidOption('adaptive.priority', 'expected a function (req) => name');
+    throw optionError('adaptive.priority', 'expected a function (req) => name');
   const limiter = resolveLimiter(options);
   const known = new Set(limiter.priorities);
   const lowest = limiter.priorities[limiter.priorities.length - 1] as string;

@@ -2,10 +2,9 @@
  * Validation of `rateLimit()`'s options when the middleware is built: an unknown option is an error (with the sluice
  * spelling when it is another library's), and every problem names its option and the fix.
  */
-import { SluiceError } from '../core/errors.js';
+import { optionError, SluiceError } from '../core/errors.js';
 import { type AccessList, createAccessList, isAccessList } from './access-list.js';
 import { migrationHint } from './migration-hints.js';
-import { invalidOption } from './option-error.js';
 import { RATE_LIMIT_OPTION_KEYS, type RateLimitOptions } from './options.js';
 import { warnOnce } from './warn.js';
 
@@ -36,11 +35,11 @@ const isWhole = (value: unknown, min: number, max: number): boolean =>
 export function toAccessList(value: readonly string[] | AccessList | undefined, option: string): AccessList {
   if (value === undefined) return createAccessList();
   if (isAccessList(value)) return value;
-  if (!Array.isArray(value)) throw invalidOption(option, 'expected an array of IPs, CIDRs and keys');
+  if (!Array.isArray(value)) throw optionError(option, 'expected an array of IPs, CIDRs and keys');
   try {
     return createAccessList(value);
   } catch (error) {
-    throw invalidOption(option, (error as Error).message);
+    throw optionError(option, (error as Error).message);
   }
 }
 
@@ -75,7 +74,7 @@ function checkKnownNames<Req>(options: RateLimitOptions<Req>, extraKeys: Readonl
   for (const k of Object.keys(options)) {
     if (!RATE_LIMIT_OPTION_KEYS.has(k) && !extraKeys.has(k)) {
       const hint = migrationHint(k, options as Record<string, unknown>, framework);
-      throw invalidOption(
+      throw optionError(
         k,
         hint === undefined
           ? `unknown option of rateLimit (known: ${[...RATE_LIMIT_OPTION_KEYS, ...extraKeys].join(', ')})`
@@ -90,15 +89,12 @@ function checkKnownNames<Req>(options: RateLimitOptions<Req>, extraKeys: Readonl
 function checkKinds<Req>(options: RateLimitOptions<Req>): void {
   for (const name of FUNCTIONS) {
     const v = options[name];
-    if (v !== undefined && typeof v !== 'function') throw invalidOption(name, 'expected a function');
+    if (v !== undefined && typeof v !== 'function') throw optionError(name, 'expected a function');
   }
   for (const [name, allowed] of Object.entries(CHOICES)) {
     const v = options[name as keyof RateLimitOptions<Req>];
     if (v !== undefined && !allowed.includes(v)) {
-      throw invalidOption(
-        name,
-        `${JSON.stringify(v)} is not one of ${allowed.map((a) => JSON.stringify(a)).join(', ')}`,
-      );
+      throw optionError(name, `${JSON.stringify(v)} is not one of ${allowed.map((a) => JSON.stringify(a)).join(', ')}`);
     }
   }
 }
@@ -107,16 +103,16 @@ function checkKinds<Req>(options: RateLimitOptions<Req>): void {
 function checkNumbers<Req>(options: RateLimitOptions<Req>): void {
   const { cost, maxDelayMs, statusCode, message } = options;
   if (cost !== undefined && typeof cost !== 'function' && !isWhole(cost, 0, 1e9)) {
-    throw invalidOption('cost', `${String(cost)} is not a whole number ≥ 0 or a function`, 'ERR_SLUICE_INVALID_COST');
+    throw optionError('cost', `${String(cost)} is not a whole number ≥ 0 or a function`, 'ERR_SLUICE_INVALID_COST');
   }
   if (maxDelayMs !== undefined && !(Number.isInteger(maxDelayMs) && maxDelayMs >= 0)) {
-    throw invalidOption('maxDelayMs', `${String(maxDelayMs)} is not a whole number ≥ 0`);
+    throw optionError('maxDelayMs', `${String(maxDelayMs)} is not a whole number ≥ 0`);
   }
   if (statusCode !== undefined && !isWhole(statusCode, 400, 599)) {
-    throw invalidOption('statusCode', `${String(statusCode)} is not a 4xx or 5xx status`);
+    throw optionError('statusCode', `${String(statusCode)} is not a 4xx or 5xx status`);
   }
   if (message !== undefined && typeof message !== 'string' && typeof message !== 'function') {
-    throw invalidOption('message', 'expected a string or a function');
+    throw optionError('message', 'expected a string or a function');
   }
 }
 
@@ -124,14 +120,11 @@ function checkNumbers<Req>(options: RateLimitOptions<Req>): void {
 function checkRules<Req>(options: RateLimitOptions<Req>): void {
   const rules = options.rules as { checkHttp?: unknown } | null;
   if (typeof rules !== 'object' || typeof rules?.checkHttp !== 'function') {
-    throw invalidOption('rules', 'expected a rules engine (createRulesEngine from sluice/rules)');
+    throw optionError('rules', 'expected a rules engine (createRulesEngine from sluice/rules)');
   }
   const clash = DECIDED_BY_RULES.filter((k) => options[k] !== undefined);
   if (clash.length > 0 || options.mode === 'shape') {
-    throw invalidOption(
-      'rules',
-      `the rules decide limits, keys and store; drop ${clash.join(', ') || "mode: 'shape'"}`,
-    );
+    throw optionError('rules', `the rules decide limits, keys and store; drop ${clash.join(', ') || "mode: 'shape'"}`);
   }
 }
 

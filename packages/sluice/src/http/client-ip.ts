@@ -2,9 +2,10 @@
  * Who the client is: its address from the TCP peer, or from a forwarding header only when the peer is a trusted proxy,
  * and the key that address counts under (an IPv6 client by its subnet, so it cannot rotate addresses).
  */
+
+import { optionError } from '../core/errors.js';
 import { type Cidr, cidrContains, formatIp, type IpBytes, isV4, maskIp, parseCidr, parseIp } from '../core/ip.js';
 import { parseForwarded, parseXForwardedFor } from './forwarded.js';
-import { invalidOption } from './option-error.js';
 
 /** Named groups of proxy addresses, as accepted in `trustProxy`. */
 export const PROXY_GROUPS: Readonly<Record<string, readonly string[]>> = {
@@ -63,10 +64,10 @@ export function createClientIpResolver(options: ClientIpOptions = {}): ClientIpR
   const trusted = parseTrustProxy(options.trustProxy);
   const proxyHeader = options.proxyHeader ?? 'x-forwarded-for';
   if (proxyHeader !== 'x-forwarded-for' && proxyHeader !== 'forwarded')
-    throw invalidOption('proxyHeader', `'${String(proxyHeader)}' is not 'x-forwarded-for' or 'forwarded'`);
+    throw optionError('proxyHeader', `'${String(proxyHeader)}' is not 'x-forwarded-for' or 'forwarded'`);
   const subnet = options.ipv6Subnet ?? 56;
   if (subnet !== false && (!Number.isInteger(subnet) || subnet < 1 || subnet > 128))
-    throw invalidOption('ipv6Subnet', `${String(subnet)} is not a prefix length from 1 to 128 (or false)`);
+    throw optionError('ipv6Subnet', `${String(subnet)} is not a prefix length from 1 to 128 (or false)`);
   const bits = subnet === false ? 128 : subnet;
   const parseHops = proxyHeader === 'forwarded' ? parseForwarded : parseXForwardedFor;
   // Peers are few (the proxies themselves) and IPv6 clients repeat: remember answers, boundedly.
@@ -136,14 +137,14 @@ export function normalize(peer: string): string {
 function parseTrustProxy(value: ClientIpOptions['trustProxy']): Cidr[] {
   if (value === undefined || value === false) return [];
   const entries = typeof value === 'string' ? value.split(',').map((s) => s.trim()) : value;
-  if (!Array.isArray(entries)) throw invalidOption('trustProxy', 'expected a CIDR string or an array of them');
+  if (!Array.isArray(entries)) throw optionError('trustProxy', 'expected a CIDR string or an array of them');
   const cidrs: Cidr[] = [];
   for (const [i, entry] of entries.entries()) {
     const group = typeof entry === 'string' ? PROXY_GROUPS[entry] : undefined;
     for (const text of group ?? [entry]) {
       const cidr = typeof text === 'string' ? parseCidr(text.trim()) : undefined;
       if (cidr === undefined) {
-        throw invalidOption(
+        throw optionError(
           `trustProxy[${i}]`,
           `'${String(entry)}' is not an IP address, a CIDR block or one of ${Object.keys(PROXY_GROUPS).join(', ')}`,
         );

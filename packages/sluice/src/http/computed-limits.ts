@@ -2,6 +2,8 @@
  * The plan of a middleware with limits computed from the request: each request's limits are resolved, and a limiter
  * made for each distinct set, cached by its signature, so a policy is validated once and not on every request.
  */
+
+import { optionError } from '../core/errors.js';
 import { checkMissingKey } from './keys.js';
 import {
   checkLimitFields,
@@ -13,7 +15,6 @@ import {
   validate,
 } from './limit-entries.js';
 import { EMPTY_SET, type LimitPlan, type LimitSet } from './limit-types.js';
-import { invalidOption } from './option-error.js';
 import type { HttpLimitSpec, HttpPolicy } from './options.js';
 import type { Awaitable, HttpRequestInfo } from './request.js';
 
@@ -97,11 +98,11 @@ function resolveSpec<Req>(
   if (spec === null || spec === undefined) return undefined;
   const path = `limits[${index}]`;
   if (typeof spec !== 'object')
-    throw invalidOption(path, `the function returned ${typeof spec}; return a limit ({ limit, period, … }) or null`);
+    throw optionError(path, `the function returned ${typeof spec}; return a limit ({ limit, period, … }) or null`);
   checkLimitFields(spec, path);
   const { name = `limit${index}`, key, missingKey } = spec;
   if (key !== undefined && key !== null && typeof key !== 'string' && typeof key !== 'number')
-    throw invalidOption(`${path}.key`, 'expected a string, a number or null', 'ERR_SLUICE_INVALID_KEY');
+    throw optionError(`${path}.key`, 'expected a string, a number or null', 'ERR_SLUICE_INVALID_KEY');
   const missing = checkMissingKey(missingKey, `${path}.missingKey`);
   return {
     name,

@@ -2,8 +2,9 @@
  * Counting a request by its response: `skipSuccessfulRequests`, `skipFailedRequests` and `responseCost` settle what a
  * request took once its status is known, giving units back or taking more.
  */
+
+import { optionError } from '../core/errors.js';
 import type { CheckingLimiter, LimiterKey } from '../limiter/create-limiter.js';
-import { invalidOption } from './option-error.js';
 import type { Awaitable } from './request.js';
 import { warnOnce } from './warn.js';
 
@@ -50,17 +51,17 @@ export function createResponseCounting<Req>(
   const { skipSuccessfulRequests: skipOk, skipFailedRequests: skipFailed, responseCost } = options;
   for (const [name, type, expected] of EXPECTED) {
     const v = options[name];
-    if (v !== undefined && typeof v !== type) throw invalidOption(name, `expected ${expected}`);
+    if (v !== undefined && typeof v !== type) throw optionError(name, `expected ${expected}`);
   }
   if (responseCost !== undefined && (skipOk === true || skipFailed === true)) {
-    throw invalidOption(
+    throw optionError(
       'responseCost',
       'give either responseCost or skipSuccessfulRequests/skipFailedRequests; responseCost can return 0 for what should not count',
     );
   }
   if (responseCost === undefined && skipOk !== true && skipFailed !== true) {
     if (options.requestWasSuccessful !== undefined) {
-      throw invalidOption(
+      throw optionError(
         'requestWasSuccessful',
         'only used with skipSuccessfulRequests or skipFailedRequests; set one of them',
       );
@@ -73,7 +74,7 @@ export function createResponseCounting<Req>(
     if (responseCost !== undefined) {
       const real = await responseCost(req, status);
       if (!(Number.isInteger(real) && real >= 0 && real <= 1e9))
-        throw invalidOption(
+        throw optionError(
           'responseCost',
           `returned ${String(real)}, not a whole number ≥ 0`,
           'ERR_SLUICE_INVALID_COST',

@@ -3,8 +3,8 @@
  * each limit's fixed parts are formatted once, so a request only fills in its numbers.
  */
 import type { Decision } from '../core/decision.js';
+import { optionError } from '../core/errors.js';
 import type { AlgorithmName } from '../core/policy.js';
-import { invalidOption } from './option-error.js';
 
 /** Which rate-limit headers to send: `X-RateLimit-*`, the IETF draft's `RateLimit`/`RateLimit-Policy`, both, or none. */
 export type HeaderMode = 'x' | 'draft' | 'both' | false;
@@ -54,7 +54,7 @@ export function toSfString(value: string, option = 'name'): string {
   for (let i = 0; i < value.length; i++) {
     const c = value.charCodeAt(i);
     if (c < 0x20 || c > 0x7e)
-      throw invalidOption(option, `'${value}' cannot be sent in a RateLimit header; use printable ASCII only`);
+      throw optionError(option, `'${value}' cannot be sent in a RateLimit header; use printable ASCII only`);
     if (c === 0x22 || c === 0x5c) out += '\\';
     out += value[i];
   }

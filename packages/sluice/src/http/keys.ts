@@ -2,7 +2,7 @@
  * Keys as a limit counts them: what a key function may return (a string or a number), and what a missing key means
  * (`missingKey`: the client's address, no limit, or a 400).
  */
-import { invalidOption } from './option-error.js';
+import { optionError } from '../core/errors.js';
 
 /**
  * What a missing key (a key function that returned `null`, `undefined` or `''`) means:
@@ -22,7 +22,7 @@ export function keyText(value: unknown, option: string): string | undefined {
   if (typeof value === 'string') return value === '' ? undefined : value;
   if (value === null || value === undefined) return undefined;
   if ((typeof value === 'number' && Number.isFinite(value)) || typeof value === 'bigint') return String(value);
-  throw invalidOption(
+  throw optionError(
     option,
     `the key function returned ${describe(value)}; return a string or a number (or null when the request has none)`,
     'ERR_SLUICE_INVALID_KEY',
@@ -39,7 +39,7 @@ function describe(value: unknown): string {
 export function checkMissingKey(value: unknown, option: string): MissingKey | undefined {
   if (value === undefined) return undefined;
   if (!(MISSING_KEY_VALUES as readonly unknown[]).includes(value)) {
-    throw invalidOption(
+    throw optionError(
       option,
       `${JSON.stringify(value)} is not one of ${MISSING_KEY_VALUES.map((v) => `'${v}'`).join(', ')}`,
     );

@@ -2,12 +2,11 @@
  * The limit options of a middleware read into entries: an inline limit or each of `limits`, with its policy, name and
  * key source, validated with the option path the user wrote; limits that are functions of the request stay functions.
  */
-import { isSluiceError, SluiceError } from '../core/errors.js';
+import { isSluiceError, optionError, SluiceError } from '../core/errors.js';
 import { type PolicyOptions, resolvePolicy } from '../core/policy.js';
 import { limitHeaderInfo } from './headers.js';
 import { checkMissingKey, type MissingKey } from './keys.js';
 import type { KeySource } from './limit-types.js';
-import { invalidOption } from './option-error.js';
 import type { HttpLimit, HttpLimitSpec, HttpPolicy, RateLimitOptions } from './options.js';
 import type { RequestFn } from './request.js';
 
@@ -57,7 +56,7 @@ export function pickPolicy(
 export function checkLimitFields(spec: object, path: string): void {
   for (const k of Object.keys(spec)) {
     if (!LIMIT_FIELDS.has(k)) {
-      throw invalidOption(
+      throw optionError(
         `${path}.${k}`,
         `unknown option (known: ${[...LIMIT_FIELDS].join(', ')})`,
         'ERR_SLUICE_UNKNOWN_OPTION',
@@ -81,12 +80,12 @@ function compileEntry<Req>(
 ): Entry<Req> {
   if (typeof entry === 'function') return { kind: 'entry-fn', index: i, fn: entry };
   const path = `limits[${i}]`;
-  if (entry === null || typeof entry !== 'object') throw invalidOption(path, 'expected a limit object or a function');
+  if (entry === null || typeof entry !== 'object') throw optionError(path, 'expected a limit object or a function');
   checkLimitFields(entry, path);
   const name = entry.name ?? `limit${i}`;
-  if (typeof name !== 'string' || name === '') throw invalidOption(`${path}.name`, 'expected a non-empty string');
+  if (typeof name !== 'string' || name === '') throw optionError(`${path}.name`, 'expected a non-empty string');
   if (entry.key !== undefined && typeof entry.key !== 'function')
-    throw invalidOption(`${path}.key`, 'expected a function of the request');
+    throw optionError(`${path}.key`, 'expected a function of the request');
   const key: KeySource<Req> = entry.key === undefined ? DEFAULT_KEY : { kind: 'fn', fn: entry.key };
   const missing = checkMissingKey(entry.missingKey, `${path}.missingKey`);
   const common = { name, key, index: i, ...(missing === undefined ? {} : { missing }) };
@@ -132,7 +131,7 @@ function inlineEntry<Req>(
   defaultAlgorithm: string | undefined,
 ): Entry<Req> {
   if (inline.length === 0)
-    throw invalidOption('limit', "give a limit inline ({ limit: 100, period: '1m' }) or several under limits: [...]");
+    throw optionError('limit', "give a limit inline ({ limit: 100, period: '1m' }) or several under limits: [...]");
   const common = { name: options.name ?? 'default', key: DEFAULT_KEY, index: -1 };
   return entryOf(options.limit, pickPolicy(options, defaultAlgorithm), common);
 }
@@ -143,17 +142,14 @@ function listEntries<Req>(
   defaultAlgorithm: string | undefined,
 ): Entry<Req>[] {
   if (inline.length > 0)
-    throw invalidOption(
-      'limits',
-      `give either limits: [...] or an inline limit, not both (found ${inline.join(', ')})`,
-    );
+    throw optionError('limits', `give either limits: [...] or an inline limit, not both (found ${inline.join(', ')})`);
   if (!Array.isArray(limits) || limits.length === 0)
-    throw invalidOption('limits', 'expected a non-empty array of limits');
+    throw optionError('limits', 'expected a non-empty array of limits');
   const entries = limits.map((entry, i) => compileEntry<Req>(entry, i, defaultAlgorithm));
   const names = new Set<string>();
   for (const e of entries) {
     if (e.kind === 'entry-fn') continue;
-    if (names.has(e.name)) throw invalidOption(`limits[${e.index}].name`, `'${e.name}' is used twice`);
+    if (names.has(e.name)) throw optionError(`limits[${e.index}].name`, `'${e.name}' is used twice`);
     names.add(e.name);
   }
   return entries;

@@ -2,8 +2,9 @@
  * A guard against two middlewares silently sharing counters: each claims its policies' counters on a store, and a
  * second claim is an error unless both say `shared: true`.
  */
+
+import { optionError } from '../core/errors.js';
 import type { Store } from '../stores/store.js';
-import { invalidOption } from './option-error.js';
 
 /** Who counts under a counter namespace of a store. */
 interface Owner {
@@ -37,7 +38,7 @@ export function claimCounters(
   for (const { id, label } of claims) {
     const previous = table.get(id);
     if (previous !== undefined && !(previous.shared && shared)) {
-      throw invalidOption(
+      throw optionError(
         'name',
         `limit ${label} is already counted by another rateLimit() on this ${store.name} store, so the two ` +
           `would share counters (a request to one uses up the other). Give each middleware its own name ` +

@@ -77,11 +77,11 @@ export function createConcurrencyLimiter(options: ConcurrencyLimiterOptions): Co
 function resolveConcurrency(options: ConcurrencyLimiterOptions): Concurrency {
   const { limit } = options;
   if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 0 || limit > 1_000_000) {
-    throw optionError('ERR_SLUICE_INVALID_LIMIT', 'limit', `${String(limit)} is not a whole number between 0 and 1e6`);
+    throw optionError('limit', `${String(limit)} is not a whole number between 0 and 1e6`, 'ERR_SLUICE_INVALID_LIMIT');
   }
   const leaseMs = parseDuration(options.lease ?? 60_000, 'lease');
   if (leaseMs < 1) {
-    throw optionError('ERR_SLUICE_INVALID_DURATION', 'lease', 'must be at least 1 ms');
+    throw optionError('lease', 'must be at least 1 ms', 'ERR_SLUICE_INVALID_DURATION');
   }
   const { mode } = createFailurePolicy(options);
   return {

@@ -51,22 +51,14 @@ export function isStoreFailure(error: unknown): boolean {
 export function createFailurePolicy(options: FailureOptions): FailurePolicy {
   const mode = options.fail ?? 'open';
   if (!MODES.includes(mode)) {
-    throw optionError(
-      'ERR_SLUICE_INVALID_OPTION',
-      'fail',
-      `expected 'open', 'closed' or 'insurance', got ${String(mode)}`,
-    );
+    throw optionError('fail', `expected 'open', 'closed' or 'insurance', got ${String(mode)}`);
   }
   const share = options.insuranceShare;
   if (share !== undefined && mode !== 'insurance') {
-    throw optionError('ERR_SLUICE_INVALID_OPTION', 'insuranceShare', "only applies with fail: 'insurance'");
+    throw optionError('insuranceShare', "only applies with fail: 'insurance'");
   }
   if (share !== undefined && !(typeof share === 'number' && share > 0 && share <= 1)) {
-    throw optionError(
-      'ERR_SLUICE_INVALID_OPTION',
-      'insuranceShare',
-      `expected a number in (0, 1], got ${String(share)}`,
-    );
+    throw optionError('insuranceShare', `expected a number in (0, 1], got ${String(share)}`);
   }
   if (mode === 'insurance') return createInsurance(share ?? 1);
   const decide = mode === 'open' ? openDecision : closedDecision;

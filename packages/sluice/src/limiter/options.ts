@@ -82,17 +82,17 @@ export function resolveLimiterOptions(options: LimiterOptions): ResolvedLimiterO
   const { limits, store, clock, name } = options;
   const failure = createFailurePolicy(options);
   if (name !== undefined && (typeof name !== 'string' || name === '')) {
-    throw optionError('ERR_SLUICE_INVALID_OPTION', 'name', 'expected a non-empty string');
+    throw optionError('name', 'expected a non-empty string');
   }
   if (store !== undefined && !isStore(store)) {
     throw optionError(
-      'ERR_SLUICE_INVALID_STORE',
       'store',
       'expected a sluice store (createMemoryStore() or createRedisStore())',
+      'ERR_SLUICE_INVALID_STORE',
     );
   }
   if (clock !== undefined && typeof clock?.now !== 'function') {
-    throw optionError('ERR_SLUICE_INVALID_OPTION', 'clock', 'expected an object with a now() method');
+    throw optionError('clock', 'expected an object with a now() method');
   }
   const scope = name === undefined ? '' : `${name}~`;
   let resolved: ResolvedLimit[];
@@ -110,20 +110,16 @@ export function resolveLimiterOptions(options: LimiterOptions): ResolvedLimiterO
 function resolveLimits(options: LimiterOptions, limits: readonly LimitOptions[], scope: string): ResolvedLimit[] {
   const inline = Object.keys(options).filter((key) => !LIMITER_KEYS.has(key));
   if (inline.length > 0) {
-    throw optionError(
-      'ERR_SLUICE_INVALID_OPTION',
-      'limits',
-      `give either limits: [...] or an inline policy, not both (found ${inline.join(', ')})`,
-    );
+    throw optionError('limits', `give either limits: [...] or an inline policy, not both (found ${inline.join(', ')})`);
   }
   if (!Array.isArray(limits) || limits.length === 0) {
-    throw optionError('ERR_SLUICE_INVALID_OPTION', 'limits', 'expected a non-empty array of policies');
+    throw optionError('limits', 'expected a non-empty array of policies');
   }
   const names = new Set<string>();
   return limits.map((limit, i) => {
     const { name = `limit${i}`, ...policy } = limit ?? ({} as LimitOptions);
     if (typeof name !== 'string' || name === '' || names.has(name)) {
-      throw optionError('ERR_SLUICE_INVALID_OPTION', `limits[${i}].name`, 'expected a unique, non-empty string');
+      throw optionError(`limits[${i}].name`, 'expected a unique, non-empty string');
     }
     names.add(name);
     const p = resolvePolicy(policy as PolicyOptions, `limits[${i}].`, LIMIT_KEYS);
@@ -140,7 +136,7 @@ function isStore(value: unknown): value is Store {
 export function resolveCost(cost: unknown): number {
   if (cost === undefined) return 1;
   if (typeof cost !== 'number' || !Number.isInteger(cost) || cost < 0 || cost > 1_000_000_000) {
-    throw optionError('ERR_SLUICE_INVALID_COST', 'cost', `${String(cost)} is not a whole number between 0 and 1e9`);
+    throw optionError('cost', `${String(cost)} is not a whole number between 0 and 1e9`, 'ERR_SLUICE_INVALID_COST');
   }
   return cost;
 }
