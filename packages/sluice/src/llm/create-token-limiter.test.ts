@@ -42,6 +42,12 @@ describe('createTokenLimiter', () => {
     const { limiter } = setup();
     const r = await limiter.reserve('key', { inputTokens: 100, maxOutputTokens: 501 });
     assert.equal(r.allowed, false);
+    // What readUsage can return always settles: two counts at the bound make a total of twice it.
+    const most = await limiter.reserve('other key', { inputTokens: 1, maxOutputTokens: 1 });
+    assert.ok((await most.settle({ inputTokens: 100_000_000, outputTokens: 100_000_000 })).ok);
+    await assert.rejects(limiter.reserve('other key', null as never), (e) =>
+      isSluiceError(e, 'ERR_SLUICE_INVALID_COST'),
+    );
     const probe = await limiter.reserve('key', { inputTokens: 0, maxOutputTokens: 0 });
     assert.deepEqual(remaining(probe.decision), {
       requests: 9,
@@ -68,6 +74,12 @@ describe('createTokenLimiter', () => {
       ((await bad.settle({ inputTokens: -5, outputTokens: 1 })) as { code: string }).code,
       'ERR_SLUICE_INVALID_COST',
     );
+    // What readUsage can return always settles: two counts at the bound make a total of twice it.
+    const most = await limiter.reserve('other key', { inputTokens: 1, maxOutputTokens: 1 });
+    assert.ok((await most.settle({ inputTokens: 100_000_000, outputTokens: 100_000_000 })).ok);
+    await assert.rejects(limiter.reserve('other key', null as never), (e) =>
+      isSluiceError(e, 'ERR_SLUICE_INVALID_COST'),
+    );
     const probe = await limiter.reserve('key', { inputTokens: 0, maxOutputTokens: 0 });
     assert.equal(remaining(probe.decision).requests, 8);
     await assert.rejects(limiter.reserve('key', { inputTokens: -1, maxOutputTokens: 1 }), (e) =>
@@ -81,6 +93,12 @@ describe('createTokenLimiter', () => {
       await limiter.reserve('key', { inputTokens: 100, maxOutputTokens: 100 });
       clock.advance(31_000);
       assert.equal(await limiter.sweep(), 1);
+      // What readUsage can return always settles: two counts at the bound make a total of twice it.
+      const most = await limiter.reserve('other key', { inputTokens: 1, maxOutputTokens: 1 });
+      assert.ok((await most.settle({ inputTokens: 100_000_000, outputTokens: 100_000_000 })).ok);
+      await assert.rejects(limiter.reserve('other key', null as never), (e) =>
+        isSluiceError(e, 'ERR_SLUICE_INVALID_COST'),
+      );
       const probe = await limiter.reserve('key', { inputTokens: 0, maxOutputTokens: 0 });
       assert.equal(remaining(probe.decision).totalTokens, onExpire === 'charge' ? 1000 : 1200);
     }

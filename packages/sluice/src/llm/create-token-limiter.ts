@@ -108,7 +108,8 @@ export function createTokenLimiter(options: TokenLimiterOptions): TokenLimiter {
     usage !== null && typeof usage === 'object' ? costOf(usage.inputTokens, usage.outputTokens) : ({} as TokenCost);
 
   return {
-    async reserve(key, { inputTokens, maxOutputTokens }) {
+    async reserve(key, request) {
+      const { inputTokens, maxOutputTokens } = request ?? {};
       for (const [name, n] of [
         ['inputTokens', inputTokens],
         ['maxOutputTokens', maxOutputTokens],

@@ -9,9 +9,6 @@ const PER_MESSAGE = 4;
 /** A rough charge for an image or file part: its bytes say little about its tokens. */
 const PER_ATTACHMENT = 1000;
 const CHARS_PER_TOKEN = 4;
-/** Walking stops past this many values or this depth: a hostile body costs bounded work. */
-const MAX_NODES = 100_000;
-const MAX_DEPTH = 32;
 /** Keys whose strings are not text the model reads. */
 const NOT_TEXT = new Set([
   'model',
@@ -26,6 +23,8 @@ const NOT_TEXT = new Set([
   'media_type',
 ]);
 const ATTACHMENT = new Set(['image_url', 'input_image', 'image', 'document', 'input_file', 'file', 'input_audio']);
+/** An attachment whose source is text (an Anthropic plain-text or content document) is read as text. */
+const TEXT_SOURCE = new Set(['text', 'content']);
 
 /**
  * Estimated input tokens of a request: a prompt string, or an OpenAI (Chat Completions, Responses) or
@@ -47,38 +46,41 @@ export function estimateInputTokens(request: unknown): number {
     }
     if (typeof body !== 'object' || body === null) return Math.ceil(request.length / CHARS_PER_TOKEN);
   }
-  const tally = { chars: 0, attachments: 0, nodes: 0 };
-  walk(body, tally, 0);
+  const tally = tallyText(body);
   const messages = countMessages(body);
   return Math.ceil(tally.chars / CHARS_PER_TOKEN) + tally.attachments * PER_ATTACHMENT + messages * PER_MESSAGE;
 }
 
-interface Tally {
-  chars: number;
-  attachments: number;
-  nodes: number;
-}
-
-function walk(value: unknown, tally: Tally, depth: number): void {
-  if (++tally.nodes > MAX_NODES || depth > MAX_DEPTH) return;
-  if (typeof value === 'string') {
-    tally.chars += value.length;
-    return;
+/**
+ * Every string the model reads, at any depth: nothing is skipped, so padding a body (thousands of empty keys, deep
+ * nesting) cannot hide its text. The walk keeps its own stack (no recursion to overflow) and visits each value once,
+ * so its work is linear in the body, as parsing it was; a value met twice (a cycle in a hand-made object) is not
+ * walked again.
+ */
+function tallyText(body: unknown): { chars: number; attachments: number } {
+  let chars = 0;
+  let attachments = 0;
+  const seen = new Set<object>();
+  const stack: unknown[] = [body];
+  while (stack.length > 0) {
+    const value = stack.pop();
+    if (typeof value === 'string') chars += value.length;
+    if (typeof value !== 'object' || value === null || seen.has(value)) continue;
+    seen.add(value);
+    if (Array.isArray(value)) {
+      for (const item of value) stack.push(item);
+      continue;
+    }
+    const record = value as Record<string, unknown>;
+    if (typeof record.type === 'string' && ATTACHMENT.has(record.type)) {
+      const source = record.source as { type?: unknown } | null | undefined;
+      if (typeof source === 'object' && source !== null && TEXT_SOURCE.has(source.type as string)) stack.push(source);
+      else attachments++;
+      continue;
+    }
+    for (const key in record) if (!NOT_TEXT.has(key)) stack.push(record[key]);
   }
-  if (Array.isArray(value)) {
-    for (const item of value) walk(item, tally, depth + 1);
-    return;
-  }
-  if (typeof value !== 'object' || value === null) return;
-  const record = value as Record<string, unknown>;
-  if (typeof record.type === 'string' && ATTACHMENT.has(record.type)) {
-    tally.attachments++;
-    return;
-  }
-  for (const [key, item] of Object.entries(record)) {
-    if (NOT_TEXT.has(key)) continue;
-    walk(item, tally, depth + 1);
-  }
+  return { chars, attachments };
 }
 
 function countMessages(body: unknown): number {

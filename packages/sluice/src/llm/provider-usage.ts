@@ -5,7 +5,7 @@
  * (`usage.input_tokens` + cache tokens, streamed split across `message_start` and `message_delta`).
  */
 import { SluiceError } from '../core/errors.js';
-import { type LlmProvider, tokenCount } from './usage.js';
+import { type LlmProvider, MAX_TOKEN_COUNT, tokenCount } from './usage.js';
 
 /** What has been learned from a body so far. */
 export interface UsageState {
@@ -57,6 +57,8 @@ export function applyUsageObject(state: UsageState, provider: LlmProvider, usage
     const created = count(state, usage.cache_creation_input_tokens, 'cache_creation_input_tokens') ?? 0;
     const read = count(state, usage.cache_read_input_tokens, 'cache_read_input_tokens') ?? 0;
     input = base === undefined ? undefined : base + created + read;
+    // Each count is bounded, but their sum is what is charged: it must be a count too.
+    if (input !== undefined && input > MAX_TOKEN_COUNT) input = count(state, input, 'input_tokens (with cache tokens)');
     output = count(state, usage.output_tokens, 'output_tokens');
   } else {
     // Chat Completions names them prompt/completion; the Responses API names them input/output.

@@ -151,6 +151,14 @@ describe('readUsage: hostile and broken bodies', () => {
       await rejectsWith(readUsage(json, { provider: 'openai' }), 'ERR_SLUICE_LLM_INVALID_USAGE');
     });
   }
+  it('refuses an Anthropic input whose cache tokens take it past the bound: each count is fine, their sum is not', async () => {
+    const usage = { input_tokens: 60_000_000, cache_read_input_tokens: 60_000_000, output_tokens: 1 };
+    await rejectsWith(readUsage(JSON.stringify({ usage }), { provider: 'anthropic' }), 'ERR_SLUICE_LLM_INVALID_USAGE');
+  });
+  it('without options (or a provider) is an option error, not a TypeError', async () => {
+    await rejectsWith(readUsage('{}', undefined as never), 'ERR_SLUICE_INVALID_OPTION');
+    await rejectsWith(readUsage('{}', null as never), 'ERR_SLUICE_INVALID_OPTION');
+  });
   it('skips a 1 MB event line without holding it, and still reads the usage after it', async () => {
     const huge = `data: {"choices":[{"delta":{"content":"${'x'.repeat(1024 * 1024)}"}}]}\n\n`;
     const body = huge + chatStream({ prompt_tokens: 1, completion_tokens: 2 });
@@ -280,7 +288,7 @@ describe('tapUsage', () => {
 });
 
 describe('estimateInputTokens', () => {
-  it('counts text, messages and attachments, and is bounded on hostile input', () => {
+  it('counts text, messages and attachments', () => {
     assert.equal(estimateInputTokens('a'.repeat(40)), 10);
     const chat = { model: 'gpt', messages: [{ role: 'user', content: 'Hello there' }] };
     assert.equal(estimateInputTokens(chat), 3 + 4);
@@ -289,9 +297,38 @@ describe('estimateInputTokens', () => {
       messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: `data:${'A'.repeat(1e6)}` } }] }],
     };
     assert.equal(estimateInputTokens(image), 1000 + 4);
-    let deep: unknown = 'x'.repeat(400);
-    for (let i = 0; i < 10_000; i++) deep = [deep];
-    // The text below depth 32 is not walked: one message, no text.
-    assert.equal(estimateInputTokens({ messages: deep }), 4);
+  });
+
+  // A request padded to hide its prompt from the estimate would pass a token budget's up-front check with a prompt of
+  // any size, and a stream without usage would then be settled at that estimate: every string is counted.
+  it('counts the whole prompt however the body is padded or nested', () => {
+    const prompt = 'x'.repeat(400_000); // 100,000 tokens
+    const metadata = Object.fromEntries(Array.from({ length: 100_001 }, (_, i) => [`k${i}`, '']));
+    const padded = { model: 'gpt', metadata, messages: [{ role: 'user', content: prompt }] };
+    assert.equal(estimateInputTokens(padded), 100_000 + 4);
+    assert.equal(estimateInputTokens(JSON.stringify(padded)), 100_000 + 4);
+    let deep: unknown = prompt;
+    for (let i = 0; i < 100_000; i++) deep = [deep];
+    assert.equal(estimateInputTokens({ messages: [{ role: 'user', content: deep }] }), 100_000 + 4);
+  });
+
+  it("reads an Anthropic text document's text, and charges other documents and images a flat 1,000", () => {
+    const document = (source: unknown) => ({
+      messages: [{ role: 'user', content: [{ type: 'document', source }] }],
+    });
+    assert.equal(
+      estimateInputTokens(document({ type: 'text', media_type: 'text/plain', data: 'y'.repeat(40_000) })),
+      10_004,
+    );
+    const content = { type: 'content', content: [{ type: 'text', text: 'z'.repeat(4_000) }] };
+    assert.equal(estimateInputTokens(document(content)), 1_004);
+    const pdf = { type: 'base64', media_type: 'application/pdf', data: 'A'.repeat(400_000) };
+    assert.equal(estimateInputTokens(document(pdf)), 1_004);
+  });
+
+  it('walks a hand-made object with a cycle once', () => {
+    const message: Record<string, unknown> = { role: 'user', content: 'abcd' };
+    message.self = message;
+    assert.equal(estimateInputTokens({ messages: [message] }), 1 + 4);
   });
 });

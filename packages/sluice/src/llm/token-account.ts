@@ -10,7 +10,7 @@ import { combineDecisions, decisionWithResults } from '../limiter/combine.js';
 import type { LimiterDecision } from '../limiter/limiter-decision.js';
 import type { ReservationAccount } from '../limiter/reservations.js';
 import type { Store, StoreItem } from '../stores/store.js';
-import { TOKEN_DIMENSIONS, type TokenDimension } from './token-dimension.js';
+import type { TokenDimension } from './token-dimension.js';
 import { MAX_COST } from './token-price.js';
 import { MAX_TOKEN_COUNT } from './usage.js';
 
@@ -29,7 +29,10 @@ export const NOTHING: TokenCost = { requests: 0, inputTokens: 0, outputTokens: 0
 export const validCount = (n: unknown) =>
   typeof n === 'number' && Number.isInteger(n) && n >= 0 && n <= MAX_TOKEN_COUNT;
 export const validCost = (n: unknown) => typeof n === 'number' && Number.isInteger(n) && n >= 0 && n <= MAX_COST;
-const TOKEN_COUNTS = TOKEN_DIMENSIONS.filter((d) => d !== 'cost');
+/** The counts a usage gives: the total is their sum, so it may reach twice a count's bound. */
+const TOKEN_COUNTS = ['requests', 'inputTokens', 'outputTokens'] as const;
+const validTotal = (a: Partial<TokenCost>) =>
+  typeof a.totalTokens === 'number' && a.totalTokens >= 0 && a.totalTokens <= 2 * MAX_TOKEN_COUNT;
 
 /** The reservation account of `limits` on `store`. */
 export function tokenAccount(limits: readonly TokenLimit[], store: Store, clock: Clock): ReservationAccount<TokenCost> {
@@ -79,7 +82,7 @@ export function tokenAccount(limits: readonly TokenLimit[], store: Store, clock:
     },
     invalid: (actual) => {
       const a = actual as Partial<TokenCost> | null;
-      if (a === null || typeof a !== 'object' || !TOKEN_COUNTS.every((d) => validCount(a[d])))
+      if (a === null || typeof a !== 'object' || !TOKEN_COUNTS.every((d) => validCount(a[d])) || !validTotal(a))
         return `usage must have whole token counts from 0 to ${MAX_TOKEN_COUNT}`;
       return validCost(a.cost) ? undefined : `the usage's cost is not a whole number ≥ 0 (${String(a.cost)})`;
     },

@@ -58,7 +58,8 @@ function checkLineBound(value: unknown): number {
 
 /** A `UsageTap` for `options.provider`. */
 export function createUsageTap(options: UsageReadOptions): UsageTap {
-  const provider = checkProvider(options.provider);
+  // Without options there is no provider to name: the same coded error as a wrong one, not a TypeError.
+  const provider = checkProvider(options?.provider);
   const maxLineBytes = checkLineBound(options.maxLineBytes);
   const state = emptyUsageState();
   let json: JsonUsageScanner | undefined;

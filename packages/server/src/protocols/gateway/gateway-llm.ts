@@ -187,8 +187,10 @@ function createEnding(options: LlmProxyOptions, reserved: Reserved, res: ServerR
     const usage = usageToSettle(reading, reserved.request, { status, ended, sent });
     options.llmMetrics.settled(usage === undefined ? 'cancelled' : reading?.usage === undefined ? 'estimate' : 'usage');
     try {
-      if (usage === undefined) await reserved.reservation.cancel();
-      else await reserved.reservation.settle(usage);
+      const result =
+        usage === undefined ? await reserved.reservation.cancel() : await reserved.reservation.settle(usage);
+      // A refused settle leaves the reservation to lapse, charged in full: say so rather than count it settled.
+      if (!result.ok) options.logger.warn({ code: result.code, reason: result.message }, 'llm settle refused');
     } catch (error) {
       // The reservation lapses charged in full: nothing is given away when the store fails here.
       options.logger.warn({ err: String(error) }, 'llm settle failed');
