@@ -3,12 +3,15 @@
  * token over the text the model reads, plus a few tokens per message. It is an estimate — use it to
  * reserve, and settle with the provider's reported usage.
  */
+import { MAX_TOKEN_COUNT } from './usage.js';
 
 /** Tokens charged per message for its role and separators (OpenAI documents 3–4). */
 const PER_MESSAGE = 4;
 /** A rough charge for an image or file part: its bytes say little about its tokens. */
 const PER_ATTACHMENT = 1000;
 const CHARS_PER_TOKEN = 4;
+/** Values walked before a body counts as the largest request (a JSON body needs ≥ 2 bytes a value: 20 MB). */
+const MAX_VALUES = 10_000_000;
 /** Keys whose strings are not text the model reads. */
 const NOT_TEXT = new Set([
   'model',
@@ -53,20 +56,20 @@ export function estimateInputTokens(request: unknown): number {
 
 /**
  * Every string the model reads, at any depth: nothing is skipped, so padding a body (thousands of empty keys, deep
- * nesting) cannot hide its text. The walk keeps its own stack (no recursion to overflow) and visits each value once,
- * so its work is linear in the body, as parsing it was; a value met twice (a cycle in a hand-made object) is not
- * walked again.
+ * nesting) cannot hide its text. The walk keeps its own stack (no recursion to overflow); a parsed body is a tree, so
+ * its work is linear in the body, as parsing it was. Past MAX_VALUES values (a body of tens of megabytes, or a cycle
+ * in a hand-made object) the estimate is the largest count: such a request is charged as the most one can cost.
  */
 function tallyText(body: unknown): { chars: number; attachments: number } {
   let chars = 0;
   let attachments = 0;
-  const seen = new Set<object>();
+  let values = 0;
   const stack: unknown[] = [body];
   while (stack.length > 0) {
+    if (++values > MAX_VALUES) return { chars: MAX_TOKEN_COUNT * CHARS_PER_TOKEN, attachments: 0 };
     const value = stack.pop();
     if (typeof value === 'string') chars += value.length;
-    if (typeof value !== 'object' || value === null || seen.has(value)) continue;
-    seen.add(value);
+    if (typeof value !== 'object' || value === null) continue;
     if (Array.isArray(value)) {
       for (const item of value) stack.push(item);
       continue;

@@ -7,7 +7,7 @@ import { Readable } from 'node:stream';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { isSluiceError } from '../core/errors.js';
-import { estimateInputTokens, inspectUsage, readUsage, tapUsage } from './index.js';
+import { estimateInputTokens, inspectUsage, MAX_TOKEN_COUNT, readUsage, tapUsage } from './index.js';
 
 const sse = (events: readonly unknown[], opts: { done?: boolean; named?: boolean } = {}) =>
   events
@@ -326,9 +326,9 @@ describe('estimateInputTokens', () => {
     assert.equal(estimateInputTokens(document(pdf)), 1_004);
   });
 
-  it('walks a hand-made object with a cycle once', () => {
+  it('a hand-made object with a cycle ends, estimated as the largest request', () => {
     const message: Record<string, unknown> = { role: 'user', content: 'abcd' };
     message.self = message;
-    assert.equal(estimateInputTokens({ messages: [message] }), 1 + 4);
+    assert.ok(estimateInputTokens({ messages: [message] }) >= MAX_TOKEN_COUNT);
   });
 });
