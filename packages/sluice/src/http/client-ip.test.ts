@@ -46,12 +46,18 @@ describe('client address', () => {
     assert.equal(client(options, '127.0.0.1', chain), '2001:db8:cafe::17');
     assert.equal(client(options, '127.0.0.1', { forwarded: 'for=unknown' }), '127.0.0.1');
     assert.equal(client(options, '127.0.0.1', { forwarded: 'proto=https' }), '127.0.0.1', 'no for=: unknown hop');
+    // A client's unclosed quote must not swallow the element our proxy appended: it would be keyed as the proxy.
+    for (const sent of ['for="x', 'for="x\\"', 'for=a;proto="http'])
+      assert.equal(client(options, '127.0.0.1', { forwarded: `${sent}, for=203.0.113.5` }), '203.0.113.5', sent);
+    assert.equal(client(options, '127.0.0.1', { forwarded: 'for="x, for="[2001:db8::5]"' }), '2001:db8::5');
   });
 
   it('parses the hop lists', () => {
     assert.deepEqual(parseXForwardedFor(' a , b,,c '), ['a', 'b', 'c']);
     assert.deepEqual(parseForwarded('for=192.0.2.43, for=198.51.100.17'), ['192.0.2.43', '198.51.100.17']);
-    assert.deepEqual(parseForwarded('for="[2001:db8::1]";by=x,for="a\\"b,c"'), ['[2001:db8::1]', 'a"b,c']);
+    assert.deepEqual(parseForwarded('for="[2001:db8::1]";by=x,for="a\\"b"'), ['[2001:db8::1]', 'a"b']);
+    // Every comma ends an element, even inside quotes (no node holds one): an unclosed quote stays in its element.
+    assert.deepEqual(parseForwarded('for="x, for=203.0.113.5'), ['x', '203.0.113.5']);
     assert.deepEqual(parseForwarded('by=x'), ['']);
   });
 

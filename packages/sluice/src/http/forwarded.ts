@@ -17,44 +17,41 @@ export function parseXForwardedFor(value: string): string[] {
  * The `for=` value of every element of a `Forwarded` header (RFC 7239 §4), unquoted. An element
  * without `for` yields `''`, which no address parser accepts: the hop is unknown, so the chain stops
  * there rather than skipping over it.
+ *
+ * Elements are split at every comma, quoted or not: no node a `for=` can name (an address, `unknown`
+ * or an obfuscated name, with its port) holds one, and a quote a client leaves open then cannot swallow
+ * the elements our proxies appended after it (which would key the client as its proxy).
  * @example parseForwarded('for=192.0.2.60;proto=http, for="[2001:db8::17]:4711"') // ['192.0.2.60', '[2001:db8::17]:4711']
  */
 export function parseForwarded(value: string): string[] {
-  const hops: string[] = [];
-  let current = '';
+  return value.split(',').map(forOf);
+}
+
+/** The unquoted `for=` value of one element (`for=a;proto=http`), or `''`. */
+function forOf(element: string): string {
+  let found = '';
   let name = '';
   let token = '';
   let inName = true;
   let quoted = false;
   const endPair = () => {
-    if (name.trim().toLowerCase() === 'for') current = token.trim();
+    if (name.trim().toLowerCase() === 'for') found = token.trim();
     name = '';
     token = '';
     inName = true;
   };
-  for (let i = 0; i < value.length; i++) {
-    const c = value[i] as string;
+  for (let i = 0; i < element.length; i++) {
+    const c = element[i] as string;
     if (quoted) {
-      if (c === '\\' && i + 1 < value.length) token += value[++i];
+      if (c === '\\' && i + 1 < element.length) token += element[++i];
       else if (c === '"') quoted = false;
       else token += c;
-    } else if (c === '"' && !inName) {
-      quoted = true;
-    } else if (c === '=' && inName) {
-      inName = false;
-    } else if (c === ';') {
-      endPair();
-    } else if (c === ',') {
-      endPair();
-      hops.push(current);
-      current = '';
-    } else if (inName) {
-      name += c;
-    } else {
-      token += c;
-    }
+    } else if (c === '"' && !inName) quoted = true;
+    else if (c === '=' && inName) inName = false;
+    else if (c === ';') endPair();
+    else if (inName) name += c;
+    else token += c;
   }
   endPair();
-  hops.push(current);
-  return hops;
+  return found;
 }
