@@ -12,6 +12,16 @@ const permit = (d: ReturnType<ReturnType<typeof createAdaptiveLimiter>['tryAcqui
   return d as AdaptivePermit;
 };
 
+/** A limiter fixed at `limit`, half for critical, half for batch. */
+const halfAndHalf = (limit: number, more: Parameters<typeof createAdaptiveLimiter>[0] = {}) =>
+  createAdaptiveLimiter({
+    initialLimit: limit,
+    minLimit: limit,
+    maxLimit: limit,
+    priorities: { critical: 0.5, batch: 0.5 },
+    ...more,
+  });
+
 describe('createAdaptiveLimiter: convergence on a simulated service (injected clock)', () => {
   // 32 concurrent at 10 ms, offered 3× capacity; then the service time rises 5× for good.
   const phases = (deadlineMs: number) => ({
@@ -112,13 +122,7 @@ describe('createAdaptiveLimiter: priorities', () => {
 
   it('a priority borrows what idle ones leave, and the borrower is refused first when they return', () => {
     const clock = createManualClock(0);
-    const limiter = createAdaptiveLimiter({
-      initialLimit: 10,
-      minLimit: 10,
-      maxLimit: 10,
-      priorities: { critical: 0.5, batch: 0.5 },
-      clock,
-    });
+    const limiter = halfAndHalf(10, { clock });
     const batch = Array.from({ length: 10 }, () => permit(limiter.tryAcquire({ priority: 'batch' })));
     assert.equal(limiter.inFlight, 10);
     // critical returns: it is refused only while batch holds its borrowed places...
@@ -130,6 +134,15 @@ describe('createAdaptiveLimiter: priorities', () => {
     assert.equal(limiter.stats().priorities.batch?.shed, 1);
     for (const p of [...batch, critical]) p.release('ignore');
     assert.equal(limiter.inFlight, 0);
+  });
+
+  it('every priority shows in stats(), whatever its name', () => {
+    const limiter = createAdaptiveLimiter({ priorities: JSON.parse('{"__proto__": 0.5, "constructor": 0.5}') });
+    const figures = limiter.stats().priorities;
+    assert.deepEqual(Object.keys(figures), ['__proto__', 'constructor']);
+    assert.equal(Object.getOwnPropertyDescriptor(figures, '__proto__')?.value.share, 0.5);
+    permit(limiter.tryAcquire({ priority: '__proto__' })).release('ignore');
+    assert.equal(Object.getOwnPropertyDescriptor(limiter.stats().priorities, '__proto__')?.value.admitted, 1);
   });
 
   it('an unknown priority is a coded error; no priority means the least important', () => {
@@ -145,13 +158,7 @@ describe('createAdaptiveLimiter: queue', () => {
   it('waits for a freed place, most important first, bounded in size and time', async () => {
     mock.timers.enable({ apis: ['setTimeout'] });
     try {
-      const limiter = createAdaptiveLimiter({
-        initialLimit: 2,
-        minLimit: 2,
-        maxLimit: 2,
-        priorities: { critical: 0.5, batch: 0.5 },
-        queue: { size: 2, timeoutMs: 500 },
-      });
+      const limiter = halfAndHalf(2, { queue: { size: 2, timeoutMs: 500 } });
       const held = [
         permit(await limiter.acquire({ priority: 'batch' })),
         permit(await limiter.acquire({ priority: 'batch' })),
@@ -182,14 +189,7 @@ describe('createAdaptiveLimiter: queue', () => {
 
   it('a waiter is served before a later arrival once a place frees without a release', async () => {
     const clock = createManualClock(0);
-    const limiter = createAdaptiveLimiter({
-      initialLimit: 2,
-      minLimit: 2,
-      maxLimit: 2,
-      priorities: { critical: 0.5, batch: 0.5 },
-      queue: { size: 4 },
-      clock,
-    });
+    const limiter = halfAndHalf(2, { queue: { size: 4 }, clock });
     const held = permit(limiter.tryAcquire({ priority: 'critical' }));
     permit(limiter.tryAcquire({ priority: 'batch' })).release('ignore');
     // Batch has demand: its guaranteed place stays reserved, so a second critical request waits.
@@ -203,6 +203,29 @@ describe('createAdaptiveLimiter: queue', () => {
     permit(await later).release('ignore');
     held.release('ignore');
     assert.equal(limiter.inFlight, 0);
+  });
+
+  it('a waiter is served when places reserved for a priority that asked once free up', async () => {
+    mock.timers.enable({ apis: ['setTimeout'] });
+    try {
+      const clock = createManualClock(0);
+      const limiter = halfAndHalf(10, { queue: { size: 8, timeoutMs: 4000 }, clock });
+      permit(limiter.tryAcquire({ priority: 'critical' })).release('ignore');
+      const held = Array.from({ length: 5 }, () => permit(limiter.tryAcquire({ priority: 'batch' })));
+      // Critical's 5 places stay reserved while its demand lasts (1 s); nothing is released after.
+      const sixth = limiter.acquire({ priority: 'batch' });
+      clock.advance(999);
+      mock.timers.tick(999);
+      assert.equal(limiter.queued, 1, 'critical still has demand');
+      clock.advance(1);
+      mock.timers.tick(1);
+      assert.equal(limiter.queued, 0, 'served as soon as the demand lapsed');
+      const served = permit(await sixth);
+      for (const p of [...held, served]) p.release('ignore');
+      assert.equal(limiter.inFlight, 0);
+    } finally {
+      mock.timers.reset();
+    }
   });
 
   it('an aborted waiter leaves the queue and holds nothing', async () => {

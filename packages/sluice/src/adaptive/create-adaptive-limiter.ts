@@ -6,7 +6,7 @@ import type { LimitSample } from './limit-algorithm.js';
 import { createLimitTracker } from './limit-tracker.js';
 import { type AdaptiveLimiterOptions, ALGORITHMS, resolveAdaptiveOptions } from './options.js';
 import { takePermit } from './permit.js';
-import { createPriorityBook, fits, priorityFigures, priorityIndex } from './priority-book.js';
+import { createPriorityBook, fits, nextLapseMs, priorityFigures, priorityIndex } from './priority-book.js';
 import { createWaitQueue } from './wait-queue.js';
 
 /** What to acquire a place for. */
@@ -55,8 +55,24 @@ export function createAdaptiveLimiter(options: AdaptiveLimiterOptions = {}): Ada
   const tracker = createLimitTracker(algorithm, resolved.initialLimit, resolved.minLimit, resolved.maxLimit);
   const queue = resolved.queue && createWaitQueue(resolved.queue, names.length);
   const book = createPriorityBook(names, resolved.shares, queue?.lines ?? names.map(() => []));
+  let lapseTimer: ReturnType<typeof setTimeout> | undefined;
+  // Waiters may be kept out by places reserved for a priority that only asked recently: nothing is
+  // released when that demand lapses, so a timer serves the queue then.
+  const serveAtLapse = (nowMs: number) => {
+    if (lapseTimer !== undefined || queue === undefined || queue.size === 0) return;
+    const atMs = nextLapseMs(book, nowMs);
+    if (atMs === undefined) return;
+    lapseTimer = setTimeout(() => {
+      lapseTimer = undefined;
+      serve(clock.now());
+    }, atMs - nowMs);
+    // Like a waiter's own timeout, it does not keep the process alive.
+    (lapseTimer as { unref?: () => void }).unref?.();
+  };
   const serve = (nowMs: number) => {
-    if (queue !== undefined && queue.size > 0) queue.serve(book, tracker.limit, nowMs);
+    if (queue === undefined || queue.size === 0) return;
+    queue.serve(book, tracker.limit, nowMs);
+    serveAtLapse(nowMs);
   };
   // One listener for every permit: the sample moves the limit, then the freed place goes to a waiter.
   const onRelease = (sample: LimitSample | undefined) => {
@@ -100,7 +116,9 @@ export function createAdaptiveLimiter(options: AdaptiveLimiterOptions = {}): Ada
     if (queue === undefined) return reject(i, 'limit');
     const signal = acquireOptions?.signal;
     if (signal?.aborted) return reject(i, 'aborted');
-    return queue.wait(i, signal, (r) => (r === true ? grant(i) : reject(i, r)));
+    const waiting = queue.wait(i, signal, (r) => (r === true ? grant(i) : reject(i, r)));
+    serveAtLapse(clock.now());
+    return waiting;
   }
 
   return {

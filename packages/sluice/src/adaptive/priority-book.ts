@@ -81,20 +81,39 @@ export function fits(book: PriorityBook, i: number, limit: number, nowMs: number
   return book.total + 1 + reserved <= limit;
 }
 
-/** Per-priority figures for `stats()`. */
+/**
+ * When the next priority whose demand is only its recent request (nothing held, nothing waiting) stops
+ * having demand, after `nowMs`; undefined when none will. Its reserved places free up then, without
+ * any release to notice it.
+ */
+export function nextLapseMs(book: PriorityBook, nowMs: number): number | undefined {
+  let next: number | undefined;
+  for (let i = 0; i < book.names.length; i++) {
+    if ((book.inFlight[i] as number) > 0 || queued(book, i) > 0) continue;
+    const atMs = (book.lastDemandMs[i] as number) + DEMAND_WINDOW_MS;
+    if (atMs > nowMs && (next === undefined || atMs < next)) next = atMs;
+  }
+  return next;
+}
+
+/**
+ * Per-priority figures for `stats()`. Built from entries, which become own properties whatever the
+ * name: assigning `figures['__proto__']` would set the object's prototype and the priority would vanish.
+ */
 export function priorityFigures(book: PriorityBook, limit: number): Record<string, PriorityFigures> {
-  const figures: Record<string, PriorityFigures> = {};
-  book.names.forEach((name, i) => {
-    figures[name] = {
-      share: book.shares[i] as number,
-      guaranteed: guaranteed(book, i, limit),
-      inFlight: book.inFlight[i] as number,
-      queued: queued(book, i),
-      admitted: book.admitted[i] as number,
-      shed: book.shed[i] as number,
-    };
-  });
-  return figures;
+  return Object.fromEntries(
+    book.names.map((name, i) => [
+      name,
+      {
+        share: book.shares[i] as number,
+        guaranteed: guaranteed(book, i, limit),
+        inFlight: book.inFlight[i] as number,
+        queued: queued(book, i),
+        admitted: book.admitted[i] as number,
+        shed: book.shed[i] as number,
+      },
+    ]),
+  );
 }
 
 /** The index of `priority` (the least important when undefined); an unknown name is misuse. */
