@@ -255,6 +255,16 @@ describe('createAdaptiveLimiter: misuse gets coded errors', () => {
       [{ queue: { size: 0 } }, 'ERR_SLUICE_ADAPTIVE_INVALID_OPTION'],
       [{ queue: { size: 5, timeoutMs: 1.5 } }, 'ERR_SLUICE_ADAPTIVE_INVALID_OPTION'],
       [{ limit: 5 }, 'ERR_SLUICE_UNKNOWN_OPTION'],
+      [{ queue: { size: 1, timeout: 5 } }, 'ERR_SLUICE_UNKNOWN_OPTION'],
+      [{ aimd: { backoff: 0.5 } }, 'ERR_SLUICE_UNKNOWN_OPTION'],
+      [{ aimd: 'x' }, 'ERR_SLUICE_ADAPTIVE_INVALID_OPTION'],
+      [{ aimd: { backoffRatio: Number.NaN } }, 'ERR_SLUICE_ADAPTIVE_INVALID_OPTION'],
+      [{ aimd: { backoffRatio: 2 } }, 'ERR_SLUICE_ADAPTIVE_INVALID_OPTION'],
+      [{ aimd: { latencyBoundMs: -1 } }, 'ERR_SLUICE_ADAPTIVE_INVALID_OPTION'],
+      [{ vegas: { baselineMs: '2s' } }, 'ERR_SLUICE_ADAPTIVE_INVALID_OPTION'],
+      [{ gradient2: { tolerance: Number.NaN } }, 'ERR_SLUICE_ADAPTIVE_INVALID_OPTION'],
+      [{ gradient2: { smoothing: 'x' } }, 'ERR_SLUICE_ADAPTIVE_INVALID_OPTION'],
+      [{ gradient2: { smoothing: -5 } }, 'ERR_SLUICE_ADAPTIVE_INVALID_OPTION'],
     ];
     for (const [options, code] of bad)
       assert.throws(
@@ -262,6 +272,23 @@ describe('createAdaptiveLimiter: misuse gets coded errors', () => {
         (e) => isSluiceError(e, code) && e.message.length > 20,
         JSON.stringify(options),
       );
+  });
+
+  it('a bad tuning value names its option; good tuning is accepted', () => {
+    assert.throws(() => createAdaptiveLimiter({ gradient2: { tolerance: Number.NaN } }), {
+      code: 'ERR_SLUICE_ADAPTIVE_INVALID_OPTION',
+      option: 'gradient2.tolerance',
+    });
+    assert.throws(() => createAdaptiveLimiter({ aimd: { backoff: 0.5 } as never }), {
+      code: 'ERR_SLUICE_UNKNOWN_OPTION',
+      option: 'aimd.backoff',
+    });
+    const tuned = createAdaptiveLimiter({
+      aimd: { backoffRatio: 0.5, latencyBoundMs: 100 },
+      vegas: { baselineMs: 1000 },
+      gradient2: { tolerance: 2, baselineMs: 500, smoothing: 1 },
+    });
+    permit(tuned.tryAcquire()).release();
   });
 
   it('a double release or an unknown outcome', () => {

@@ -103,9 +103,53 @@ function resolvePriorities(priorities: Record<string, number> | undefined): { na
   return { names, shares };
 }
 
+/** Throws ERR_SLUICE_UNKNOWN_OPTION for a key of `object` (the option `name`) that is not in `known`. */
+function onlyKnown(object: object, name: string, known: readonly string[]): void {
+  for (const key of Object.keys(object))
+    if (!known.includes(key))
+      throw optionError(
+        `${name}.${key}`,
+        `not an option of ${name} (known: ${known.join(', ')})`,
+        'ERR_SLUICE_UNKNOWN_OPTION',
+      );
+}
+
+/** Each algorithm's tuning: what every number must be, and how to say so. */
+const TUNING: Record<AdaptiveAlgorithmName, Record<string, [ok: (value: number) => boolean, what: string]>> = {
+  aimd: {
+    backoffRatio: [(v) => v > 0 && v < 1, 'a ratio between 0 and 1 (exclusive), e.g. 0.9'],
+    latencyBoundMs: [(v) => v > 0 && v < Number.POSITIVE_INFINITY, 'a positive number of milliseconds'],
+  },
+  vegas: {
+    baselineMs: [(v) => v > 0 && v < Number.POSITIVE_INFINITY, 'a positive number of milliseconds'],
+  },
+  gradient2: {
+    // Below 1, latency at its very baseline would already shrink the limit.
+    tolerance: [(v) => v >= 1 && v < Number.POSITIVE_INFINITY, 'a factor of at least 1, e.g. 1.5'],
+    baselineMs: [(v) => v > 0 && v < Number.POSITIVE_INFINITY, 'a positive number of milliseconds'],
+    smoothing: [(v) => v > 0 && v <= 1, 'a share above 0 and at most 1, e.g. 0.2'],
+  },
+};
+
+/** Checks one algorithm's tuning object (absent is fine: the defaults apply). */
+function checkTuning(name: AdaptiveAlgorithmName, tuning: unknown): void {
+  if (tuning === undefined) return;
+  const rules = TUNING[name];
+  const known = Object.keys(rules);
+  if (typeof tuning !== 'object' || tuning === null || Array.isArray(tuning))
+    throw invalid(name, `give an object of tuning (${known.join(', ')}), or leave it out for the defaults`);
+  onlyKnown(tuning, name, known);
+  for (const [key, value] of Object.entries(tuning)) {
+    const [ok, what] = rules[key] as [(value: number) => boolean, string];
+    if (value !== undefined && !(typeof value === 'number' && ok(value)))
+      throw invalid(`${name}.${key}`, `${String(value)} is not ${what}`);
+  }
+}
+
 function resolveQueue(queue: AdaptiveQueueOptions | undefined): ResolvedAdaptiveOptions['queue'] {
   if (queue === undefined) return undefined;
   if (typeof queue !== 'object' || queue === null) throw invalid('queue', 'give { size, timeoutMs }');
+  onlyKnown(queue, 'queue', ['size', 'timeoutMs']);
   return {
     size: wholeNumber(queue.size, 'queue.size'),
     timeoutMs: wholeNumber(queue.timeoutMs ?? 1000, 'queue.timeoutMs'),
@@ -124,6 +168,7 @@ export function resolveAdaptiveOptions(options: AdaptiveLimiterOptions = {}): Re
   const algorithm = options.algorithm ?? 'gradient2';
   if (!Object.hasOwn(ALGORITHMS, algorithm))
     throw invalid('algorithm', `'${String(algorithm)}' is not one of ${Object.keys(ALGORITHMS).join(', ')}`);
+  for (const name of Object.keys(TUNING) as AdaptiveAlgorithmName[]) checkTuning(name, options[name]);
   const minLimit = wholeNumber(options.minLimit ?? 1, 'minLimit');
   const maxLimit = wholeNumber(options.maxLimit ?? 1000, 'maxLimit');
   if (minLimit > maxLimit) throw invalid('minLimit', `${minLimit} is above maxLimit (${maxLimit}); swap them`);
