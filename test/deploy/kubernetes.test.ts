@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { type AddressInfo, connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -20,7 +21,11 @@ interface Doc {
   spec?: any;
   data?: Record<string, string>;
 }
-type Probe = { httpGet?: { path: string; port: string | number }; grpc?: { port: number } };
+type Probe = {
+  httpGet?: { path: string; port: string | number };
+  tcpSocket?: { port: string | number };
+  grpc?: { port: number };
+};
 
 /** kubectl's kustomize renders the manifests; without kubectl on the machine there is nothing to render with. */
 const NO_KUBECTL =
@@ -49,6 +54,26 @@ function writeConfigMap(dir: string, data: Record<string, string>, version: numb
   renameSync(join(dir, '..data_tmp'), join(dir, '..data'));
 }
 
+/** Whether a TCP connection to the port is accepted (kubelet's tcpSocket probe). */
+function tcpOpen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.on('error', () => resolve(false));
+  });
+}
+
+/** What kubelet's probe of the rendered container would answer: true when it passes. */
+async function probePasses(probe: Probe, local: (port: string | number) => number): Promise<boolean> {
+  if (probe.httpGet)
+    return (await fetch(`http://127.0.0.1:${local(probe.httpGet.port)}${probe.httpGet.path}`)).status === 200;
+  if (probe.tcpSocket) return tcpOpen(local(probe.tcpSocket.port));
+  if (probe.grpc) return (await grpcHealth(local(probe.grpc.port)).catch(() => 0)) === 1; // 1: SERVING
+  throw new Error(`a probe of a kind this test does not know: ${JSON.stringify(probe)}`);
+}
+
 function grpcHealth(port: number): Promise<number> {
   const client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
   return new Promise((resolve, reject) =>
@@ -66,11 +91,43 @@ function grpcHealth(port: number): Promise<number> {
   );
 }
 
+/** The base rendered, and sluice started with its container's args, env and ConfigMap (Redis at `redisUrl`). */
+async function startRendered(redisUrl?: string) {
+  const docs = render('base');
+  const deployment = docs.find((d) => d.kind === 'Deployment') as Doc;
+  const pod = deployment.spec.template.spec;
+  const container = pod.containers[0];
+  const mount = container.volumeMounts[0];
+  const volume = pod.volumes.find((v: { name: string }) => v.name === mount.name);
+  const configMap = docs.find((d) => d.kind === 'ConfigMap' && d.metadata.name === volume.configMap.name) as Doc;
+  const root = mkdtempSync(join(tmpdir(), 'kube-'));
+  const mounted = join(root, mount.mountPath);
+  writeConfigMap(mounted, configMap.data ?? {}, 1);
+  const args = (container.args as string[]).map((a) => a.replace(mount.mountPath, mounted));
+  const env = Object.fromEntries(container.env.map((e: { name: string; value: string }) => [e.name, e.value]));
+  env.REDIS_URL = redisUrl ?? env.REDIS_URL.replace('//redis:', '//127.0.0.1:');
+  const service = await startSluice(args, env);
+  // Container ports to the ports this process got (it ran with port 0).
+  const named = new Map<string, number>(
+    container.ports.map((p: { name: string; containerPort: number }) => [p.name, p.containerPort]),
+  );
+  const actual = new Map([
+    [8080, service.http],
+    [8081, service.grpc],
+  ]);
+  const local = (port: string | number) => actual.get(typeof port === 'string' ? (named.get(port) ?? 0) : port) ?? 0;
+  const stop = async () => {
+    await service.stop();
+    rmSync(root, { recursive: true, force: true });
+  };
+  return { docs, pod, container, configMap, mounted, service, local, stop };
+}
+
 test(
   'the base renders every object and sluice answers the probes with the rendered container',
   { skip: NO_KUBECTL },
   async () => {
-    const docs = render('base');
+    const { docs, pod, container, configMap, mounted, service, local, stop } = await startRendered();
     assert.deepEqual(docs.map((d) => d.kind).sort(), [
       'ConfigMap',
       'Deployment',
@@ -79,36 +136,11 @@ test(
       'Service',
       'ServiceMonitor',
     ]);
-    const deployment = docs.find((d) => d.kind === 'Deployment') as Doc;
-    const pod = deployment.spec.template.spec;
-    const container = pod.containers[0];
     assert.equal(pod.securityContext.runAsUser, 65532);
-    const mount = container.volumeMounts[0];
-    const volume = pod.volumes.find((v: { name: string }) => v.name === mount.name);
-    const configMap = docs.find((d) => d.kind === 'ConfigMap' && d.metadata.name === volume.configMap.name) as Doc;
-    const root = mkdtempSync(join(tmpdir(), 'kube-'));
-    const mounted = join(root, mount.mountPath);
-    writeConfigMap(mounted, configMap.data ?? {}, 1);
-    const args = (container.args as string[]).map((a) => a.replace(mount.mountPath, mounted));
-    const env = Object.fromEntries(container.env.map((e: { name: string; value: string }) => [e.name, e.value]));
-    env.REDIS_URL = env.REDIS_URL.replace('//redis:', '//127.0.0.1:');
-    const service = await startSluice(args, env);
-    // Container ports to the ports this process got (it ran with port 0).
-    const named = new Map<string, number>(
-      container.ports.map((p: { name: string; containerPort: number }) => [p.name, p.containerPort]),
-    );
-    const actual = new Map([
-      [8080, service.http],
-      [8081, service.grpc],
-    ]);
-    const local = (port: string | number) => actual.get(typeof port === 'string' ? (named.get(port) ?? 0) : port) ?? 0;
     const client = createRlsClient(`127.0.0.1:${service.grpc}`);
     try {
-      for (const probe of [container.readinessProbe, container.livenessProbe, container.startupProbe] as Probe[]) {
-        if (probe.httpGet)
-          assert.equal((await fetch(`http://127.0.0.1:${local(probe.httpGet.port)}${probe.httpGet.path}`)).status, 200);
-        if (probe.grpc) assert.equal(await grpcHealth(local(probe.grpc.port)), 1, 'grpc.health.v1 SERVING');
-      }
+      for (const probe of [container.readinessProbe, container.livenessProbe, container.startupProbe] as Probe[])
+        assert.ok(await probePasses(probe, local), JSON.stringify(probe));
       const user = `k-${process.pid}-${Date.now()}`;
       const once = async () =>
         (await client.shouldRateLimit({ domain: 'api', descriptors: [{ entries: [{ key: 'user', value: user }] }] }))
@@ -138,8 +170,30 @@ test(
       assert.equal(code, 'OVER_LIMIT', `the edited rule was not served:\n${service.output()}`);
     } finally {
       client.close();
-      await service.stop();
-      rmSync(root, { recursive: true, force: true });
+      await stop();
+    }
+  },
+);
+
+// kubelet restarts a container whose liveness probe fails: if it asked about the store, a Redis outage of half a
+// minute would restart every replica at once, and pods started during it would never get past their startup probe.
+test(
+  'with Redis unreachable, the rendered pod is not ready but stays alive and started',
+  { skip: NO_KUBECTL },
+  async () => {
+    const closed = await new Promise<number>((resolve) => {
+      const server = createServer().listen(0, '127.0.0.1', () => {
+        const { port } = server.address() as AddressInfo;
+        server.close(() => resolve(port));
+      });
+    });
+    const { container, local, stop } = await startRendered(`redis://127.0.0.1:${closed}`);
+    try {
+      assert.equal(await probePasses(container.readinessProbe, local), false, 'not ready: no store');
+      assert.equal(await probePasses(container.livenessProbe, local), true, 'alive');
+      assert.equal(await probePasses(container.startupProbe, local), true, 'started');
+    } finally {
+      await stop();
     }
   },
 );
