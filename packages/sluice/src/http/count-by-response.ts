@@ -12,11 +12,14 @@ import { warnOnce } from './warn.js';
 export interface ResponseCountingOptions<Req> {
   /** Give back what a successful request took: only failures count (e.g. failed logins). @default false */
   skipSuccessfulRequests?: boolean;
-  /** Give back what a failed request took (status ≥ 400, or the client went away first). @default false */
+  /**
+   * Give back what a failed request took (status ≥ 400). A request whose client went away before the response still
+   * counts: the server did its work. @default false
+   */
   skipFailedRequests?: boolean;
   /**
-   * Whether a response counts as successful, for the two options above. `status` is 0 when the
-   * connection closed before the response was sent. @default status 1–399
+   * Whether a response counts as successful, for the two options above. Not asked when the connection closed
+   * before the response was sent: such a request always counts. @default status 1–399
    */
   requestWasSuccessful?: (req: Req, status: number) => Awaitable<boolean>;
   /**
@@ -81,8 +84,10 @@ export function createResponseCounting<Req>(
         );
       return real - charged;
     }
-    // A response that never went out (status 0) failed, whatever requestWasSuccessful would say.
-    const ok = status !== 0 && (await wasSuccessful(req, status));
+    // A response that never went out (status 0: the client went away first) counts: the server did the work, and a
+    // refund would make hanging up a free pass past the limit.
+    if (status === 0) return 0;
+    const ok = await wasSuccessful(req, status);
     return (ok && skipOk === true) || (!ok && skipFailed === true) ? -charged : 0;
   }
 
@@ -110,20 +115,52 @@ export function createResponseCounting<Req>(
 export interface NodeResponseLike {
   readonly statusCode: number;
   readonly writableFinished?: boolean;
+  readonly writableEnded?: boolean;
   readonly destroyed?: boolean;
   once(event: 'finish' | 'close', listener: () => void): unknown;
+  /** The handler's end of the response: after the client left, the request is settled when it is called. */
+  end?(...args: unknown[]): unknown;
 }
 
-/** Calls `after` once when a Node response is sent (its status) or abandoned (0). */
+/**
+ * Calls `after` once when a Node response is sent (its status) or abandoned (0). An abandoned request is settled once
+ * the handler has ended the response, not when the client left: until then the handler is still running, and settling
+ * earlier would give its concurrency place back while it runs (a client hanging up at once would get unlimited
+ * handlers). A handler that never ends the response holds its place until the place's lease lapses.
+ */
 export function afterNodeResponse(res: NodeResponseLike, after: AfterResponse): void {
   // Decided after the client left (a queued or asynchronous decision): 'close' has been emitted
-  // already and would never come, so the request is settled now.
+  // already and would never come, so the request is settled now, or when the handler ends it.
   if (res.destroyed === true) {
-    void after(res.writableFinished === true ? res.statusCode : 0);
+    afterAbandoned(res, after);
     return;
   }
   res.once('finish', () => void after(res.statusCode));
   res.once('close', () => {
-    if (res.writableFinished !== true) void after(0);
+    if (res.writableFinished !== true) afterAbandoned(res, after);
   });
+}
+
+/**
+ * The client went away before the response was sent. A destroyed response emits no 'finish' when the handler ends it
+ * later (Node sets writableEnded and nothing else), so its `end` is wrapped to tell when the handler is done.
+ */
+function afterAbandoned(res: NodeResponseLike, after: AfterResponse): void {
+  if (res.writableFinished === true) {
+    void after(res.statusCode);
+    return;
+  }
+  const end = res.end;
+  if (res.writableEnded === true || typeof end !== 'function') {
+    void after(0);
+    return;
+  }
+  res.end = function endThenSettle(this: unknown, ...args: unknown[]) {
+    res.end = end;
+    try {
+      return end.apply(this, args);
+    } finally {
+      void after(0);
+    }
+  };
 }
