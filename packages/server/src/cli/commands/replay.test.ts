@@ -1,9 +1,11 @@
 /** `sluice replay` on files: a live capture with a line cut short replayed under stricter rules; nginx logs; the HTML report. */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { parseRules } from 'sluice/rules';
 import { captureLive, seededTrace } from '../../tools/replay/capture-live.js';
 import { replayCommand } from './replay.js';
@@ -88,6 +90,100 @@ describe('sluice replay', () => {
         2,
         'no --map',
       );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  const capture = (user: string, t = 1764374400000) =>
+    JSON.stringify({ t, domain: 'api', descriptors: [{ entries: [{ key: 'user', value: user }] }], outcome: 'OK' });
+
+  /** A directory with strict.yaml (1 per minute) and `lines` as capture.ndjson; `run` replays with extra flags. */
+  function setUp(lines: string[]) {
+    const dir = mkdtempSync(join(tmpdir(), 'sluice-replay-'));
+    writeFileSync(join(dir, 'strict.yaml'), rulesText(1));
+    writeFileSync(join(dir, 'capture.ndjson'), `${lines.join('\n')}\n`);
+    const out: string[] = [];
+    const err: string[] = [];
+    const io = { out: (t: string) => out.push(t), err: (t: string) => err.push(t) };
+    const run = (...args: string[]) =>
+      replayCommand.run([join(dir, 'capture.ndjson'), '--rules', join(dir, 'strict.yaml'), ...args], io);
+    return { dir, out, err, run };
+  }
+
+  it("prints a client's escape codes as text, never as terminal commands", async () => {
+    const evil = '\u001b[2J\u001b]0;owned\u0007\u001b[31mRED\r\nfake line\u009b';
+    const { dir, out, err, run } = setUp([capture(evil), capture(evil), '{"t":"\u001b[2J"}']);
+    try {
+      assert.equal(await run(), 0, err.join('\n'));
+      const printed = `${out.join('\n')}\n${err.join('\n')}`;
+      // No control character but the report's own tabs and newlines.
+      const control = (c: string) => c !== '\t' && c !== '\n' && (c < ' ' || (c >= '\u007f' && c <= '\u009f'));
+      assert.deepEqual([...printed].filter(control), []);
+      assert.match(out.join('\n'), /^api\|user=\\x1b\[2J\\x1b\]0;owned\\x07\\x1b\[31mRED\\x0d\\x0afake line\\x9b\t/m);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('skips a time no date holds and still writes the HTML report', async () => {
+    const { dir, err, run } = setUp([capture('a'), capture('b', 1e16), capture('c', 1e300), capture('d', -1)]);
+    try {
+      const report = join(dir, 'report.html');
+      assert.equal(await run('--out', report), 0, err.join('\n'));
+      assert.match(err.join('\n'), /capture\.ndjson:2: "t": expected a time/);
+      assert.match(err.join('\n'), /^3 bad lines skipped$/m);
+      assert.match(readFileSync(report, 'utf8'), /1 requests replayed, 3 bad lines skipped/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses a missing or directory input and an --out it cannot write with a coded error, exit 2, before replaying', async () => {
+    const { dir, out, err, run } = setUp([capture('a')]);
+    try {
+      const rules = ['--rules', join(dir, 'strict.yaml')];
+      assert.equal(
+        await replayCommand.run([join(dir, 'missing.ndjson'), ...rules], { out: () => {}, err: (t) => err.push(t) }),
+        2,
+      );
+      assert.match(
+        err.pop() ?? '',
+        /^sluice replay: ERR_SLUICE_REPLAY_FILE cannot read .*missing\.ndjson: no such file$/,
+      );
+      assert.equal(await replayCommand.run([dir, ...rules], { out: () => {}, err: (t) => err.push(t) }), 2);
+      assert.match(err.pop() ?? '', /ERR_SLUICE_REPLAY_FILE cannot read .*: a directory, not a file$/);
+      assert.equal(await run('--out', join(dir, 'no', 'such', 'dir', 'r.html')), 2);
+      assert.match(err.pop() ?? '', /ERR_SLUICE_REPLAY_FILE cannot write --out .*r\.html: no such file$/);
+      mkdirSync(join(dir, 'taken.html'));
+      assert.equal(await run('--out', join(dir, 'taken.html')), 2);
+      assert.match(err.pop() ?? '', /cannot write --out .*taken\.html: a directory, not a file$/);
+      assert.deepEqual(out, [], 'nothing replayed');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('writes the HTML report and exits 0 when the reader of stdout goes away (| head)', async () => {
+    const { dir } = setUp(Array.from({ length: 3000 }, (_, i) => capture(`user${i % 1500}`)));
+    try {
+      const report = join(dir, 'report.html');
+      const main = fileURLToPath(new URL('../main.ts', import.meta.url));
+      const args = ['replay', join(dir, 'capture.ndjson'), '--rules', join(dir, 'strict.yaml'), '--out', report];
+      const child = spawn(process.execPath, ['--import', 'tsx', main, ...args, '--top', '2000'], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      // Closed before the child prints anything: every write to its stdout fails with EPIPE.
+      child.stdout.destroy();
+      let stderr = '';
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk;
+      });
+      const code = await new Promise((resolve) => child.on('close', resolve));
+      assert.equal(code, 0, stderr);
+      assert.doesNotMatch(stderr, /EPIPE|Error/);
+      assert.ok(existsSync(report));
+      assert.match(readFileSync(report, 'utf8'), /3000 requests replayed/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -1,5 +1,5 @@
 /** `sluice replay`: decide captured requests (or access-log lines) again under a candidate rule file and report what would change. */
-import { readFile, writeFile } from 'node:fs/promises';
+import { open, readFile, rename, rm, stat } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { loadRules, type RuleSet } from 'sluice/rules';
 import { formatIssues } from '../../index.js';
@@ -12,8 +12,9 @@ import {
 } from '../../tools/replay/access-log.js';
 import type { CaptureProblem, ReplayRecord } from '../../tools/replay/capture-record.js';
 import { renderReplayHtml } from '../../tools/replay/html-report.js';
-import type { ReplayResult, ReplayTally } from '../../tools/replay/replay.js';
+import { evictionWarning, type ReplayResult, type ReplayTally } from '../../tools/replay/replay.js';
 import { replayFiles } from '../../tools/replay/replay-files.js';
+import { printable } from '../../tools/replay/terminal-text.js';
 import type { Command, CommandIo } from '../command.js';
 
 const HELP = `usage: sluice replay FILE... --rules FILE [--baseline FILE] [--out report.html] [--window 1m] [--top 20]
@@ -92,7 +93,10 @@ async function lineParser(
   }
   const specs = [...(values.map ?? [])];
   if (values['map-file'] !== undefined) {
-    const text = await readFile(values['map-file'], 'utf8');
+    const file = values['map-file'];
+    const text = await readFile(file, 'utf8').catch((error: unknown) => {
+      throw new FileProblem(`cannot read --map-file ${file}: ${reason(error)}`);
+    });
     specs.push(...text.split('\n').filter((l) => l.trim() !== '' && !l.trim().startsWith('#')));
   }
   if (specs.length === 0 || specs.length > MAX_MAPPINGS) return `--map: give 1 to ${MAX_MAPPINGS} mappings`;
@@ -107,15 +111,17 @@ async function lineParser(
   return (line) => parseAccessLine(line, format as AccessLogFormat, domain, mappings);
 }
 
+// Keys, rule ids of /v1/check policies and limit names come from clients: printed through printable().
 const row = (name: string, t: ReplayTally) =>
-  `${name}\t${t.baselineAdmitted}/${t.baselineRejected}\t${t.admitted}/${t.rejected}\t+${t.newlyRejected} -${t.newlyAdmitted}`;
+  `${printable(name)}\t${t.baselineAdmitted}/${t.baselineRejected}\t${t.admitted}/${t.rejected}\t+${t.newlyRejected} -${t.newlyAdmitted}`;
 
 function printSuggestions(io: CommandIo, result: ReplayResult, window: string): void {
   const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
   io.out(`\nsuggested limits per ${window}, per rule (from the per-key peaks of the keys it counted):`);
   for (const [rule, rec] of result.recommendations) {
     const names = [...(result.ruleNames.get(rule) ?? [])];
-    io.out(`${rule}${names.length > 0 ? ` (${names.join(', ')})` : ''}: ${rec.keys} keys, ${rec.units} requests`);
+    const named = names.length > 0 ? ` (${names.join(', ')})` : '';
+    io.out(`${printable(`${rule}${named}`)}: ${rec.keys} keys, ${rec.units} requests`);
     for (const s of rec.suggestions) {
       io.out(
         `  ${s.percentile}\t${s.limit}\trefuses ${pct(s.keysRejected)} of keys, ${pct(s.requestsRejected)} of requests`,
@@ -139,6 +145,72 @@ function printReport(
   io.out(`\n${flipped.length} of ${result.byKey.size} keys flip; the first ${Math.min(labels.top, flipped.length)}:`);
   for (const [key, t] of flipped.slice(0, labels.top)) io.out(row(key, t));
   printSuggestions(io, result, labels.window);
+  if (result.evictions > 0) io.out(`\n${evictionWarning(result.evictions)}`);
+}
+
+/** Bad input or output files: a coded error and exit 2 (exit 1 is for bad rules). */
+class FileProblem extends Error {
+  readonly code = 'ERR_SLUICE_REPLAY_FILE';
+}
+
+const reason = (error: unknown) => {
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code === 'ENOENT') return 'no such file';
+  if (code === 'EISDIR') return 'a directory, not a file';
+  if (code === 'EACCES' || code === 'EPERM') return 'permission denied';
+  return (error as Error).message;
+};
+
+/** Every input is a file that can be opened, checked before the replay (not a stack trace halfway through). */
+async function checkInputs(files: readonly string[]): Promise<void> {
+  for (const file of files) {
+    try {
+      if ((await stat(file)).isDirectory()) throw Object.assign(new Error(), { code: 'EISDIR' });
+      await (await open(file, 'r')).close();
+    } catch (error) {
+      throw new FileProblem(`cannot read ${file}: ${reason(error)}`);
+    }
+  }
+}
+
+/**
+ * The HTML report's file, opened before the replay (an --out that cannot be written fails at once). The report is
+ * written to a temporary file beside it and renamed into place: an existing report is never left empty.
+ */
+async function openReport(out: string) {
+  const temp = `${out}.${process.pid}.tmp`;
+  try {
+    if ((await stat(out).catch(() => undefined))?.isDirectory()) throw Object.assign(new Error(), { code: 'EISDIR' });
+    const handle = await open(temp, 'w');
+    return {
+      async write(html: string) {
+        await handle.writeFile(html);
+        await handle.close();
+        await rename(temp, out);
+      },
+      /** Removes the temporary file when the replay failed before writing it (after a write there is none). */
+      async discard() {
+        await handle.close().catch(() => undefined);
+        await rm(temp, { force: true });
+      },
+    };
+  } catch (error) {
+    throw new FileProblem(`cannot write --out ${out}: ${reason(error)}`);
+  }
+}
+
+let stdoutGuarded = false;
+
+/**
+ * `sluice replay ... | head`: the reader goes away and stdout's next write fails with EPIPE, an 'error' event
+ * nothing handles (a crash). Printing just ends; every other error is still thrown.
+ */
+function guardStdout(): void {
+  if (stdoutGuarded) return;
+  stdoutGuarded = true;
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE' && error.code !== 'ERR_STREAM_DESTROYED') throw error;
+  });
 }
 
 function parse(argv: readonly string[], io: CommandIo): { values: Values; files: string[] } | undefined {
@@ -177,11 +249,34 @@ export const replayCommand: Command = {
     const candidate = await rulesOf(values.rules, io);
     const baseline = values.baseline === undefined ? undefined : await rulesOf(values.baseline, io);
     if (candidate === undefined || (values.baseline !== undefined && baseline === undefined)) return 1;
-    const parseLine = await lineParser(values, candidate);
-    if (typeof parseLine === 'string') {
-      io.err(`sluice replay: ${parseLine}`);
+    guardStdout();
+    try {
+      return await replayRun(values, files, candidate, baseline, { io, window, windowMs, top });
+    } catch (error) {
+      if (!(error instanceof FileProblem)) throw error;
+      io.err(`sluice replay: ${error.code} ${error.message}`);
       return 2;
     }
+  },
+};
+
+/** The replay itself, once the flags and rules are read: its report printed, and written to --out. */
+async function replayRun(
+  values: Values,
+  files: readonly string[],
+  candidate: RuleSet,
+  baseline: RuleSet | undefined,
+  labels: { io: CommandIo; window: string; windowMs: number; top: number },
+): Promise<number> {
+  const { io, window, windowMs, top } = labels;
+  const parseLine = await lineParser(values, candidate);
+  if (typeof parseLine === 'string') {
+    io.err(`sluice replay: ${parseLine}`);
+    return 2;
+  }
+  await checkInputs(files);
+  const report = values.out === undefined ? undefined : await openReport(values.out);
+  try {
     const problems: CaptureProblem[] = [];
     let problemCount = 0;
     const { result, series } = await replayFiles(files, {
@@ -192,26 +287,22 @@ export const replayCommand: Command = {
       // The first 20 are shown; the rest only counted (a corrupt file must not fill memory with problems).
       onProblem: (p) => (problems.length < 20 ? problems.push(p) : problemCount++),
     });
-    for (const p of problems) io.err(`${p.source}:${p.line}: ${p.message} (skipped)`);
+    for (const p of problems) io.err(printable(`${p.source}:${p.line}: ${p.message} (skipped)`));
     const bad = problems.length + problemCount;
     if (bad > 0) io.err(`${bad} bad line${bad === 1 ? '' : 's'} skipped`);
+    if (result.evictions > 0) io.err(`sluice replay: ${evictionWarning(result.evictions)}`);
     const side = baseline === undefined ? 'live' : 'baseline';
     const flipped = [...result.byKey].filter(([, t]) => t.newlyRejected + t.newlyAdmitted > 0);
     flipped.sort(([, a], [, b]) => b.newlyRejected + b.newlyAdmitted - (a.newlyRejected + a.newlyAdmitted));
-    printReport(io, result, flipped, { side, window, top });
-    if (values.out !== undefined) {
+    // The file first: a reader that stops reading stdout (| head) must not cost the report.
+    if (report !== undefined) {
       const shown = flipped.slice(0, top);
-      const html = renderReplayHtml({
-        result,
-        series,
-        side,
-        window,
-        flipped: shown,
-        problems: bad,
-      });
-      await writeFile(values.out, html);
-      io.out(`\nreport: ${values.out}`);
+      await report.write(renderReplayHtml({ result, series, side, window, flipped: shown, problems: bad }));
     }
+    printReport(io, result, flipped, { side, window, top });
+    if (values.out !== undefined) io.out(`\nreport: ${values.out}`);
     return 0;
-  },
-};
+  } finally {
+    await report?.discard();
+  }
+}

@@ -114,4 +114,15 @@ describe('capture writer', () => {
     assert.deepEqual(writer.stats().dropped, 1);
     assert.equal(writer.stats().written, 1);
   });
+
+  it('bounds a line and the queue in bytes, as replay reads them: multi-byte keys are not let through', async () => {
+    const dir = await freshDir();
+    const writer = createCaptureWriter({ dir, maxBytes: 1_000_000, maxLine: 120, maxQueueBytes: 400 });
+    writer.push(`{"k":"${'é'.repeat(60)}"}`); // 68 characters, 128 bytes: longer than the line bound
+    for (let i = 0; i < 4; i++) writer.push(`{"k":"${'€'.repeat(35)}"}`); // 43 characters, 113 bytes (+1) each
+    await writer.close();
+    // The long line is dropped; three lines fill 342 of the 400 queued bytes, the fourth would pass them.
+    assert.equal(writer.stats().dropped, 2);
+    assert.equal(writer.stats().written, 3);
+  });
 });

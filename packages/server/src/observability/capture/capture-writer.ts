@@ -15,9 +15,9 @@ export interface CaptureWriterOptions {
   readonly maxBytes: number;
   /** A file is closed and the next one started past this size. @default min(32 MiB, maxBytes / 4) */
   readonly fileBytes?: number;
-  /** Most characters waiting in memory for the disk; past it records are dropped. @default 4 MiB */
+  /** Most bytes (UTF-8) waiting in memory for the disk; past it records are dropped. @default 4 MiB */
   readonly maxQueueBytes?: number;
-  /** Longest line (characters); a longer one is dropped, so every file stays readable. @default 64 KiB */
+  /** Longest line in bytes (UTF-8), as replay reads it; a longer one is dropped, so every file stays readable. @default 64 KiB */
   readonly maxLine?: number;
   /** The time in the files' names. @default Date.now */
   readonly now?: () => number;
@@ -97,12 +97,14 @@ export function createCaptureWriter(options: CaptureWriterOptions): CaptureWrite
 
   return {
     push(line) {
-      if (closed || line.length > maxLine || queued + line.length + 1 > maxQueue) {
+      // Bytes, not characters: replay's reader bounds a line in bytes, and a multi-byte key takes up to 3 per character.
+      const bytes = Buffer.byteLength(line) + 1;
+      if (closed || bytes - 1 > maxLine || queued + bytes > maxQueue) {
         stats.dropped++;
         return;
       }
       queue.push(line);
-      queued += line.length + 1;
+      queued += bytes;
       if (writing === undefined) writing = new Promise((resolve) => setImmediate(resolve)).then(writeOut);
     },
     stats() {

@@ -75,4 +75,11 @@ describe('access logs', () => {
     assert.equal(typeof parseMapping('a='), 'string');
     assert.equal(typeof parseMapping('a'), 'string');
   });
+
+  it('refuses a JSON line whose time no date holds, as a line with no time', () => {
+    for (const time of [1e16, 1e300, -5]) {
+      const record = parseAccessLine(JSON.stringify({ time, remote_addr: '203.0.113.7' }), 'json', 'edge', byAddress);
+      assert.equal(record, 'no time it can read');
+    }
+  });
 });

@@ -3,7 +3,7 @@
  * each line's fields mapped to descriptor entries (`--map field=descriptor_key`), the time from the line,
  * and the live outcome from the status (429: rejected).
  */
-import type { CaptureEntry, CaptureRecord } from './capture-record.js';
+import { type CaptureEntry, type CaptureRecord, isCaptureTime } from './capture-record.js';
 
 /** The formats `sluice replay --format` reads. */
 export const ACCESS_LOG_FORMATS = ['nginx', 'envoy', 'json'] as const;
@@ -118,8 +118,9 @@ export function parseAccessLine(
 ): CaptureRecord | string {
   const fields = fieldsOf(line, format);
   if (typeof fields === 'string') return fields;
-  const t = fields.t as number;
-  if (!Number.isFinite(t)) return 'no time it can read';
+  const t = fields.t;
+  // A time past what a Date holds (or before 1970) cannot be reported as one: a bad line, not a crash later.
+  if (!isCaptureTime(t)) return 'no time it can read';
   const descriptors: { entries: CaptureEntry[] }[] = [];
   for (const mapping of mappings) {
     const entries: CaptureEntry[] = [];

@@ -5,7 +5,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { boundedLines } from './bounded-lines.js';
-import { type CaptureProblem, MAX_CAPTURE_LINE, type ReplayRecord, readCapture } from './capture-record.js';
+import {
+  type CaptureProblem,
+  MAX_CAPTURE_LINE,
+  parseCaptureLine,
+  type ReplayRecord,
+  readCapture,
+} from './capture-record.js';
 
 const good = (t: number, outcome = 'OK') =>
   JSON.stringify({ t, domain: 'api', descriptors: [{ entries: [{ key: 'user', value: `u${t}` }] }], outcome });
@@ -51,5 +57,26 @@ describe('readCapture', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it('refuses a time no date holds (after 8.64e15 ms or before 1970) as a bad line, not a crash in the report', () => {
+    const at = (t: number) =>
+      `{"t":${t},"domain":"api","descriptors":[{"entries":[{"key":"user","value":"u"}]}],"cost":1,"outcome":"OK"}`;
+    for (const t of [1e16, 1e300, -1]) assert.match(String(parseCaptureLine(at(t))), /"t": expected a time/);
+    assert.match(
+      String(parseCaptureLine(`{"t":1e16,"check":{"key":"k","limit":3,"period":"1s"},"outcome":"OK"}`)),
+      /"t"/,
+    );
+    assert.equal((parseCaptureLine(at(8.64e15)) as ReplayRecord).t, 8.64e15);
+  });
+
+  it('refuses a line with both a check and descriptors: it cannot be decided both ways', () => {
+    const both =
+      '{"t":7,"domain":"api","descriptors":[{"entries":[{"key":"user","value":"u"}]}],"cost":1,"outcome":"OK","check":{"key":"k","limit":3,"period":"1s"}}';
+    assert.match(String(parseCaptureLine(both)), /either "check" or "domain" and "descriptors", not both/);
+    assert.match(
+      String(parseCaptureLine('{"t":7,"domain":"api","check":{"key":"k","limit":3,"period":"1s"},"outcome":"OK"}')),
+      /not both/,
+    );
   });
 });

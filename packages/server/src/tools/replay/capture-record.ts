@@ -80,10 +80,19 @@ export function checkOf(c: unknown): CapturedCheck | string {
   return c as CapturedCheck;
 }
 
+/** The latest time a Date holds (ECMA-262 §21.4.1.1): a later one has no date to report it under. */
+const MAX_DATE_MS = 8.64e15;
+
+/** True for a time in ms since the epoch that is a date: from 1970 to the last a Date holds. */
+export const isCaptureTime = (t: unknown): t is number =>
+  typeof t === 'number' && Number.isFinite(t) && t >= 0 && t <= MAX_DATE_MS;
+
+const BAD_TIME = '"t": expected a time in ms since the epoch (0 to 8.64e15)';
+
 /** The time, cost and outcome of a parsed line, or a message. */
 function commonOf(value: Record<string, unknown>): { t: number; cost: number; outcome: 'OK' | 'OVER_LIMIT' } | string {
   const { t, cost = 1, outcome } = value;
-  if (typeof t !== 'number' || !Number.isFinite(t)) return '"t": expected a time in ms';
+  if (!isCaptureTime(t)) return BAD_TIME;
   if (typeof cost !== 'number' || !Number.isInteger(cost) || cost < 0) return '"cost": expected an integer >= 0';
   if (outcome !== 'OK' && outcome !== 'OVER_LIMIT') return '"outcome": expected "OK" or "OVER_LIMIT"';
   return { t, cost, outcome };
@@ -99,14 +108,18 @@ export function parseCaptureLine(line: string): ReplayRecord | string {
     return 'not JSON (a line cut short by a crash, or a corrupt file)';
   }
   if (!isObject(value)) return 'expected a JSON object';
-  if (value.check !== undefined && value.domain === undefined && value.descriptors === undefined) {
+  if (value.check !== undefined) {
+    // A check is decided under its own policy, a descriptor record under the rules: a line cannot be both.
+    if (value.domain !== undefined || value.descriptors !== undefined) {
+      return 'expected either "check" or "domain" and "descriptors", not both';
+    }
     const check = checkOf(value.check);
     if (typeof check === 'string') return check;
     const common = commonOf(value);
     return typeof common === 'string' ? common : { t: common.t, check, cost: common.cost, outcome: common.outcome };
   }
   const { t, domain, descriptors } = value;
-  if (typeof t !== 'number' || !Number.isFinite(t)) return '"t": expected a time in ms';
+  if (!isCaptureTime(t)) return BAD_TIME;
   if (typeof domain !== 'string' || domain === '') return '"domain": expected a non-empty string';
   if (!Array.isArray(descriptors) || descriptors.length === 0) return '"descriptors": expected a non-empty list';
   const read = descriptors.map(entriesOf);

@@ -3,7 +3,7 @@
  * fetched) with the totals, per-rule charts over time of rejected requests under each side and the flips,
  * the keys that flip most, and the suggested limits.
  */
-import type { ReplayResult, ReplayTally } from './replay.js';
+import { evictionWarning, type ReplayResult, type ReplayTally } from './replay.js';
 import { type ReplaySeries, rebin, type SeriesBin } from './replay-series.js';
 
 /** What the report shows besides the replay itself. */
@@ -30,6 +30,12 @@ function polyline(values: readonly number[], max: number, color: string, dash = 
   return `<polyline fill="none" stroke="${color}" stroke-width="1.5"${dash} points="${points}"/>`;
 }
 
+/** A time in seconds as an ISO date; a time no Date holds (the readers refuse those) is shown as a number. */
+function isoOf(seconds: number): string {
+  const date = new Date(seconds * 1000);
+  return Number.isNaN(date.getTime()) ? `${seconds} s` : date.toISOString();
+}
+
 /** One chart: rejected per bin under the baseline (dashed) and the candidate, flips as bars. */
 function chart(title: string, bins: readonly SeriesBin[], fromS: number, toS: number): string {
   const max = Math.max(1, ...bins.map((b) => Math.max(b.rejected, b.baselineRejected, b.flips)));
@@ -41,8 +47,8 @@ function chart(title: string, bins: readonly SeriesBin[], fromS: number, toS: nu
         : `<rect x="${(i * bar).toFixed(1)}" y="${(H - (b.flips / max) * H).toFixed(1)}" width="${Math.max(1, bar - 1).toFixed(1)}" height="${((b.flips / max) * H).toFixed(1)}" fill="#f4b183"/>`,
     )
     .join('');
-  const from = new Date(fromS * 1000).toISOString();
-  const to = new Date(toS * 1000).toISOString();
+  const from = isoOf(fromS);
+  const to = isoOf(toS);
   return `<figure><figcaption>${escapeHtml(title)}</figcaption>
 <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 -10 ${W} ${H + 30}" width="${W}" height="${H + 40}" role="img">
 <line x1="0" y1="${H}" x2="${W}" y2="${H}" stroke="#999"/>${flips}
@@ -66,6 +72,10 @@ const row = (name: string, t: ReplayTally) =>
 function table(side: string, rows: string): string {
   return `<table><tr><th></th><th>${side} admitted</th><th>${side} rejected</th><th>candidate admitted</th><th>candidate rejected</th><th>newly rejected</th><th>newly admitted</th></tr>${rows}</table>`;
 }
+
+/** The warning that the outcomes are not exact: counters were forgotten (see ReplayResult.evictions). */
+const evictions = (n: number) =>
+  n === 0 ? '' : `<p style="color:#c00;font-weight:600">${escapeHtml(evictionWarning(n))}.</p>\n`;
 
 /** The report as one HTML document. */
 export function renderReplayHtml(input: ReplayReportInput): string {
@@ -93,7 +103,7 @@ export function renderReplayHtml(input: ReplayReportInput): string {
 td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}td:first-child{text-align:left}figure{margin:1em 0}
 figcaption{font-weight:600}</style></head><body>
 <h1>sluice replay</h1>
-<p>${result.requests} requests replayed${input.problems > 0 ? `, ${input.problems} bad lines skipped` : ''}. Charts: rejected per time bin under the ${side} (dashed) and the candidate (red); flips as orange bars.</p>
+${evictions(result.evictions)}<p>${result.requests} requests replayed${input.problems > 0 ? `, ${input.problems} bad lines skipped` : ''}. Charts: rejected per time bin under the ${side} (dashed) and the candidate (red); flips as orange bars.</p>
 <h2>Per rule</h2>${table(side, rules)}
 <h2>Over time</h2>${charts.join('\n')}
 <h2>Keys that flip (${input.flipped.length} shown)</h2>${table(side, keys)}

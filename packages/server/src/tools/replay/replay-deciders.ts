@@ -3,7 +3,7 @@
  * for descriptor records (its synchronous decide), and the memory store itself for `/v1/check` records, each
  * under the policy it was sent with, resolved by the service's own `/v1/check` reader.
  */
-import { createManualClock, createMemoryStore, type ResolvedPolicy } from 'sluice';
+import { createManualClock, createMemoryStore, type MemoryStore, type ResolvedPolicy } from 'sluice';
 import { createRulesEngine, type DescriptorStatus, type RuleSet } from 'sluice/rules';
 import { CHECK_KEY_PREFIX } from '../../protocols/http/check-fallback.js';
 import { createCheckParser } from '../../protocols/http/check-parse.js';
@@ -22,11 +22,22 @@ export interface ReplayDecision {
 /** Decides one request of a replay at `t` (ms; the clock never goes back). Throws when it cannot be decided. */
 export type ReplayDecide = (key: ReplayKey, t: number, cost: number) => ReplayDecision;
 
+/** The most keys a memory store takes (its own upper bound): more than a replay can hold in memory anyway. */
+const UNBOUNDED_KEYS = 2 ** 30;
+
+/**
+ * A memory store for a replay. Replay promises the outcomes exactly, and an evicted counter starts afresh
+ * (admitting too much), so by default nothing bounds it but the process's memory: no key or byte bound.
+ * `maxKeys` is for tests; the replay reports any eviction. No sweep: its timer runs on real time, and the
+ * replay's clock is the capture's.
+ */
+export function createReplayStore(maxKeys = UNBOUNDED_KEYS): MemoryStore {
+  return createMemoryStore({ sweepIntervalMs: 0, maxKeys, maxBytes: Number.MAX_SAFE_INTEGER });
+}
+
 /** A decider for descriptor records under `ruleSet`: the engine, and its short cut for plain rules (rules-direct.ts). */
-export function createRulesDecider(ruleSet: RuleSet): ReplayDecide {
+export function createRulesDecider(ruleSet: RuleSet, memory: MemoryStore = createReplayStore()): ReplayDecide {
   const clock = createManualClock(0);
-  // No sweep: its timer runs on real time, and the replay's clock is the capture's.
-  const memory = createMemoryStore({ sweepIntervalMs: 0 });
   const watched = watchStore(memory);
   const engine = createRulesEngine({ ruleSet, store: watched.store, clock });
   const decideNow = engine.decide?.bind(engine);
@@ -68,8 +79,7 @@ export function createRulesDecider(ruleSet: RuleSet): ReplayDecide {
 export const checkRuleName = (policy: ResolvedPolicy) => `check ${policy.id}`;
 
 /** A decider for `/v1/check` records: each under the policy it was sent with, as the service decided it. */
-export function createCheckDecider(): ReplayDecide {
-  const store = createMemoryStore({ sweepIntervalMs: 0 });
+export function createCheckDecider(store: MemoryStore = createReplayStore()): ReplayDecide {
   // clientClock: the item's time is the record's; policies resolved once per key (kept on a WeakMap).
   const parse = createCheckParser({ maxPolicies: 10_000, clientClock: true });
   const policies = new WeakMap<ReplayKey, ResolvedPolicy>();

@@ -19,6 +19,8 @@ export interface ReplayFilesOptions {
   readonly windowMs?: number;
   /** Reads one line of another format (access logs); the default is a capture line. */
   readonly parse?: ((line: string) => ReplayRecord | string) | undefined;
+  /** Most keys each of the replay's stores keeps (tests). @default no bound */
+  readonly maxKeys?: number | undefined;
   /** Each bad line, as it is met. */
   readonly onProblem: (problem: CaptureProblem) => void;
 }
@@ -60,6 +62,7 @@ function replayLine(
 export async function replayFiles(files: readonly string[], options: ReplayFilesOptions): Promise<ReplayFilesResult> {
   const run = startReplay(options.candidate, options.baseline, {
     ...(options.windowMs === undefined ? {} : { windowMs: options.windowMs }),
+    ...(options.maxKeys === undefined ? {} : { maxKeys: options.maxKeys }),
   });
   const series = new ReplaySeries();
   // The scan is a capture's fast path; other formats go through their own parser.

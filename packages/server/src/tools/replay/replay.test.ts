@@ -6,7 +6,9 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseRules, type RuleSet } from 'sluice/rules';
 import { captureLive, seededTrace } from './capture-live.js';
+import { renderReplayHtml } from './html-report.js';
 import { replay } from './replay.js';
+import { ReplaySeries } from './replay-series.js';
 
 const ALGORITHMS = ['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket', 'leaky-bucket', 'gcra'];
 
@@ -52,4 +54,32 @@ describe('replay', () => {
       assert.equal(stricter.byKey.size, 5);
     });
   }
+
+  it('keeps every counter, and says so loudly when a key bound made it forget one', async () => {
+    const at = (t: number, user: string) => ({
+      t,
+      domain: 'api',
+      descriptors: [{ entries: [{ key: 'user', value: user }] }],
+      cost: 1,
+      outcome: 'OK' as const,
+    });
+    // The victim, then many other keys, then the victim again within the minute: limit 1, so it is refused.
+    const capture = [at(0, 'victim'), ...Array.from({ length: 50 }, (_, i) => at(1, `other${i}`)), at(2, 'victim')];
+    const exact = await replay(capture, rules('fixed-window', 1));
+    assert.equal(exact.evictions, 0);
+    assert.equal(exact.byKey.get('api|user=victim')?.rejected, 1, 'the victim is refused the second time');
+    // A store bounded below the keys forgets the victim: the replay counts it, so the report can say so.
+    const bounded = await replay(capture, rules('fixed-window', 1), undefined, { maxKeys: 10 });
+    assert.ok(bounded.evictions > 0);
+    assert.equal(bounded.byKey.get('api|user=victim')?.rejected, 0);
+    const html = renderReplayHtml({
+      result: bounded,
+      series: new ReplaySeries(),
+      side: 'live',
+      window: '1m',
+      flipped: [],
+      problems: 0,
+    });
+    assert.match(html, /WARNING: \d+ counters were forgotten/);
+  });
 });

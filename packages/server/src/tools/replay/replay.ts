@@ -4,10 +4,11 @@
  * compared with a baseline — another rule set, or what was decided live — into tallies per rule and per key,
  * the requests that flip, and each rule's observed per-key load for the suggested limits.
  */
+import type { MemoryStore } from 'sluice';
 import type { RuleSet } from 'sluice/rules';
 import type { ReplayRecord } from './capture-record.js';
 import { type Recommendation, RuleRecommender } from './recommend.js';
-import { createCheckDecider, createRulesDecider, type ReplayDecide } from './replay-deciders.js';
+import { createCheckDecider, createReplayStore, createRulesDecider, type ReplayDecide } from './replay-deciders.js';
 import { type ReplayKey, ReplayKeys } from './replay-keys.js';
 import { count, emptyTally, type ReplayTally, tallyOf } from './replay-tally.js';
 
@@ -31,7 +32,16 @@ export interface ReplayResult {
   readonly recommendations: ReadonlyMap<string, Recommendation>;
   /** The limit names seen under each rule id of `recommendations`. */
   readonly ruleNames: ReadonlyMap<string, ReadonlySet<string>>;
+  /**
+   * Counters the replay's stores forgot to stay within a key bound (0 unless one was given): each restarted
+   * afresh, so the outcomes may admit more than the rules would. Reported loudly when not 0.
+   */
+  readonly evictions: number;
 }
+
+/** Said on stderr, in the text and in the HTML report when counters were forgotten: the outcomes are not exact. */
+export const evictionWarning = (evictions: number) =>
+  `WARNING: ${evictions} counters were forgotten to stay within the replay's key bound: those keys started afresh, so the candidate admitted more than the rules would`;
 
 /** How one record was decided under each side. */
 export interface ReplayStep {
@@ -55,6 +65,8 @@ export interface ReplayRun {
 export interface ReplayOptions {
   /** The window of the suggested limits, in ms. @default 60_000 */
   readonly windowMs?: number;
+  /** Most keys each of the replay's stores keeps (tests). @default no bound (2^30, the store's most) */
+  readonly maxKeys?: number;
 }
 
 /** The suggestions' counters of a replay, and the limit names seen under each rule id. */
@@ -88,8 +100,14 @@ class Observer {
  * are decided once, under those policies, and that decision stands for both sides.
  */
 export function startReplay(candidate: RuleSet, baseline?: RuleSet, options: ReplayOptions = {}): ReplayRun {
-  const cand = createRulesDecider(candidate);
-  const base = baseline === undefined ? undefined : createRulesDecider(baseline);
+  const stores: MemoryStore[] = [];
+  const newStore = () => {
+    const store = createReplayStore(options.maxKeys);
+    stores.push(store);
+    return store;
+  };
+  const cand = createRulesDecider(candidate, newStore());
+  const base = baseline === undefined ? undefined : createRulesDecider(baseline, newStore());
   let checkDecide: ReplayDecide | undefined;
   const windowMs = options.windowMs ?? 60_000;
   const observer = new Observer(new RuleRecommender(windowMs));
@@ -102,7 +120,7 @@ export function startReplay(candidate: RuleSet, baseline?: RuleSet, options: Rep
   let checks = 0;
   const addKey = (key: ReplayKey, t: number, cost: number, liveRejected: boolean): ReplayStep => {
     const isCheck = key.check !== undefined;
-    if (isCheck) checkDecide ??= createCheckDecider();
+    if (isCheck) checkDecide ??= createCheckDecider(newStore());
     const decide = isCheck && checkDecide !== undefined ? checkDecide : cand;
     const now = decide(key, t, cost);
     const rejected = now.rejected;
@@ -152,6 +170,7 @@ export function startReplay(candidate: RuleSet, baseline?: RuleSet, options: Rep
       checks,
       recommendations: observer.recommender.result(),
       ruleNames: observer.names,
+      evictions: stores.reduce((sum, store) => sum + store.stats().evictions, 0),
     }),
   };
 }
