@@ -48,6 +48,11 @@ ${MULTI_REGION_HELP}
   --trust-proxy LIST     gateway: proxies whose X-Forwarded-For is believed (CIDRs, loopback, ...)
   --adaptive ALG         gateway: shed with 503 past an adaptive concurrency limit that follows the
                          upstream's latency (gradient2, vegas or aimd; docs/overload.md)
+  --capture DIR          write sampled decisions (gRPC, /json, /v1/check, gateway) as NDJSON in DIR, for
+                         sluice replay; the key hash secret from SLUICE_CAPTURE_SECRET (docs/explain-and-replay.md)
+  --capture-sample R     share of keys captured, 0..1; a key is in or out for good (default 0.1)
+  --capture-max-bytes N  all capture files together (N, or with kb/mb/gb; default 256mb); oldest deleted past it
+  --capture-raw-keys     write descriptor values as sent instead of keyed hashes
   --no-watch             do not reload when the config files change
   --max-body BYTES       largest API request body (default 1048576)
   --shutdown-grace D     how long in-flight requests may take at shutdown (default 10s)
