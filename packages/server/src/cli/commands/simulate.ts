@@ -72,12 +72,12 @@ overload (adaptive concurrency limits, docs/overload.md):
   --overload             a model service under load in front of no limiter, a fixed concurrency limit
                          and each adaptive algorithm (gradient2, vegas, aimd); prints goodput, the
                          critical requests' success and the limit over time (--out FILE.svg: a chart)
-  --capacity N           requests the service runs at once (default: 32)
+  --capacity N           requests the service runs at once (default: 32, at most 128)
   --service-time D       time of one request when not queued (default: 10ms)
   --slowdown F           the service time is multiplied by F half way through (default: 5)
   --critical F           share of requests that are critical (default: 0.2)
   --initial-limit N      the fixed limit, and the adaptive limits' start (default: 20)
-  With --overload, --load is the offered load as a multiple of the capacity (default: 3) and --duration
+  With --overload, --load is the offered load as a multiple of the capacity (default: 3, at most 10) and --duration
   the run's length (default: 30s).
 
 traces:
@@ -261,7 +261,12 @@ export function parseSimulateArgs(argv: readonly string[]): SimulateArgs {
     if (!/\.(html?|svg)$/i.test(values.out)) throw usage('--out', `'${values.out}' must end in .html or .svg`);
     args.out = values.out;
   }
-  if (values.overload) args.overload = parseOverloadArgs(values);
+  if (values.overload) {
+    args.overload = parseOverloadArgs(values);
+    // The model's work grows with load × capacity (every request is simulated): past these it runs for minutes.
+    if (args.load !== undefined && args.load > MAX_OVERLOAD_LOAD)
+      throw usage('--load', `at most ${MAX_OVERLOAD_LOAD} with --overload (got ${args.load})`);
+  }
   if (values.regions !== undefined) {
     args.regions = parseRegionArgs(values);
     if (values.algorithms.trim() === 'all') args.algorithms = ['fixed-window'];
@@ -426,6 +431,15 @@ function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
+/** Most --load and --capacity with --overload: at the defaults otherwise, about half a minute each. */
+const MAX_OVERLOAD_LOAD = 10;
+const MAX_OVERLOAD_CAPACITY = 128;
+
+function atMost(n: number, max: number, option: string): number {
+  if (n > max) throw usage(option, `at most ${max} with --overload (got ${n})`);
+  return n;
+}
+
 /** The --overload flags; every error names its flag. */
 function parseOverloadArgs(values: Record<string, string | boolean | undefined>): OverloadArgs {
   const number = (flag: string, min: number, max: number) => {
@@ -436,7 +450,7 @@ function parseOverloadArgs(values: Record<string, string | boolean | undefined>)
   const serviceMs = parseDuration(values['service-time'] as string, '--service-time');
   if (serviceMs < 1) throw usage('--service-time', 'must be at least 1ms');
   return {
-    capacity: wholeNumber(values.capacity as string, '--capacity', 1),
+    capacity: atMost(wholeNumber(values.capacity as string, '--capacity', 1), MAX_OVERLOAD_CAPACITY, '--capacity'),
     serviceMs,
     slowdown: number('slowdown', 0.1, 100),
     critical: number('critical', 0, 0.9),

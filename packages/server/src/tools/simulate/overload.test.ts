@@ -54,4 +54,18 @@ describe('sluice simulate --overload', () => {
     assert.throws(() => parseSimulateArgs(['--overload', '--critical', '2']), /--critical/);
     assert.throws(() => parseSimulateArgs(['--overload', '--capacity', '0']), /--capacity/);
   });
+
+  it('refuses --load and --capacity too large to simulate in reasonable time, naming the flag and its maximum', () => {
+    const refused = (argv: string[], message: RegExp) =>
+      assert.throws(
+        () => parseSimulateArgs(['--overload', ...argv]),
+        (e: { code?: string; message?: string }) =>
+          e.code === 'ERR_SLUICE_INVALID_OPTION' && message.test(e.message ?? ''),
+      );
+    refused(['--load', '1e9'], /^--load: at most 10 with --overload/);
+    refused(['--capacity', '1000000'], /^--capacity: at most 128 with --overload/);
+    assert.equal(parseSimulateArgs(['--overload', '--load', '10', '--capacity', '128']).overload?.capacity, 128);
+    // Without --overload, --load is the trace's multiple of the limit and keeps its own range.
+    assert.equal(parseSimulateArgs(['--load', '50']).load, 50);
+  });
 });
