@@ -16,11 +16,12 @@ export interface LimitSample {
   /** When it finished, on the limiter's clock (ms). */
   atMs: number;
   /**
-   * In a window's summary: the fastest request of the window that was not dropped (its `rttMs` is the
-   * window's average). The no-load latency is a fastest request's, not an average's: an average taken
-   * while the limit already holds a queue includes that queue.
+   * In a window's summary: a low percentile (the 10th) of the latencies of the window's requests that
+   * were not dropped (its `rttMs` is the window's average). The no-load latency is read from the
+   * window's fast requests, not its average: an average taken while the limit already holds a queue
+   * includes that queue. Not from its single fastest either, which one request of a faster route sets.
    */
-  minRttMs?: number;
+  lowRttMs?: number;
   /**
    * In a window's summary: some request was refused (or had to wait) for want of a place during the
    * window, so the limit is in use even when fewer than half its places are held — as when part of
@@ -35,8 +36,14 @@ export interface LimitSample {
  */
 export const inUse = (sample: LimitSample, limit: number) => sample.limited === true || sample.inFlight * 2 >= limit;
 
-/** A window's no-load latency: its fastest request (never 0: algorithms divide by it). */
-export const fastestMs = (sample: LimitSample) => Math.max(sample.minRttMs ?? sample.rttMs, 0.001);
+/**
+ * A latency as the algorithms compare it: at least 1 ms. The clock counts whole milliseconds, so 0 is
+ * "under 1 ms", and 0 against 1 ms is rounding, not a queue; the algorithms also divide by it.
+ */
+export const measuredMs = (rttMs: number) => Math.max(rttMs, 1);
+
+/** A window's reading of the no-load latency: its low percentile (see `lowRttMs`). */
+export const lowMs = (sample: LimitSample) => measuredMs(sample.lowRttMs ?? sample.rttMs);
 
 /** An adaptive limit algorithm: a step from the current limit and one sample to the next limit. */
 export interface LimitAlgorithm {

@@ -97,6 +97,55 @@ describe('adaptive limit: where it settles and how it follows a slowdown (inject
     });
 });
 
+/**
+ * Closed loop on the injected clock: 30 callers of a 20 ms route, each asking again as soon as it is
+ * answered (10 ms after a refusal), and one health check every 50 ms answered at once (0 ms). Past
+ * `capacity` in flight the route is slower by the share past it (a queue). Answers the limit at each
+ * half second.
+ */
+function routeWithHealthChecks(algorithm: 'gradient2' | 'vegas', capacity: number, durationMs: number): number[] {
+  const clock = createManualClock(0);
+  const limiter = createAdaptiveLimiter({ algorithm, initialLimit: 20, maxLimit: 500, clock });
+  const running: { endMs: number; permit: AdaptivePermit; caller: number }[] = [];
+  const askAtMs = Array.from({ length: 30 }, () => 0);
+  const limits: number[] = [];
+  for (let t = 0; t < durationMs; t++) {
+    clock.set(t);
+    for (const r of running.filter((r) => r.endMs <= t)) {
+      r.permit.release('success');
+      askAtMs[r.caller] = t;
+    }
+    running.splice(0, running.length, ...running.filter((r) => r.endMs > t));
+    const health = t % 50 === 0 ? limiter.tryAcquire() : undefined;
+    if (health?.allowed) health.release('success');
+    for (let caller = 0; caller < askAtMs.length; caller++) {
+      if ((askAtMs[caller] as number) > t) continue;
+      const d = limiter.tryAcquire();
+      askAtMs[caller] = d.allowed ? Number.POSITIVE_INFINITY : t + 10;
+      if (d.allowed)
+        running.push({ endMs: t + Math.ceil(20 * Math.max(1, limiter.inFlight / capacity)), permit: d, caller });
+    }
+    if (t % 500 === 499) limits.push(limiter.limit);
+  }
+  return limits;
+}
+
+describe('adaptive limit: a fast route next to a slow one (injected clock)', () => {
+  for (const algorithm of ['gradient2', 'vegas'] as const) {
+    it(`${algorithm}: health checks answered at once do not pull the limit down on a healthy service`, () => {
+      // Nothing queues: every /work request takes 20 ms whatever is in flight.
+      const limits = routeWithHealthChecks(algorithm, Number.POSITIVE_INFINITY, 10_000);
+      assert.ok(Math.min(...limits) >= 20, `${algorithm}: ${limits.join(' ')}`);
+    });
+
+    it(`${algorithm}: with the same health checks, a real queue still shrinks the limit`, () => {
+      // The service runs 5 at once; past that, latency grows with what is in flight.
+      const limits = routeWithHealthChecks(algorithm, 5, 10_000);
+      for (const limit of limits.slice(4)) assert.ok(limit < 20, `${algorithm}: ${limits.join(' ')}`);
+    });
+  }
+});
+
 describe('baseline latency', () => {
   /** Windows every 100 ms: `fastMs` until `changeMs`, then `slowMs`; answers the baseline at `atMs`. */
   const run = (changeMs: number, atMs: number, slow: (t: number) => number) => {
@@ -119,6 +168,14 @@ describe('baseline latency', () => {
         `change at ${changeMs}`,
       );
     }
+  });
+
+  it('stays while a queue drains (latency still falling), then moves up once it is flat', () => {
+    // A limit shrinking from 4× too high: 160 ms falling to 90 ms over 2.8 s (by a quarter at 2.6 s),
+    // then flat at 90 ms: the service is slower for good.
+    const draining = (t: number) => Math.max(90, 160 - (t - 1000) / 40);
+    assert.equal(run(1000, 4500, draining), 40, 'fell by a quarter less than a period ago: a queue');
+    assert.equal(run(1000, 4700, draining), 90);
   });
 
   it('stays while a faster window breaks the stretch (a queue that drains now and then)', () => {

@@ -8,6 +8,13 @@ import type { LimitSample } from './limit-algorithm.js';
 /** Fewest requests in a window: below it, an average latency is mostly noise. */
 const MIN_SAMPLES = 10;
 
+/**
+ * The window's low latency is the one a tenth of its requests beat: low enough to show the no-load
+ * latency while part of the window queued, and, in a window of 10 or more, never set by a single
+ * request (a health check answered at once next to a route that takes 20 ms).
+ */
+const LOW_PERCENTILE = 0.1;
+
 /** A window of samples. */
 export interface SampleWindow {
   /** Adds a sample; answers the window's summary when it closes, else undefined. */
@@ -16,12 +23,20 @@ export interface SampleWindow {
   refused(): void;
 }
 
+/** The low percentile of `rtts` (sorted in place); undefined when empty. */
+function lowPercentile(rtts: number[]): number | undefined {
+  rtts.sort((a, b) => a - b);
+  return rtts[Math.floor(rtts.length * LOW_PERCENTILE)];
+}
+
 /** Creates an empty window. */
 export function createSampleWindow(): SampleWindow {
   let count = 0;
   let sumMs = 0;
   let maxInFlight = 0;
-  let minRttMs = Number.POSITIVE_INFINITY;
+  // Latencies of the requests not dropped: a dropped one may have failed fast (a refused connection)
+  // and says nothing of the no-load latency.
+  const kept: number[] = [];
   let dropped = false;
   let limited = false;
   return {
@@ -30,22 +45,20 @@ export function createSampleWindow(): SampleWindow {
       sumMs += sample.rttMs;
       if (sample.inFlight > maxInFlight) maxInFlight = sample.inFlight;
       dropped ||= sample.dropped;
-      // A dropped request may have failed fast (a refused connection): it says nothing of the no-load latency.
-      if (!sample.dropped && sample.rttMs < minRttMs) minRttMs = sample.rttMs;
+      if (!sample.dropped) kept.push(sample.rttMs);
       if (count < Math.max(MIN_SAMPLES, limit)) return undefined;
-      const fastest = minRttMs === Number.POSITIVE_INFINITY ? sumMs / count : minRttMs;
       const summary = {
         rttMs: sumMs / count,
         inFlight: maxInFlight,
         dropped,
         atMs: sample.atMs,
-        minRttMs: fastest,
+        lowRttMs: lowPercentile(kept) ?? sumMs / count,
         limited,
       };
       count = 0;
       sumMs = 0;
       maxInFlight = 0;
-      minRttMs = Number.POSITIVE_INFINITY;
+      kept.length = 0;
       dropped = false;
       limited = false;
       return summary;
