@@ -85,6 +85,31 @@ describe('client: adaptive throttling against real servers', () => {
     assert.ok(counts.sent < 20, `sent ${counts.sent} of 40 to a backend that always times out`);
   });
 
+  it("the caller's own aborts count on neither side: half the calls aborted still leaves a 503 backend throttled", async () => {
+    const refusing = createServer((_req, res) => res.writeHead(503).end());
+    const refusingUrl = await listen(refusing);
+    const clock = createManualClock(0);
+    const api = createClient({ retries: 0, clock, adaptiveThrottle: true, random: seeded(5) });
+    let throttled = 0;
+    for (let i = 0; i < 100; i++) {
+      // A call the user gave up on (navigated away): aborted once it is on its way to the slow backend.
+      const ac = new AbortController();
+      const gone = api.fetch(slowUrl, { signal: ac.signal });
+      ac.abort();
+      await gone.catch(() => {});
+      await api.fetch(refusingUrl).then(
+        (r) => assert.equal(r.status, 503),
+        (e: unknown) => {
+          assert.ok(isSluiceError(e, 'ERR_SLUICE_CLIENT_THROTTLED'));
+          throttled++;
+        },
+      );
+    }
+    refusing.close();
+    // Counted as accepts, the aborts balanced the 503s (K = 2) and nothing was throttled.
+    assert.ok(throttled >= 80, `${throttled} of 100 calls to an always-503 backend throttled`);
+  });
+
   it('sends normally again as the window forgets the outage (injected clock)', async () => {
     const clock = createManualClock(0);
     const { counts, fetch } = counting();

@@ -25,6 +25,11 @@ export interface AdaptiveThrottle {
   refuse(): boolean;
   /** Counts a request the backend accepted (answered other than 429/503, no network error). */
   accepted(): void;
+  /**
+   * Takes back a request that `refuse` counted and the caller then aborted: it says nothing of the
+   * backend, so it counts on neither side.
+   */
+  withdrawn(): void;
   /** The current refusal probability, for logs. */
   probability(): number;
 }
@@ -73,6 +78,9 @@ export function createAdaptiveThrottle(
       return random() < p;
     },
     accepted: () => counts.add('accepts'),
+    // Taken from the current bucket: the request may sit in an older one, so for at most a twentieth
+    // of the window (when that one expires first) the window counts one request fewer.
+    withdrawn: () => counts.add('requests', -1),
     probability,
   };
 }

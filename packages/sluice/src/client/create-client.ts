@@ -59,8 +59,8 @@ export function createClient(options: ClientOptions = {}): Client {
       response = await o.fetch(input, init);
     } catch (error) {
       // Network errors and timeouts are the backend not taking it; the caller's own abort (not a
-      // TimeoutError) says nothing of the backend, so it is booked as taken: it weighs on neither side.
-      if ((error as { name?: string })?.name === 'AbortError') throttle.accepted();
+      // TimeoutError) says nothing of the backend, so it is taken back: it weighs on neither side.
+      if ((error as { name?: string })?.name === 'AbortError') throttle.withdrawn();
       throw error;
     }
     if (!REFUSALS.has(response.status)) throttle.accepted();

@@ -9,7 +9,8 @@ const BUCKETS = 20;
 
 /** A few named counts over the last `windowMs`. */
 export interface RollingCounts<K extends string> {
-  add(kind: K): void;
+  /** Counts `n` events of `kind` now (-1 takes one back). @default 1 */
+  add(kind: K, n?: number): void;
   /** The count of `kind` over the window. */
   sum(kind: K): number;
 }
@@ -31,10 +32,10 @@ export function createRollingCounts<K extends string>(
     if (now > current) current = now;
   };
   return {
-    add(kind) {
+    add(kind, n = 1) {
       advance();
       const ring = rings.get(kind) as number[];
-      ring[current % BUCKETS] = (ring[current % BUCKETS] as number) + 1;
+      ring[current % BUCKETS] = (ring[current % BUCKETS] as number) + n;
     },
     sum(kind) {
       advance();
