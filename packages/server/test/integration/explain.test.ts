@@ -233,6 +233,27 @@ describe('POST /admin/explain', () => {
     assert.equal(refused, 2);
   });
 
+  it('sluice explain reports an invalid /v1/check item with its code and exits 2, not 0', async () => {
+    let err = '';
+    const io = {
+      out: () => {},
+      err: (t: string) => {
+        err += t;
+      },
+    };
+    const items = [
+      { key: unique('ok'), limit: 5, period: '1m' },
+      { key: '', limit: -1, period: 'forever' },
+    ];
+    const code = await explainCommand.run(
+      ['--json', JSON.stringify({ checks: items }), '--url', base, '--token', TOKEN],
+      io,
+    );
+    assert.equal(code, 2);
+    assert.match(err, /^sluice explain: checks\[1\] is invalid: ERR_SLUICE_\w+ /m);
+    assert.doesNotMatch(err, /checks\[0\]/);
+  });
+
   it('POST /json answers a 429 as problem details naming the violated policy when Accept asks for it', async () => {
     const req = request([['user', unique('p')]]);
     for (let i = 0; i < 2; i++) assert.equal((await postJson(`${base}/json`, req)).status, 200);

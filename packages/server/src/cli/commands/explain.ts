@@ -13,7 +13,7 @@ which rules matched (the walk through nested descriptors, wildcards, the allow a
 counter's state, the binding limit and when it resets, and whether shadow mode, unlimited, replaces or
 a degraded store decided. Needs the admin API (SLUICE_ADMIN_TOKEN on the service).
 
-exit status: 0 the request would pass, 1 it would be refused, 2 error
+exit status: 0 the request would pass, 1 it would be refused, 2 error (an invalid /v1/check item too)
 
 options:
   --url URL              the service's HTTP API (default $SLUICE_URL or http://127.0.0.1:8080)
@@ -105,6 +105,16 @@ async function ask(
   }
 }
 
+/** Each `/v1/check` item the service found invalid, as `checks[i] is invalid: CODE message`. */
+function invalidChecks(answer: Record<string, unknown>): string[] {
+  const checks = Array.isArray(answer.checks)
+    ? (answer.checks as { error?: { code?: string; message?: string } }[])
+    : [];
+  return checks.flatMap((c, i) =>
+    c?.error === undefined ? [] : [`checks[${i}] is invalid: ${c.error.code ?? ''} ${c.error.message ?? ''}`],
+  );
+}
+
 /** `sluice explain`. */
 export const explainCommand: Command = {
   name: 'explain',
@@ -150,6 +160,10 @@ export const explainCommand: Command = {
       }
       const json = answer.json as Record<string, unknown>;
       io.out(output === 'json' ? `${JSON.stringify(json, null, 2)}\n` : formatExplanation(json));
+      // An invalid item is not a request that would pass: the service would refuse it, so it is an error.
+      const invalid = invalidChecks(json);
+      for (const line of invalid) io.err(`sluice explain: ${line}\n`);
+      if (invalid.length > 0) return 2;
       return json.overallCode === 'OVER_LIMIT' ? 1 : 0;
     } catch (error) {
       if (error instanceof UsageError || isSluiceError(error)) {
