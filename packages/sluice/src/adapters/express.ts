@@ -3,6 +3,7 @@
  * @packageDocumentation
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { watchResponse } from '../http/adaptive-gate.js';
 import { afterNodeResponse } from '../http/count-by-response.js';
 import {
   createMiddlewareLimiter,
@@ -77,6 +78,7 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler & Ra
   const limiter = createMiddlewareLimiter(options, access, EXTRA_KEYS);
   const handler = options.handler;
   const metered = limiter.tokenBudget !== undefined;
+  const gated = limiter.adaptive !== undefined;
 
   function apply(outcome: HttpOutcome, req: Request, res: Response, next: NextFunction): void {
     if (outcome.info !== undefined) req.rateLimit = outcome.info;
@@ -100,6 +102,7 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler & Ra
   function sluiceRateLimit(req: Request, res: Response, next: NextFunction): void {
     let outcome: ReturnType<typeof limiter.decide>;
     try {
+      if (gated) watchResponse(req, res);
       outcome = limiter.decide(req);
     } catch (error) {
       next(error);

@@ -3,6 +3,7 @@
  * @packageDocumentation
  */
 import type { Context, Middleware, Next } from 'koa';
+import { watchResponse } from '../http/adaptive-gate.js';
 import { afterNodeResponse } from '../http/count-by-response.js';
 import {
   createMiddlewareLimiter,
@@ -76,7 +77,9 @@ export function rateLimit(options: KoaRateLimitOptions): Middleware & RateLimitC
     return undefined;
   }
 
+  const gated = limiter.adaptive !== undefined;
   const sluiceRateLimit: Middleware = (ctx, next) => {
+    if (gated) watchResponse(ctx, ctx.res);
     const outcome = limiter.decide(ctx);
     return outcome instanceof Promise ? outcome.then((o) => apply(o, ctx, next)) : apply(outcome, ctx, next);
   };

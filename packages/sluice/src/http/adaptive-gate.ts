@@ -1,7 +1,8 @@
 /**
  * The middleware's `adaptive` option, framework-neutral: after the rate limits pass, a request takes
  * a place in an adaptive limiter (by its priority) or is shed with 503 and `Retry-After`; its place is
- * given back when the response is done, measured from the request to the response's finish.
+ * given back when the handler has ended the response (not when a slow client has read it all), measured
+ * from the request to then. A client that hangs up while queued leaves the queue at once, unmeasured.
  */
 import type { AdaptiveLimiter } from '../adaptive/create-adaptive-limiter.js';
 import { createAdaptiveLimiter } from '../adaptive/create-adaptive-limiter.js';
@@ -24,6 +25,58 @@ export interface AdaptiveGate<Req> {
   admit(req: Req): Awaitable<AdaptiveAdmission>;
   /** Wraps a passing outcome so its `afterResponse` gives the place back. */
   hold(outcome: HttpOutcome, permit: AdaptivePermit): HttpOutcome;
+}
+
+/** A Node response as the gate watches it (structural: this module imports no node:*). */
+export interface GateResponse {
+  readonly statusCode: number;
+  readonly destroyed?: boolean;
+  once(event: 'prefinish' | 'close', listener: () => void): unknown;
+}
+
+/** What an adapter tells the gate of a request: its Node response, or how to get a signal that aborts when the client leaves. */
+type Watched = GateResponse | (() => AbortSignal);
+
+// Keyed by the request the adapter decides on; weak, so that an entry goes with its request.
+const watched = new WeakMap<object, Watched>();
+
+/**
+ * Tells the gates of `req`'s response (adapters call it before deciding): a client that closes while
+ * queued gives up its place and its handler never runs, and the place is given back at the response's
+ * 'prefinish' — once the handler has called `res.end()` — so clients that never read cannot hold the limit.
+ */
+export function watchResponse(req: object, res: GateResponse): void {
+  watched.set(req, res);
+}
+
+/**
+ * As `watchResponse`, for an adapter whose request has a signal that aborts when the client leaves
+ * (Hono); read only when the request has to queue (on Node, Hono builds the Request for it).
+ */
+export function watchClientSignal(req: object, signal: () => AbortSignal): void {
+  watched.set(req, signal);
+}
+
+/** A signal that aborts when the client of `res` goes away (while queued, 'close' can mean nothing else). */
+function clientLeft(res: GateResponse): AbortSignal {
+  const left = new AbortController();
+  if (res.destroyed === true) left.abort();
+  else res.once('close', () => left.abort());
+  return left.signal;
+}
+
+/** `permit`, given back as soon as the handler has ended the response; the later release is then a no-op. */
+function releasedAtEnd(permit: AdaptivePermit, res: GateResponse): AdaptivePermit {
+  let released = false;
+  const release: AdaptivePermit['release'] = (outcome) => {
+    if (released) return;
+    released = true;
+    permit.release(outcome);
+  };
+  // 'finish' waits until the socket has taken every byte: a client that reads slowly, or never, would keep
+  // the place for as long as it likes. 'prefinish' is when the whole response is handed to Node.
+  res.once('prefinish', () => release(outcomeOf(res.statusCode)));
+  return { ...permit, release };
 }
 
 /** 5xx and a response that never went out (0: the client left, a timeout) are overload's marks. */
@@ -59,17 +112,22 @@ export function createAdaptiveGate<Req>(options: AdaptiveMiddlewareOptions<Req>)
     );
     return lowest;
   };
-  const admission = (d: AdaptiveDecision): AdaptiveAdmission =>
-    d.allowed
-      ? { shed: false, permit: d }
-      : { shed: true, retryAfterSeconds: Math.max(1, Math.ceil(d.retryAfterMs / 1000)) };
+  const admission = (d: AdaptiveDecision, seen: Watched | undefined): AdaptiveAdmission => {
+    if (!d.allowed) return { shed: true, retryAfterSeconds: Math.max(1, Math.ceil(d.retryAfterMs / 1000)) };
+    return { shed: false, permit: seen === undefined || typeof seen === 'function' ? d : releasedAtEnd(d, seen) };
+  };
   // Without a queue a request is answered at once: no promise, the middleware's fast path stays sync.
   const queued = limiter.queueSize > 0;
   return {
     limiter,
     admit(req) {
-      const p = priorityOf(req);
-      return queued ? limiter.acquire({ priority: p }).then(admission) : admission(limiter.tryAcquire({ priority: p }));
+      const priority = priorityOf(req);
+      const seen = typeof req === 'object' && req !== null ? watched.get(req) : undefined;
+      if (!queued) return admission(limiter.tryAcquire({ priority }), seen);
+      // A client gone while queued is refused ('aborted'): its handler never runs, nothing is measured.
+      const signal = seen === undefined ? undefined : typeof seen === 'function' ? seen() : clientLeft(seen);
+      const options = signal === undefined ? { priority } : { priority, signal };
+      return limiter.acquire(options).then((d) => admission(d, seen));
     },
     hold(outcome, permit) {
       const after = outcome.afterResponse;

@@ -98,6 +98,37 @@ function scenarios(harness: AdapterHarness) {
       }
     });
 
+    it('a client that hangs up while queued leaves the queue at once and never gets a place', async () => {
+      const limiter = createAdaptiveLimiter({
+        initialLimit: 1,
+        minLimit: 1,
+        maxLimit: 1,
+        queue: { size: 2, timeoutMs: 60_000 },
+      });
+      const server = await harness.start({ adaptive: { limiter } });
+      try {
+        const hold = holdRequests();
+        const first = fetch(`${server.url}/hold`);
+        await hold.arrived;
+        const gone = [new AbortController(), new AbortController()];
+        const calls = gone.map((c) => fetch(`${server.url}/`, { signal: c.signal }).catch((e: Error) => e));
+        await until(() => limiter.queued === 2, 'two clients queued');
+        for (const c of gone) c.abort();
+        await Promise.all(calls);
+        await until(() => limiter.queued === 0, 'the clients that hung up left the queue');
+        // Their places in the queue are free: a live client waits rather than being refused.
+        const live = fetch(`${server.url}/`);
+        await until(() => limiter.queued === 1, 'a live client queued');
+        hold.open();
+        assert.equal((await first).status, 200);
+        assert.equal((await live).status, 200);
+        await until(() => limiter.inFlight === 0, 'inFlight back to 0');
+        assert.equal(limiter.stats().priorities.default?.admitted, 2, 'no place was taken for a gone client');
+      } finally {
+        await server.close();
+      }
+    });
+
     it('a request over the rate limit is a 429 and takes no place; overload is a 503', async () => {
       const limiter = fixed(1);
       const server = await harness.start({ limit: 2, period: '1m', adaptive: { limiter } });

@@ -3,6 +3,7 @@
  * reply (info, headers, the after-response step); the first rejection answers the request.
  */
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
+import { watchResponse } from '../../http/adaptive-gate.js';
 import { afterNodeResponse } from '../../http/count-by-response.js';
 import type { HttpOutcome } from '../../http/index.js';
 import type { FastifyRateLimitOptions } from './options.js';
@@ -24,6 +25,8 @@ export function createChainRunner(handler: FastifyRateLimitOptions['handler']): 
     if (limiter === undefined) return done();
     let outcome: ReturnType<typeof limiter.decide>;
     try {
+      // A limiter with the adaptive option (the chain's type does not say which one has it).
+      if ('adaptive' in limiter) watchResponse(request, reply.raw);
       outcome = limiter.decide(request);
     } catch (error) {
       return done(error as Error);
