@@ -4,7 +4,7 @@
  * status, headers, trailers, body, the gRPC metrics — is compared with grpc-js answering the same call.
  */
 import assert from 'node:assert/strict';
-import { type ClientHttp2Session, connect, type IncomingHttpHeaders } from 'node:http2';
+import { type ClientHttp2Session, connect, constants, type IncomingHttpHeaders } from 'node:http2';
 import { after, before, describe, it } from 'node:test';
 import { deflateSync, gzipSync } from 'node:zlib';
 import { Metadata, Server } from '@grpc/grpc-js';
@@ -30,7 +30,7 @@ const DECIDED: Decided = {
  * decider also has `decideNow`, which answers (or throws) synchronously, as the service's own does on the
  * memory store; without it every answer comes through a promise.
  */
-async function server(rateLimitOnGrpcJs: boolean, atOnce = false) {
+async function server(rateLimitOnGrpcJs: boolean, atOnce = false, messageTimeoutMs?: number) {
   const carriers: (Carrier | undefined)[] = [];
   const codes: string[] = [];
   const decideNow = (request: RateLimitRequest, _source: unknown, carrier?: Carrier): Decided | Promise<Decided> => {
@@ -58,7 +58,7 @@ async function server(rateLimitOnGrpcJs: boolean, atOnce = false) {
     metrics: { ...createDisabledMetrics(), grpc: (code) => codes.push(code) },
     logger: createLogger('silent'),
     health: async (service) => (service === '' ? 'SERVING' : undefined),
-    limits: { maxMessageBytes: 64 * 1024 },
+    limits: { maxMessageBytes: 64 * 1024, ...(messageTimeoutMs === undefined ? {} : { messageTimeoutMs }) },
     rateLimitOnGrpcJs,
   });
   return { handle, carriers, codes };
@@ -240,4 +240,42 @@ describe('the default gRPC server: ShouldRateLimit on the lean path, the rest on
       assert.deepEqual(mine, theirs, JSON.stringify(headers));
     }
   });
+});
+
+describe('shutdown: the grace bounds it, whatever calls are open', () => {
+  /** Opens a call whose message never completes (a prefix that declares 100 bytes, then 2 of them). */
+  function halfSent(session: ClientHttp2Session) {
+    const stream = session.request(
+      { ':method': 'POST', ':path': SHOULD_RATE_LIMIT_PATH, 'content-type': 'application/grpc', te: 'trailers' },
+      { endStream: false },
+    );
+    stream.on('error', () => {});
+    stream.write(Buffer.from([0, 0, 0, 0, 100, 0x0a, 0x02]));
+    return new Promise<number>((resolve) => stream.on('close', () => resolve(stream.rstCode ?? -1)));
+  }
+
+  for (const [path, onGrpcJs] of [
+    ['the lean path', false],
+    ['grpc-js', true],
+  ] as const) {
+    it(
+      `cancels a call still receiving its message (${path}) when the grace is over, not at the message timeout`,
+      {
+        timeout: 20_000,
+      },
+      async () => {
+        // The message timeout (an hour) cannot end the call while the test runs: only the shutdown can.
+        const { handle } = await server(onGrpcJs, false, 3_600_000);
+        const session = connect(`http://127.0.0.1:${handle.port}`);
+        session.on('error', () => {});
+        const halfSentClosed = halfSent(session);
+        // A later call on the same connection answered: the server has the half-sent call's headers.
+        const health = await call(session, frame(Buffer.alloc(0)), { ':path': HEALTH_CHECK_PATH });
+        assert.equal(health.trailers['grpc-status'], '0');
+        await handle.close(20);
+        assert.equal(await halfSentClosed, constants.NGHTTP2_CANCEL);
+        session.destroy();
+      },
+    );
+  }
 });

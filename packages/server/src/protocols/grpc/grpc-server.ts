@@ -1,4 +1,6 @@
 /** The service's gRPC server: grpc-js with the lean ShouldRateLimit path, bound to a port or socket, TLS reloadable. */
+import type { EventEmitter } from 'node:events';
+import { constants, type Http2Session } from 'node:http2';
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import { addGrpcJsServices } from './grpc-js-services.js';
 import { DEFAULT_KEEPALIVE, type GrpcHandle, type GrpcServerOptions } from './grpc-server-options.js';
@@ -48,7 +50,12 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcH
         guard,
         ...(clientSan === undefined ? {} : { clientSan }),
       });
-  if (!onHttp2Servers(server, (http2Server) => dispatchStreams(http2Server, rateLimit, guard, metrics))) {
+  const sessions = new Set<Http2Session>();
+  const hooked = onHttp2Servers(server, (http2Server) => {
+    trackSessions(http2Server, sessions);
+    dispatchStreams(http2Server, rateLimit, guard, metrics);
+  });
+  if (!hooked) {
     logger.warn(
       { grpcJs: GRPC_JS_VERSION },
       'the lean ShouldRateLimit path does not know this @grpc/grpc-js: grpc-js answers every call (about 1.4x the CPU), and unfinished messages are bounded by size only; install the @grpc/grpc-js version sluice-server depends on',
@@ -73,7 +80,10 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcH
       : {}),
     close(graceMs) {
       return new Promise((resolve) => {
-        const timer = setTimeout(() => server.forceShutdown(), graceMs);
+        const timer = setTimeout(() => {
+          server.forceShutdown();
+          cancelSessions(sessions);
+        }, graceMs);
         timer.unref();
         server.tryShutdown(() => {
           clearTimeout(timer);
@@ -82,6 +92,24 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcH
       });
     },
   };
+}
+
+/** Keeps `sessions` listing the open HTTP/2 sessions (connections) of `http2Server`. */
+function trackSessions(http2Server: EventEmitter, sessions: Set<Http2Session>): void {
+  http2Server.on('session', (session: Http2Session) => {
+    sessions.add(session);
+    session.once('close', () => sessions.delete(session));
+  });
+}
+
+/**
+ * Ends every connection, and so every call on it, once the shutdown grace is over. grpc-js's forceShutdown
+ * cannot: it destroys the sessions in its channelz table, which stays empty with channelz off (as here), so
+ * a call still receiving its message held the process until its message timeout (`--grpc-message-timeout`).
+ */
+function cancelSessions(sessions: Set<Http2Session>): void {
+  for (const session of sessions) session.destroy(undefined, constants.NGHTTP2_CANCEL);
+  sessions.clear();
 }
 
 function bracket(host: string): string {
