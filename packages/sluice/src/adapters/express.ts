@@ -3,6 +3,7 @@
  * @packageDocumentation
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { asError } from '../core/errors.js';
 import { watchResponse } from '../http/adaptive-gate.js';
 import { afterNodeResponse } from '../http/count-by-response.js';
 import {
@@ -105,10 +106,14 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler & Ra
       if (gated) watchResponse(req, res);
       outcome = limiter.decide(req);
     } catch (error) {
-      next(error);
+      next(asError(error));
       return;
     }
-    if (outcome instanceof Promise) outcome.then((o) => apply(o, req, res, next), next);
+    if (outcome instanceof Promise)
+      outcome.then(
+        (o) => apply(o, req, res, next),
+        (e) => next(asError(e)),
+      );
     else apply(outcome, req, res, next);
   }
   return Object.assign(sluiceRateLimit, { resetKey: limiter.resetKey, penalty: limiter.penalty, block: limiter.block });

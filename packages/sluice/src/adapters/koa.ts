@@ -3,6 +3,7 @@
  * @packageDocumentation
  */
 import type { Context, Middleware, Next } from 'koa';
+import { asError } from '../core/errors.js';
 import { watchResponse } from '../http/adaptive-gate.js';
 import { afterNodeResponse } from '../http/count-by-response.js';
 import {
@@ -80,8 +81,19 @@ export function rateLimit(options: KoaRateLimitOptions): Middleware & RateLimitC
   const gated = limiter.adaptive !== undefined;
   const sluiceRateLimit: Middleware = (ctx, next) => {
     if (gated) watchResponse(ctx, ctx.res);
-    const outcome = limiter.decide(ctx);
-    return outcome instanceof Promise ? outcome.then((o) => apply(o, ctx, next)) : apply(outcome, ctx, next);
+    let outcome: ReturnType<typeof limiter.decide>;
+    try {
+      outcome = limiter.decide(ctx);
+    } catch (error) {
+      throw asError(error);
+    }
+    if (!(outcome instanceof Promise)) return apply(outcome, ctx, next);
+    return outcome.then(
+      (o) => apply(o, ctx, next),
+      (e) => {
+        throw asError(e);
+      },
+    );
   };
   return Object.assign(sluiceRateLimit, { resetKey: limiter.resetKey, penalty: limiter.penalty, block: limiter.block });
 }

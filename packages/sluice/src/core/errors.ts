@@ -55,3 +55,15 @@ export function optionError(
 ): SluiceError {
   return new SluiceError(code, `${option}: ${why}`, { option });
 }
+
+/**
+ * What a middleware hands its framework when deciding failed: `error` itself when it is an Error, else a SluiceError
+ * (`ERR_SLUICE_DECIDE_FAILED`). An option function may throw or reject with `undefined` or `null`, and a framework reads
+ * `next(undefined)` or `done(undefined)` as "go on": the request would pass unlimited (Koa would never answer).
+ */
+export function asError(error: unknown): Error {
+  if (error instanceof Error) return error;
+  return new SluiceError('ERR_SLUICE_DECIDE_FAILED', `deciding failed: an option function threw ${String(error)}`, {
+    cause: error,
+  });
+}

@@ -9,9 +9,11 @@ import { describe, it } from 'node:test';
 import { serve } from '@hono/node-server';
 import express5 from 'express';
 import express4 from 'express4';
+import Fastify from 'fastify';
 import { Hono } from 'hono';
 import Koa from 'koa';
 import { rateLimit as expressLimit } from '../../src/adapters/express.js';
+import { rateLimit as fastifyLimit } from '../../src/adapters/fastify.js';
 import { rateLimit as honoLimit } from '../../src/adapters/hono.js';
 import { rateLimit as koaLimit } from '../../src/adapters/koa.js';
 import { rateLimit as nodeLimit } from '../../src/adapters/node.js';
@@ -176,4 +178,46 @@ describe('node:http', () => {
       assert.equal((await fetch(`${url}/boom-async`)).status, 599);
     });
   });
+});
+
+// A library that rejects without a reason (`throw undefined`) must not turn the limit off: frameworks read
+// next(undefined) / done(undefined) as "go on", and Koa ignores a null error and never answers.
+describe('an option function that throws or rejects with undefined or null', () => {
+  const falsy = [
+    ['rejects with undefined', async () => Promise.reject(undefined)],
+    [
+      'throws null',
+      () => {
+        throw null;
+      },
+    ],
+  ] as const;
+  for (const [how, key] of falsy) {
+    it(`${how}: express, koa and fastify answer 500 and never run the handler`, async () => {
+      let ran = 0;
+      const express = express5();
+      express.set('env', 'test'); // its final handler prints errors otherwise
+      express.use(expressLimit({ limit: 2, period: '1m', key: key as () => string }));
+      express.get('/', (_req, res) => void res.send(String(++ran)));
+      const koa = new Koa();
+      koa.silent = true;
+      koa.use(koaLimit({ limit: 2, period: '1m', key: key as () => string }));
+      koa.use((ctx) => {
+        ctx.body = String(++ran);
+      });
+      for (const app of [express, koa.callback()])
+        await withServer(createServer(app), async (url) => {
+          for (let i = 0; i < 3; i++) assert.equal((await fetch(url)).status, 500);
+        });
+      const fastify = Fastify();
+      await fastify.register(fastifyLimit({ limit: 2, period: '1m', key: key as () => string }));
+      fastify.get('/', async () => String(++ran));
+      try {
+        for (let i = 0; i < 3; i++) assert.equal((await fastify.inject('/')).statusCode, 500);
+      } finally {
+        await fastify.close();
+      }
+      assert.equal(ran, 0);
+    });
+  }
 });

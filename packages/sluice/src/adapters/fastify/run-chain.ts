@@ -3,6 +3,7 @@
  * reply (info, headers, the after-response step); the first rejection answers the request.
  */
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
+import { asError } from '../../core/errors.js';
 import { watchResponse } from '../../http/adaptive-gate.js';
 import { afterNodeResponse } from '../../http/count-by-response.js';
 import type { HttpOutcome } from '../../http/index.js';
@@ -29,10 +30,13 @@ export function createChainRunner(handler: FastifyRateLimitOptions['handler']): 
       if ('adaptive' in limiter) watchResponse(request, reply.raw);
       outcome = limiter.decide(request);
     } catch (error) {
-      return done(error as Error);
+      return done(asError(error));
     }
     if (outcome instanceof Promise) {
-      outcome.then((o) => apply(o, chain, i, request, reply, done), done);
+      outcome.then(
+        (o) => apply(o, chain, i, request, reply, done),
+        (e) => done(asError(e)),
+      );
     } else {
       apply(outcome, chain, i, request, reply, done);
     }
