@@ -12,9 +12,15 @@ interface PgResult {
 export interface PgQueryable {
   query(text: string): Promise<PgResult | PgResult[]>;
 }
+/** A client a `pg` Pool lends: it can be given back, and says when its connection fails. */
+interface PgPooledClient extends PgQueryable {
+  release(error?: Error | boolean): void;
+  on?(event: 'error', listener: (error: Error) => void): unknown;
+  removeListener?(event: 'error', listener: (error: Error) => void): unknown;
+}
 /** A `pg` Pool, as far as sluice uses it. */
 export interface PgPool extends PgQueryable {
-  connect(): Promise<PgQueryable & { release(error?: Error | boolean): void }>;
+  connect(): Promise<PgPooledClient>;
   readonly totalCount: number;
   readonly options?: { max?: number };
 }
@@ -56,13 +62,30 @@ export function postgresClientSize(client: unknown, kind: PostgresClientKind): n
 const rowsOfPg = (result: PgResult | PgResult[]) =>
   (Array.isArray(result) ? result : [result]).map((r) => r.rows ?? []);
 
-/** Sessions on a Pool: a pooled connection per transaction. */
+/**
+ * Sessions on a Pool: a pooled connection per transaction. While a client is lent, pg-pool stops listening for its
+ * 'error' (a connection the database dropped: a restart, pg_terminate_backend), and an 'error' nobody listens to
+ * ends the process. So the session listens while it holds the client: the failure fails the transaction (the
+ * failure policy answers), and the client goes back as broken, so the pool destroys it and opens a new one.
+ */
 function poolSessions(pool: PgPool): () => Promise<SqlSession> {
   return async () => {
     const connection = await pool.connect();
+    let failure: Error | undefined;
+    const onError = (error: Error) => {
+      failure = error;
+    };
+    connection.on?.('error', onError);
     return {
-      run: async (text) => rowsOfPg(await connection.query(text)),
-      release: (broken) => connection.release(broken ? true : undefined),
+      run: async (text) => {
+        if (failure !== undefined) throw failure;
+        return rowsOfPg(await connection.query(text));
+      },
+      release: (broken) => {
+        // release() puts the pool's own listener back first, so no 'error' goes unheard in between.
+        connection.release(failure ?? (broken ? true : undefined));
+        connection.removeListener?.('error', onError);
+      },
     };
   };
 }
@@ -82,20 +105,41 @@ function clientSessions(client: PgQueryable): () => Promise<SqlSession> {
 }
 
 /**
- * Sessions on postgres.js: a reserved connection per transaction, statements sent as one simple query. postgres.js
- * reconnects a broken connection by itself, so a release is all it needs.
+ * Whether a postgres.js failure may have closed the connection: anything but an error PostgreSQL answered with
+ * (a five-character SQLSTATE) outside the connection (08) and shutdown (57P) classes.
+ */
+function connectionLost(error: unknown): boolean {
+  const code = (error as { code?: unknown })?.code;
+  return typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code) || /^(08|57P)/.test(code);
+}
+
+/**
+ * Sessions on postgres.js: a reserved connection per transaction, statements sent as one simple query. Once its
+ * connection closed, a reserved connection must not be used again nor released: postgres.js 3.4 then writes to a
+ * socket it has already dropped (a TypeError thrown from a timer, which ends the process), and a release would put
+ * the dead connection back among the open ones. postgres.js takes a closed connection back itself and reconnects
+ * it when needed, so after such a failure the session sends nothing more (no ROLLBACK) and does not release.
  */
 function postgresJsSessions(sql: PostgresJsSql): () => Promise<SqlSession> {
   return async () => {
     const reserved = await sql.reserve();
+    let lost: unknown;
     return {
       run: async (text) => {
-        const result = await reserved.unsafe(text);
-        return typeof (result as PostgresJsResult).command === 'string'
-          ? [result as PostgresJsResult]
-          : (result as PostgresJsResult[]);
+        if (lost !== undefined) throw lost;
+        try {
+          const result = await reserved.unsafe(text);
+          return typeof (result as PostgresJsResult).command === 'string'
+            ? [result as PostgresJsResult]
+            : (result as PostgresJsResult[]);
+        } catch (error) {
+          if (connectionLost(error)) lost = error;
+          throw error;
+        }
       },
-      release: () => reserved.release(),
+      release: () => {
+        if (lost === undefined) reserved.release();
+      },
     };
   };
 }
