@@ -4,7 +4,7 @@
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { asError } from '../core/errors.js';
-import { watchResponse } from '../http/adaptive-gate.js';
+import { watchResponse } from '../http/client-watch.js';
 import { afterNodeResponse } from '../http/count-by-response.js';
 import {
   createMiddlewareLimiter,
@@ -79,7 +79,7 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler & Ra
   const limiter = createMiddlewareLimiter(options, access, EXTRA_KEYS);
   const handler = options.handler;
   const metered = limiter.tokenBudget !== undefined;
-  const gated = limiter.adaptive !== undefined;
+  const watching = limiter.watchesClient;
 
   function apply(outcome: HttpOutcome, req: Request, res: Response, next: NextFunction): void {
     if (outcome.info !== undefined) req.rateLimit = outcome.info;
@@ -103,7 +103,7 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler & Ra
   function sluiceRateLimit(req: Request, res: Response, next: NextFunction): void {
     let outcome: ReturnType<typeof limiter.decide>;
     try {
-      if (gated) watchResponse(req, res);
+      if (watching) watchResponse(req, res);
       outcome = limiter.decide(req);
     } catch (error) {
       next(asError(error));

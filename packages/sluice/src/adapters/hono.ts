@@ -5,7 +5,7 @@
  * @packageDocumentation
  */
 import type { Context, MiddlewareHandler, Next } from 'hono';
-import { watchClientSignal } from '../http/adaptive-gate.js';
+import { watchClientSignal } from '../http/client-watch.js';
 import {
   createMiddlewareLimiter,
   type HttpOutcome,
@@ -81,10 +81,10 @@ export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler & Ra
   const limiter = createMiddlewareLimiter(options, { ...access, peer: createPeerReader(options) }, EXTRA_KEYS);
   const handler = options.handler;
   const metered = limiter.tokenBudget !== undefined;
-  const gated = limiter.adaptive !== undefined;
+  const watching = limiter.watchesClient;
 
   async function sluiceRateLimit(c: Context, next: Next) {
-    if (gated) watchClientSignal(c, () => c.req.raw.signal);
+    if (watching) watchClientSignal(c, () => c.req.raw.signal);
     const outcome = await limiter.decide(c);
     if (outcome.info !== undefined) c.set('rateLimit', outcome.info);
     if (outcome.pass) {

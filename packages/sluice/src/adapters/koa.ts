@@ -4,7 +4,7 @@
  */
 import type { Context, Middleware, Next } from 'koa';
 import { asError } from '../core/errors.js';
-import { watchResponse } from '../http/adaptive-gate.js';
+import { watchResponse } from '../http/client-watch.js';
 import { afterNodeResponse } from '../http/count-by-response.js';
 import {
   createMiddlewareLimiter,
@@ -78,9 +78,9 @@ export function rateLimit(options: KoaRateLimitOptions): Middleware & RateLimitC
     return undefined;
   }
 
-  const gated = limiter.adaptive !== undefined;
+  const watching = limiter.watchesClient;
   const sluiceRateLimit: Middleware = (ctx, next) => {
-    if (gated) watchResponse(ctx, ctx.res);
+    if (watching) watchResponse(ctx, ctx.res);
     let outcome: ReturnType<typeof limiter.decide>;
     try {
       outcome = limiter.decide(ctx);

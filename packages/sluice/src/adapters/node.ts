@@ -3,7 +3,7 @@
  * @packageDocumentation
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { watchResponse } from '../http/adaptive-gate.js';
+import { watchResponse } from '../http/client-watch.js';
 import { afterNodeResponse } from '../http/count-by-response.js';
 import {
   createMiddlewareLimiter,
@@ -63,7 +63,7 @@ export function rateLimit(options: NodeRateLimitOptions): ((listener: Listener) 
   const limiter = createMiddlewareLimiter(options, access, EXTRA_KEYS);
   const { handler, onError = internalError } = options;
   const metered = limiter.tokenBudget !== undefined;
-  const gated = limiter.adaptive !== undefined;
+  const watching = limiter.watchesClient;
 
   function apply(outcome: HttpOutcome, req: IncomingMessage, res: ServerResponse, listener: Listener): void {
     if (outcome.info !== undefined) (req as LimitedRequest).rateLimit = outcome.info;
@@ -90,7 +90,7 @@ export function rateLimit(options: NodeRateLimitOptions): ((listener: Listener) 
     function sluiceRateLimit(req, res) {
       let outcome: ReturnType<typeof limiter.decide>;
       try {
-        if (gated) watchResponse(req, res);
+        if (watching) watchResponse(req, res);
         outcome = limiter.decide(req);
       } catch (error) {
         onError(error, req, res);

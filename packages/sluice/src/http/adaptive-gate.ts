@@ -9,6 +9,7 @@ import { createAdaptiveLimiter } from '../adaptive/create-adaptive-limiter.js';
 import type { AdaptiveDecision, AdaptivePermit } from '../adaptive/decision.js';
 import { optionError } from '../core/errors.js';
 import type { AdaptiveMiddlewareOptions } from './adaptive-options.js';
+import { clientLeft, type GateResponse, type Watched, watchedOf } from './client-watch.js';
 import type { HttpOutcome } from './outcome.js';
 import type { Awaitable } from './request.js';
 import { warnOnce } from './warn.js';
@@ -25,44 +26,6 @@ export interface AdaptiveGate<Req> {
   admit(req: Req): Awaitable<AdaptiveAdmission>;
   /** Wraps a passing outcome so its `afterResponse` gives the place back. */
   hold(outcome: HttpOutcome, permit: AdaptivePermit): HttpOutcome;
-}
-
-/** A Node response as the gate watches it (structural: this module imports no node:*). */
-export interface GateResponse {
-  readonly statusCode: number;
-  readonly destroyed?: boolean;
-  once(event: 'prefinish' | 'close', listener: () => void): unknown;
-}
-
-/** What an adapter tells the gate of a request: its Node response, or how to get a signal that aborts when the client leaves. */
-type Watched = GateResponse | (() => AbortSignal);
-
-// Keyed by the request the adapter decides on; weak, so that an entry goes with its request.
-const watched = new WeakMap<object, Watched>();
-
-/**
- * Tells the gates of `req`'s response (adapters call it before deciding): a client that closes while
- * queued gives up its place and its handler never runs, and the place is given back at the response's
- * 'prefinish' — once the handler has called `res.end()` — so clients that never read cannot hold the limit.
- */
-export function watchResponse(req: object, res: GateResponse): void {
-  watched.set(req, res);
-}
-
-/**
- * As `watchResponse`, for an adapter whose request has a signal that aborts when the client leaves
- * (Hono); read only when the request has to queue (on Node, Hono builds the Request for it).
- */
-export function watchClientSignal(req: object, signal: () => AbortSignal): void {
-  watched.set(req, signal);
-}
-
-/** A signal that aborts when the client of `res` goes away (while queued, 'close' can mean nothing else). */
-function clientLeft(res: GateResponse): AbortSignal {
-  const left = new AbortController();
-  if (res.destroyed === true) left.abort();
-  else res.once('close', () => left.abort());
-  return left.signal;
 }
 
 /** `permit`, given back as soon as the handler has ended the response; the later release is then a no-op. */
@@ -122,10 +85,10 @@ export function createAdaptiveGate<Req>(options: AdaptiveMiddlewareOptions<Req>)
     limiter,
     admit(req) {
       const priority = priorityOf(req);
-      const seen = typeof req === 'object' && req !== null ? watched.get(req) : undefined;
+      const seen = watchedOf(req);
       if (!queued) return admission(limiter.tryAcquire({ priority }), seen);
       // A client gone while queued is refused ('aborted'): its handler never runs, nothing is measured.
-      const signal = seen === undefined ? undefined : typeof seen === 'function' ? seen() : clientLeft(seen);
+      const signal = seen === undefined ? undefined : clientLeft(seen);
       const options = signal === undefined ? { priority } : { priority, signal };
       return limiter.acquire(options).then((d) => admission(d, seen));
     },

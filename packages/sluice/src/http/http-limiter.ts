@@ -25,6 +25,11 @@ export interface HttpLimiter<Req> extends RateLimitControls {
   decide(req: Req): Awaitable<HttpOutcome>;
   /** The store counters live in. */
   readonly store: Store;
+  /**
+   * True when a request may wait before it passes (shape mode's delay, the adaptive limiter's queue): the adapter
+   * then tells the core how to see the client leave (`watchResponse`, `watchClientSignal`) before deciding.
+   */
+  readonly watchesClient: boolean;
 }
 
 /**
@@ -52,8 +57,8 @@ export function createHttpLimiter<Req>(
   const finish = createDecisionStep(settings, respond);
   const general = createRequestPath(settings, respond, finish);
   const decide = plainDecide(settings, finish, general) ?? general;
-  const { plan, rulesCheck, blocks, clock, store } = settings;
-  return { ...createControls(plan, rulesCheck !== undefined, blocks, clock), decide, store };
+  const { plan, rulesCheck, blocks, clock, store, shape } = settings;
+  return { ...createControls(plan, rulesCheck !== undefined, blocks, clock), decide, store, watchesClient: shape };
 }
 
 export type { HttpOutcome };

@@ -27,7 +27,14 @@ function noRateLimit<Req>(
       'this middleware has only the adaptive or tokenBudget option: there is no rate limit to reset, penalise or block; add limit and period',
     );
   };
-  return { decide: () => PASS, store: createMemoryStore(), resetKey: none, penalty: none, block: none };
+  return {
+    decide: () => PASS,
+    store: createMemoryStore(),
+    watchesClient: false,
+    resetKey: none,
+    penalty: none,
+    block: none,
+  };
 }
 
 /** The outcome of a request the gate shed: 503, `Retry-After`, the rate limits' headers kept. */
@@ -89,5 +96,10 @@ export function createMiddlewareLimiter<Req>(
       : gate.hold(outcome, admission.permit);
   const admit = (outcome: HttpOutcome, req: Req) =>
     outcome.pass ? then(gate.admit(req), (a) => settle(outcome, req, a)) : outcome;
-  return { ...inner, adaptive: gate, decide: (req) => then(inner.decide(req), (o) => admit(o, req)) };
+  return {
+    ...inner,
+    adaptive: gate,
+    watchesClient: true,
+    decide: (req) => then(inner.decide(req), (o) => admit(o, req)),
+  };
 }

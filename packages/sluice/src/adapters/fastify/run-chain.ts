@@ -4,7 +4,7 @@
  */
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { asError } from '../../core/errors.js';
-import { watchResponse } from '../../http/adaptive-gate.js';
+import { watchResponse } from '../../http/client-watch.js';
 import { afterNodeResponse } from '../../http/count-by-response.js';
 import type { HttpOutcome } from '../../http/index.js';
 import type { FastifyRateLimitOptions } from './options.js';
@@ -26,8 +26,7 @@ export function createChainRunner(handler: FastifyRateLimitOptions['handler']): 
     if (limiter === undefined) return done();
     let outcome: ReturnType<typeof limiter.decide>;
     try {
-      // A limiter with the adaptive option (the chain's type does not say which one has it).
-      if ('adaptive' in limiter) watchResponse(request, reply.raw);
+      if (limiter.watchesClient) watchResponse(request, reply.raw);
       outcome = limiter.decide(request);
     } catch (error) {
       return done(asError(error));

@@ -5,7 +5,7 @@
  */
 import type { CanActivate, ExecutionContext } from '@nestjs/common';
 import { HttpException, Inject, Injectable } from '@nestjs/common';
-import { type GateResponse, watchResponse } from '../../http/adaptive-gate.js';
+import { type GateResponse, watchResponse } from '../../http/client-watch.js';
 import type { HttpOutcome } from '../../http/index.js';
 import type { RateLimitCore } from './core.js';
 import { afterTargetResponse, meterTargetResponse, type NestTarget, setHeaders, targetOf } from './target.js';
@@ -22,7 +22,7 @@ export class RateLimitGuard implements CanActivate {
     if (target === undefined) return true;
     const limiter = this.core.limiterFor(context.getClass(), context.getHandler());
     if (limiter === undefined) return true;
-    if ('adaptive' in limiter) watchTarget(target);
+    if (limiter.watchesClient) watchTarget(target);
     const outcome = await limiter.decide(target);
     // `req.rateLimit` for the handler, as the Express and Fastify adapters set it (not on a socket).
     if (outcome.info !== undefined && target.type !== 'ws' && typeof target.request === 'object' && target.request) {
@@ -42,7 +42,7 @@ export class RateLimitGuard implements CanActivate {
 Inject(RATE_LIMIT_CORE)(RateLimitGuard, undefined as unknown as string, 0);
 Injectable()(RateLimitGuard);
 
-/** Tells the adaptive gate of the Node response under an Express response or a Fastify reply (none for ws). */
+/** Tells the core the Node response under an Express response or a Fastify reply (none for ws). */
 function watchTarget(target: NestTarget): void {
   const res = target.response as (GateResponse & { raw?: GateResponse }) | undefined;
   const node = res?.raw ?? res;
