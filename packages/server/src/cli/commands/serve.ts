@@ -4,6 +4,7 @@ import { isSluiceError } from 'sluice';
 import { EXAMPLE_CONFIG, LOG_LEVELS, startService } from '../../index.js';
 import type { Command } from '../command.js';
 import { watchParent } from '../parent-watch.js';
+import { quietGrpcBindFailure } from './grpc-bind-log.js';
 import { LIMIT_FLAGS_HELP, LimitFlagError } from './limit-flags.js';
 import { MULTI_REGION_HELP } from './serve-multi-region.js';
 import { serveOptions, UsageError } from './serve-options.js';
@@ -102,6 +103,7 @@ export const serveCommand: Command = {
       io.err(`sluice: no --config given; serving the built-in example rules:\n\n${EXAMPLE_CONFIG}`);
     }
     let service: Awaited<ReturnType<typeof startService>>;
+    quietGrpcBindFailure();
     try {
       service = await startService(options);
     } catch (error) {
