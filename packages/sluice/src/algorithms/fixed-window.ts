@@ -47,9 +47,12 @@ export const fixedWindow: Algorithm = {
     return fixedWindow.check(s, o, now, p, 0, false);
   },
 
-  refund(s, o, now, p, cost) {
+  refund(s, o, now, p, cost, takenAt = now) {
+    // Units taken in an earlier window were counted there: the current window never held them.
     const window = Math.floor(now / p.periodMs);
-    if (s[o] === window) s[o + 1] = Math.max(0, (s[o + 1] as number) - cost);
+    if (s[o] === window && Math.floor(Math.min(takenAt, now) / p.periodMs) === window) {
+      s[o + 1] = Math.max(0, (s[o + 1] as number) - cost);
+    }
   },
 
   expiresAt(s, o, p) {

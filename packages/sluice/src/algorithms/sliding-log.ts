@@ -78,19 +78,27 @@ export const slidingLog: Algorithm<SlidingLogState> = {
     return slidingLog.check(log, 0, now, p, 0, false);
   },
 
-  refund(log, _o, now, p, cost) {
+  refund(log, _o, now, p, cost, takenAt = now) {
     dropExpired(log, now, p.periodMs);
-    // Give back the newest units first: they are the ones this caller just took.
-    let left = cost;
+    // Give back the newest units logged at or before takenAt: the caller's own. Entries after it are other
+    // requests', admitted since, and stay.
     const { entries } = log;
-    while (left > 0 && entries.length > log.head) {
-      const n = entries[entries.length - 1] as number;
-      const back = Math.min(n, left);
-      left -= back;
-      log.total -= back;
-      if (back === n) entries.length -= 2;
-      else entries[entries.length - 1] = n - back;
+    let end = entries.length;
+    while (end > log.head && (entries[end - 2] as number) > takenAt) end -= 2;
+    let left = cost;
+    let from = end;
+    while (left > 0 && from > log.head) {
+      const n = entries[from - 1] as number;
+      if (n > left) {
+        entries[from - 1] = n - left;
+        log.total -= left;
+        break;
+      }
+      left -= n;
+      log.total -= n;
+      from -= 2;
     }
+    entries.splice(from, end - from);
   },
 
   expiresAt(log, _o, p) {

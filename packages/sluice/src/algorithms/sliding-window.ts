@@ -56,8 +56,17 @@ export const slidingWindow: Algorithm = {
     return slidingWindow.check(s, o, now, p, 0, false);
   },
 
-  refund(s, o, now, p, cost) {
-    if (s[o] === Math.floor(now / p.periodMs)) s[o + 2] = Math.max(0, (s[o + 2] as number) - cost);
+  refund(s, o, now, p, cost, takenAt = now) {
+    // Back to the window that counted the units: the current one, or the previous one while it still weighs; a
+    // window older than that weighs nothing any more, and the current one never held them.
+    const window = Math.floor(now / p.periodMs);
+    const taken = Math.floor(Math.min(takenAt, now) / p.periodMs);
+    const stored = s[o] as number;
+    if (taken < window - 1) return;
+    // The stored window's own count (it is the current window or the previous one), or the previous one's count
+    // kept beside the current window's.
+    if (taken === stored) s[o + 2] = Math.max(0, (s[o + 2] as number) - cost);
+    else if (taken === window - 1 && stored === window) s[o + 1] = Math.max(0, (s[o + 1] as number) - cost);
   },
 
   expiresAt(s, o, p) {

@@ -30,8 +30,12 @@ export interface Algorithm<S = Slots> {
    * its debt is paid, `remaining` never below 0.
    */
   charge(state: S, offset: number, nowMs: number, policy: ResolvedPolicy, cost: number): Decision;
-  /** Gives back `cost` units taken earlier (never beyond full capacity). */
-  refund(state: S, offset: number, nowMs: number, policy: ResolvedPolicy, cost: number): void;
+  /**
+   * Gives back `cost` units taken earlier, at `takenAtMs` (default `nowMs`), never beyond full capacity. The units go
+   * back only to what counted them: a window that has ended since gives nothing to the current one (else a request
+   * refunded after the window rolled would free room it never took).
+   */
+  refund(state: S, offset: number, nowMs: number, policy: ResolvedPolicy, cost: number, takenAtMs?: number): void;
   /** The instant (ms since the epoch) from which this state equals a fresh one and can be forgotten. */
   expiresAt(state: S, offset: number, policy: ResolvedPolicy): number;
 }

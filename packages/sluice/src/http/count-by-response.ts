@@ -92,13 +92,16 @@ export function createResponseCounting<Req>(
   }
 
   return (req, limiter, key, charged) => {
+    // Called as the check's decision arrives: the time its units were taken. A refund given after the window rolled
+    // then frees nothing in the new window (else a slow failed request would let the next window pass extra ones).
+    const takenAtMs = limiter.clock.now();
     let done = false;
     return async (status) => {
       if (done) return;
       done = true;
       try {
         const d = await delta(req, status, charged);
-        if (d < 0) await limiter.refund(key, { cost: -d });
+        if (d < 0) await limiter.refund(key, { cost: -d, takenAtMs });
         else if (d > 0) await limiter.check(key, { cost: d });
       } catch (error) {
         // After the response there is nobody to answer: report it instead of crashing the process.

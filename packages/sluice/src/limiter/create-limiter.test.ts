@@ -24,6 +24,34 @@ describe('createLimiter', () => {
     assert.equal(limiter.checkSync('a').remaining, 1);
   });
 
+  it('refunds units taken at takenAtMs only to the window that counted them', async () => {
+    const clock = createManualClock(900);
+    const limiter = createLimiter({
+      limits: [
+        { name: 'second', limit: 2, period: '1s', algorithm: 'fixed-window' },
+        { name: 'log', limit: 2, period: '1s', algorithm: 'sliding-log' },
+      ],
+      clock,
+    });
+    const takenAtMs = clock.now();
+    assert.equal((await limiter.check('a')).allowed, true, 'a slow request, taken at 900');
+    clock.set(1050);
+    assert.equal((await limiter.check('a')).allowed, true);
+    // Both limits in one refundMany: the window of 900 has ended, and the log keeps the request at 1050.
+    await limiter.refund('a', { takenAtMs });
+    const remaining = async () => (await limiter.peek('a')).results?.map((r) => [r.name, r.decision.remaining]);
+    assert.deepEqual(await remaining(), [
+      ['second', 1], // the window of 1000 still counts the request at 1050
+      ['log', 1], // the log gave back the entry at 900, and keeps the one at 1050…
+    ]);
+    clock.set(1901);
+    assert.deepEqual(await remaining(), [
+      ['second', 1],
+      ['log', 1], // …which is still in the log when 900 would have left it
+    ]);
+    await assert.rejects(limiter.refund('a', { takenAtMs: Number.NaN }), { code: 'ERR_SLUICE_INVALID_OPTION' });
+  });
+
   it('blocks a key for blockDuration once it is rejected (brute-force protection)', async () => {
     const clock = createManualClock(0);
     const login = createLimiter({ limit: 3, period: '1m', blockDuration: '15m', clock });

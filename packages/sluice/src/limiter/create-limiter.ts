@@ -3,7 +3,7 @@
  * the limiter's failure policy answering when the store fails.
  */
 import type { Clock } from '../core/clock.js';
-import { SluiceError } from '../core/errors.js';
+import { optionError, SluiceError } from '../core/errors.js';
 import type { MaybePromise, Store } from '../stores/store.js';
 import { chargeItems, type LimiterCharge, registerCharge } from './charge.js';
 import { type DecisionSource, decisionChannel, publishedAsync, publishedSync } from './decision-channel.js';
@@ -29,6 +29,18 @@ export type { LimiterKey } from './limiter-key.js';
 export { keyFor, settle, withFailure, withResults } from './limiter-parts.js';
 export type { CheckOptions } from './limiter-run.js';
 
+/** Options of `refund`. */
+export interface RefundOptions extends CheckOptions {
+  /**
+   * When the units were taken (ms since the epoch, on the limiter's clock): the time of the check that took them.
+   * A window algorithm gives them back only to the window that counted them — none once that window has ended (a
+   * sliding window: once it weighs nothing) — and a sliding log removes the newest entry at or before this time,
+   * not a later request's. Buckets and GCRA ignore it (they never refill past full). A remote store refunds at the
+   * service's time (its protocol has no field for this). @default now
+   */
+  takenAtMs?: number;
+}
+
 /** A rate limiter: one policy, or several checked together. */
 export interface Limiter {
   readonly limits: readonly ResolvedLimit[];
@@ -51,8 +63,15 @@ export interface Limiter {
    * for (const l of why.limits) console.log(l.name, l.used, '/', l.capacity, l.binding ? '← binds' : '');
    */
   explain(key: LimiterKey, options?: CheckOptions): Promise<LimiterExplanation>;
-  /** Gives back `cost` units (default 1) that an earlier check took. */
-  refund(key: LimiterKey, options?: CheckOptions): Promise<void>;
+  /**
+   * Gives back `cost` units (default 1) that an earlier check took, at `takenAtMs` (default now): only to the window
+   * that counted them, so a refund after the window rolled frees nothing in the new window.
+   * @example
+   * const at = limiter.clock.now();
+   * const decision = await limiter.check('user:42');
+   * if (decision.allowed && (await work()).failed) await limiter.refund('user:42', { takenAtMs: at });
+   */
+  refund(key: LimiterKey, options?: RefundOptions): Promise<void>;
   /**
    * Takes an estimated `cost` now (all or nothing across every limit, as `check` does) and settles the
    * real cost later: `settle(actual)` gives back the difference or takes the extra, `cancel()` gives all
@@ -216,9 +235,11 @@ function upkeep({ limits, store, clock, failure }: ResolvedLimiterOptions): Pick
     refund: (key, options) =>
       settle(() => {
         const cost = resolveCost(options?.cost);
+        const takenAtMs = resolveTakenAt(options?.takenAtMs);
+        const taken = takenAtMs === undefined ? {} : { takenAtMs };
         if (store.refundMany !== undefined && limits.length > 1) {
           // Every limit in one call: one round trip on Redis (a reservation's settle under its estimate).
-          const items = itemsFor(limits, key, cost);
+          const items = itemsFor(limits, key, cost).map((item) => ({ ...item, ...taken }));
           const nowMs = clock.now();
           return withFailure(
             () => (store.refundMany as NonNullable<Store['refundMany']>)(items, nowMs),
@@ -232,8 +253,8 @@ function upkeep({ limits, store, clock, failure }: ResolvedLimiterOptions): Pick
           // A refund the store cannot take is dropped (the stand-in takes it under insurance): failing the caller's
           // request over it would be worse.
           return withFailure(
-            () => store.refund(k, limit.policy, cost, nowMs),
-            () => failure.refund({ key: k, policy: limit.policy, cost }, nowMs),
+            () => store.refund(k, limit.policy, cost, nowMs, takenAtMs),
+            () => failure.refund({ key: k, policy: limit.policy, cost, ...taken }, nowMs),
           );
         });
       }),
@@ -277,4 +298,13 @@ export function failureOf(limiter: Limiter): FailurePolicy {
   if (own !== undefined) return own;
   open ??= createFailurePolicy({});
   return open;
+}
+
+/** A refund's `takenAtMs`: a time in ms, or undefined for now. */
+function resolveTakenAt(takenAtMs: unknown): number | undefined {
+  if (takenAtMs === undefined || (typeof takenAtMs === 'number' && Number.isFinite(takenAtMs))) return takenAtMs;
+  throw optionError(
+    'takenAtMs',
+    `${String(takenAtMs)} is not a time in ms (the time of the check that took the units)`,
+  );
 }

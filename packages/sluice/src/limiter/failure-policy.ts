@@ -122,7 +122,7 @@ function createInsurance(share: number): FailurePolicy {
     },
     refund(item, nowMs) {
       const m = toMemory(item);
-      store().refund(m.key, m.policy, m.cost, nowMs);
+      store().refund(m.key, m.policy, m.cost, nowMs, item.takenAtMs);
     },
     reset(key, policy) {
       memory?.reset(key, scale(policy));

@@ -13,6 +13,12 @@ export interface StoreItem {
   readonly key: string;
   readonly policy: ResolvedPolicy;
   readonly cost: number;
+  /**
+   * For a refund: when the units were taken (ms since the epoch, on the caller's clock). A refund gives them back
+   * only to the window that counted them, so one given after the window rolled frees nothing in the new one.
+   * @default the refund's `nowMs`
+   */
+  readonly takenAtMs?: number;
 }
 
 /** A held concurrency slot. Give it back with `release`. */
@@ -62,8 +68,11 @@ export interface Store {
    * the limiter then takes the extra with an ordinary check, as far as it fits.
    */
   charge?(items: readonly StoreItem[], nowMs: number): MaybePromise<Decision[]>;
-  /** Gives back units a check took (e.g. the request turned out not to count). */
-  refund(key: string, policy: ResolvedPolicy, cost: number, nowMs: number): MaybePromise<void>;
+  /**
+   * Gives back units a check took (e.g. the request turned out not to count) at `takenAtMs` (default `nowMs`): only
+   * to the window that counted them, none when that window has ended (see `takenAtMs` of StoreItem).
+   */
+  refund(key: string, policy: ResolvedPolicy, cost: number, nowMs: number, takenAtMs?: number): MaybePromise<void>;
   /**
    * `refund` of several items in one call (one round trip on Redis): a multi-limit limiter's refund and a
    * reservation's settle under its estimate. Absent: the limiter refunds item by item.

@@ -1,5 +1,6 @@
 /**
- * Differential property test: random traces of checks, peeks, multi-limit checks, refunds, resets and
+ * Differential property test: random traces of checks, peeks, multi-limit checks, refunds (of units taken now or
+ * up to a few windows ago), resets and
  * time advances give identical decisions on the memory store and on the Redis store (client clock,
  * local cache on), for every algorithm. fast-check prints the seed and the shrunk trace on failure.
  */
@@ -20,7 +21,9 @@ const T0 = 1_700_000_040_000;
 const NUM_RUNS = Number(process.env.SLUICE_PROPERTY_RUNS ?? 100);
 
 type Op =
-  | { kind: 'check' | 'peek' | 'refund'; key: number; cost: number }
+  | { kind: 'check' | 'peek'; key: number; cost: number }
+  /** `agoPermille`: the units were taken this many ‰ of the period before the refund (undefined: now). */
+  | { kind: 'refund'; key: number; cost: number; agoPermille: number | undefined }
   | { kind: 'many'; key: number; cost: number }
   | { kind: 'reset'; key: number }
   | { kind: 'advance'; permille: number };
@@ -31,7 +34,15 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 6, arbitrary: fc.record({ kind: fc.constant('check' as const), key: keyArb, cost: costArb }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('peek' as const), key: keyArb, cost: costArb }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('many' as const), key: keyArb, cost: costArb }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('refund' as const), key: keyArb, cost: costArb }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('refund' as const),
+      key: keyArb,
+      cost: costArb,
+      agoPermille: fc.option(fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 2500 })), { nil: undefined }),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('reset' as const), key: keyArb }) },
   // Time moves by a fraction of the period (in ‰), often by nothing or a little, sometimes by a lot.
   {
@@ -122,8 +133,12 @@ for (const [name, connect] of Object.entries(CLIENTS)) {
                   memory.reset(key, policy);
                   await redis.reset(key, policy);
                 } else if (op.kind === 'refund') {
-                  memory.refund(key, policy, op.cost, now);
-                  await redis.refund(key, policy, op.cost, now);
+                  const takenAt =
+                    op.agoPermille === undefined
+                      ? undefined
+                      : now - Math.floor((op.agoPermille * policy.periodMs) / 1000);
+                  memory.refund(key, policy, op.cost, now, takenAt);
+                  await redis.refund(key, policy, op.cost, now, takenAt);
                 } else if (op.kind === 'many') {
                   const items = [
                     { key, policy, cost: op.cost },

@@ -94,16 +94,22 @@ export function chargeOnState(state: KeyState, p: ResolvedPolicy, cost: number, 
   return decision;
 }
 
-/** Gives back `cost` units on `state` at `nowMs` (never beyond full capacity). */
-export function refundOnState(state: KeyState, p: ResolvedPolicy, cost: number, nowMs: number): void {
+/** Gives back `cost` units taken at `takenAtMs` on `state` at `nowMs` (never beyond full capacity). */
+export function refundOnState(
+  state: KeyState,
+  p: ResolvedPolicy,
+  cost: number,
+  nowMs: number,
+  takenAtMs = nowMs,
+): void {
   if (p.algorithm !== 'sliding-log') {
-    NUMERIC_ALGORITHMS[p.algorithm].refund(state.s, 0, nowMs, p, cost);
+    NUMERIC_ALGORITHMS[p.algorithm].refund(state.s, 0, nowMs, p, cost, takenAtMs);
     return;
   }
   const log = new SlidingLogState();
   log.entries = state.log ?? [];
   for (let i = 1; i < log.entries.length; i += 2) log.total += log.entries[i] as number;
-  slidingLog.refund(log, 0, nowMs, p, cost);
+  slidingLog.refund(log, 0, nowMs, p, cost, takenAtMs);
   state.log = log.entries.slice(log.head);
 }
 

@@ -69,7 +69,9 @@ export function multiRowOperations(
       );
       for (const item of items) {
         const state = states[ids.indexOf(stateId(item.policy, item.key))];
-        if (state !== undefined) refundOnState(state, item.policy, item.cost, now);
+        // The units' age, not their time: the update's clock (`now`) may be the database's, not the caller's.
+        const takenAt = item.takenAtMs === undefined ? now : now - (nowMs - item.takenAtMs);
+        if (state !== undefined) refundOnState(state, item.policy, item.cost, now, takenAt);
       }
       const policyOf = new Map(items.map((item) => [stateId(item.policy, item.key), item.policy]));
       const writesOut = states.map((state, i) =>

@@ -86,8 +86,8 @@ export function createKitStore(backend: StateBackend, options: KitStoreOptions =
   const { checkMany, charge, refundMany } = multiRowOperations(update, cache, wrote);
 
   /** One refund is the one-row case of refundMany (same transaction shape, same cache forgetting). */
-  const refund = (key: string, policy: ResolvedPolicy, cost: number, nowMs: number) =>
-    refundMany([{ key, policy, cost }], nowMs);
+  const refund = (key: string, policy: ResolvedPolicy, cost: number, nowMs: number, takenAtMs?: number) =>
+    refundMany([{ key, policy, cost, ...(takenAtMs === undefined ? {} : { takenAtMs }) }], nowMs);
 
   const { acquire, release } = leaseOperations(update);
 

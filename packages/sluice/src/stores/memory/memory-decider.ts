@@ -126,12 +126,12 @@ export class MemoryDecider {
     return decision;
   }
 
-  /** Gives `cost` units back to a stored key. */
-  refund(key: string, p: ResolvedPolicy, cost: number, nowMs: number): void {
+  /** Gives `cost` units taken at `takenAtMs` back to a stored key. */
+  refund(key: string, p: ResolvedPolicy, cost: number, nowMs: number, takenAtMs = nowMs): void {
     const slot = this.#find(p, key, nowMs);
     if (slot === -1) return;
     const state = this.#stateOf(p, slot);
-    if (state !== undefined) stepOf(p).refund(state, slot * SLOT_WIDTH, nowMs, p, cost);
+    if (state !== undefined) stepOf(p).refund(state, slot * SLOT_WIDTH, nowMs, p, cost, takenAtMs);
     this.slab.touch(slot, false);
   }
 

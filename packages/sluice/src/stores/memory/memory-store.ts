@@ -31,7 +31,7 @@ export interface MemoryStore extends Store {
   readonly synchronous: true;
   check(key: string, policy: ResolvedPolicy, cost: number, nowMs: number, commit: boolean): Decision;
   checkMany(items: readonly StoreItem[], nowMs: number, commit: boolean): Decision[];
-  refund(key: string, policy: ResolvedPolicy, cost: number, nowMs: number): void;
+  refund(key: string, policy: ResolvedPolicy, cost: number, nowMs: number, takenAtMs?: number): void;
   charge(items: readonly StoreItem[], nowMs: number): Decision[];
   refundMany(items: readonly StoreItem[], nowMs: number): void;
   reset(key: string, policy: ResolvedPolicy): void;
@@ -74,11 +74,11 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     // The hot path: the limiter's check calls this, and V8 inlines the decider's step into it.
     check: (key, p, cost, nowMs, commit) => d.decide(key, p, cost, nowMs, commit),
     checkMany: (items, nowMs, commit) => checkAllOrNothing(d, items, nowMs, commit),
-    refund: (key, p, cost, nowMs) => d.refund(key, p, cost, nowMs),
+    refund: (key, p, cost, nowMs, takenAtMs) => d.refund(key, p, cost, nowMs, takenAtMs),
     // One call, so all items at once: JavaScript runs it to the end before any other check.
     charge: (items, nowMs) => items.map((item) => d.charge(item.key, item.policy, item.cost, nowMs)),
     refundMany(items, nowMs) {
-      for (const item of items) d.refund(item.key, item.policy, item.cost, nowMs);
+      for (const item of items) d.refund(item.key, item.policy, item.cost, nowMs, item.takenAtMs);
     },
     reset: (key, p) => d.reset(key, p),
 

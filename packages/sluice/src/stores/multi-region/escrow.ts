@@ -6,6 +6,7 @@
  */
 import type { Decision } from '../../core/decision.js';
 import { isBucketAlgorithm, type ResolvedPolicy } from '../../core/policy.js';
+import { refundAge } from '../redis/many-slots.js';
 import type { Runner } from '../redis/runner.js';
 import { scriptCall } from '../redis/script-args.js';
 import { REFUND_SCRIPT } from '../redis/scripts.js';
@@ -32,7 +33,7 @@ export interface DecidedEvent extends StoreItem {
 /** The escrow-mode operations of one region. */
 export interface EscrowRegion {
   check(items: readonly StoreItem[], nowMs: number, commit: boolean, all: boolean): Promise<Decision[]>;
-  refund(key: string, policy: ResolvedPolicy, cost: number, nowMs: number): Promise<void>;
+  refund(key: string, policy: ResolvedPolicy, cost: number, nowMs: number, takenAtMs?: number): Promise<void>;
   reset(key: string, policy: ResolvedPolicy): Promise<void>;
 }
 
@@ -76,7 +77,14 @@ export function createEscrowRegion(o: EscrowRegionOptions): EscrowRegion {
         return decision;
       });
     },
-    refund: (key, policy, cost, nowMs) => refundEpochs(runner, prefix, graceMs, { key, policy, cost }, nowMs),
+    refund: (key, policy, cost, nowMs, takenAtMs) =>
+      refundEpochs(
+        runner,
+        prefix,
+        graceMs,
+        { key, policy, cost, ...(takenAtMs === undefined ? {} : { takenAtMs }) },
+        nowMs,
+      ),
     async reset(key, policy) {
       const tag = tagOf(prefix, key);
       await runner.script(ESCROW_RESET, [leaseRecordKey(tag, policy.id), regionBlockKey(tag, policy.id)], []);
@@ -101,7 +109,7 @@ async function refundEpochs(runner: Runner, prefix: string, graceMs: number, ite
     key: k,
     bkey,
     policy: sharePolicy(policy, share),
-    fields: [String(cost)],
+    fields: [String(cost), refundAge(item, nowMs)],
   }));
   await runner.call(REFUND_SCRIPT, scriptCall(REFUND_SCRIPT, [String(nowMs), String(graceMs)], items));
 }

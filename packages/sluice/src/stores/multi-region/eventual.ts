@@ -81,7 +81,7 @@ function shape(policy: ResolvedPolicy, seen: Seen, cost: number, nowMs: number, 
 export interface EventualRegion {
   /** Decides items (all or nothing when `all`); calls `touched` with every hash it added to. */
   check(items: readonly StoreItem[], nowMs: number, commit: boolean, all: boolean): Promise<Decision[]>;
-  refund(key: string, policy: ResolvedPolicy, cost: number, nowMs: number): Promise<void>;
+  refund(key: string, policy: ResolvedPolicy, cost: number, nowMs: number, takenAtMs?: number): Promise<void>;
   reset(key: string, policy: ResolvedPolicy): Promise<void>;
 }
 
@@ -157,9 +157,13 @@ export function createEventualRegion(
       });
     },
 
-    async refund(key, policy, cost, nowMs) {
+    async refund(key, policy, cost, nowMs, takenAtMs = nowMs) {
       assertCounterPolicy(policy);
-      const { cur } = counterKeys(prefix, key, policy, nowMs);
+      // Back to the window that counted the units (each window is its own hash): a refund after the window rolled
+      // frees nothing in the new one. Older than the previous window, it weighs nothing any more.
+      const at = Math.min(takenAtMs, nowMs);
+      if (Math.floor(at / policy.periodMs) < Math.floor(nowMs / policy.periodMs) - 1) return;
+      const { cur } = counterKeys(prefix, key, policy, at);
       const given = Number(await runner.script(EVENTUAL_REFUND, [cur], [region, String(wholeCost(cost))]));
       if (given > 0) touched(cur);
     },

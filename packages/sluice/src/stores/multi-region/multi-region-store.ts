@@ -25,7 +25,7 @@ export interface MultiRegionStore extends Store {
   readonly mode: 'eventual' | 'escrow';
   check(key: string, policy: ResolvedPolicy, cost: number, nowMs: number, commit: boolean): Promise<Decision>;
   checkMany(items: readonly StoreItem[], nowMs: number, commit: boolean): Promise<Decision[]>;
-  refund(key: string, policy: ResolvedPolicy, cost: number, nowMs: number): Promise<void>;
+  refund(key: string, policy: ResolvedPolicy, cost: number, nowMs: number, takenAtMs?: number): Promise<void>;
   reset(key: string, policy: ResolvedPolicy): Promise<void>;
   acquire(key: string, limit: number, leaseMs: number, nowMs: number): Promise<LeaseDecision>;
   release(lease: Lease, nowMs: number): Promise<boolean>;
@@ -107,9 +107,9 @@ export function createMultiRegionStore(options: MultiRegionStoreOptions): MultiR
     },
     checkMany,
 
-    async refund(key, policy, cost, nowMs) {
+    async refund(key, policy, cost, nowMs, takenAtMs) {
       if (closed) throw closedError();
-      await region.refund(key, policy, cost, nowMs);
+      await region.refund(key, policy, cost, nowMs, takenAtMs);
     },
 
     async reset(key, policy) {

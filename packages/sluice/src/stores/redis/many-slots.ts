@@ -48,6 +48,21 @@ const toScriptItem = ({ key, bkey, item }: ManyItem): ScriptItem => ({
   fields: [String(item.cost)],
 });
 
+/** A refund's item (refunds.lua): its cost and how long ago it was taken (an age: Redis's clock may be the one). */
+const toRefundItem =
+  (nowMs: number) =>
+  ({ key, bkey, item }: ManyItem): ScriptItem => ({
+    key,
+    bkey,
+    policy: item.policy,
+    fields: [String(item.cost), refundAge(item, nowMs)],
+  });
+
+/** How long before `nowMs` a refund's units were taken (refunds.lua): 0 for now, and for a time still to come. */
+export function refundAge(item: StoreItem, nowMs: number): string {
+  return String(item.takenAtMs === undefined ? 0 : Math.max(0, nowMs - item.takenAtMs));
+}
+
 /** The script runs of one store: the multi-limit script through the batcher, refunds straight to the runner. */
 export function slotRuns(runner: Runner, { batcher, queueKey, nowArg, grace }: ScriptCalls): SlotRuns {
   function runMany(
@@ -86,7 +101,10 @@ export function slotRuns(runner: Runner, { batcher, queueKey, nowArg, grace }: S
   }
 
   function runRefunds(group: readonly ManyItem[], nowMs: number): Promise<unknown> {
-    return runner.call(REFUND_SCRIPT, scriptCall(REFUND_SCRIPT, [nowArg(nowMs), grace], group.map(toScriptItem)));
+    return runner.call(
+      REFUND_SCRIPT,
+      scriptCall(REFUND_SCRIPT, [nowArg(nowMs), grace], group.map(toRefundItem(nowMs))),
+    );
   }
 
   return { runMany, runRefunds };

@@ -44,7 +44,7 @@ export interface RedisStore extends Store {
   readonly synchronous: false;
   check(key: string, policy: ResolvedPolicy, cost: number, nowMs: number, commit: boolean): Promise<Decision>;
   checkMany(items: readonly StoreItem[], nowMs: number, commit: boolean): Promise<Decision[]>;
-  refund(key: string, policy: ResolvedPolicy, cost: number, nowMs: number): Promise<void>;
+  refund(key: string, policy: ResolvedPolicy, cost: number, nowMs: number, takenAtMs?: number): Promise<void>;
   charge(items: readonly StoreItem[], nowMs: number): Promise<Decision[]>;
   refundMany(items: readonly StoreItem[], nowMs: number): Promise<void>;
   reset(key: string, policy: ResolvedPolicy): Promise<void>;
@@ -111,11 +111,12 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
       return many.refundMany(items, nowMs);
     },
 
-    async refund(key, policy, cost, nowMs) {
+    async refund(key, policy, cost, nowMs, takenAtMs) {
       const tag = tagOf(prefix, key);
       const key0 = stateKey(tag, keyIdOf(policy));
       cache?.forget(key0);
-      await many.runRefunds([{ key: key0, bkey: blockKey(tag, keyIdOf(policy)), item: { key, policy, cost } }], nowMs);
+      const item = { key, policy, cost, ...(takenAtMs === undefined ? {} : { takenAtMs }) };
+      await many.runRefunds([{ key: key0, bkey: blockKey(tag, keyIdOf(policy)), item }], nowMs);
     },
 
     async reset(key, policy) {

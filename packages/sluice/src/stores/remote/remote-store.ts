@@ -86,6 +86,9 @@ export function createRemoteStore(options: RemoteStoreOptions): RemoteStore {
       return chargeGroup(remote, items, nowMs);
     },
 
+    // No takenAtMs: the /v1/check protocol has no field for when the units were taken, so the service refunds at its
+    // own time (docs/limiter.md says so). The item's nowMs is no stand-in: it is sent only under --client-clock, and
+    // it would move the whole operation's clock back, buckets included.
     async refund(key, policy, cost, nowMs) {
       cache?.forget(idOf(key, policy));
       toOk(await sendOne(remote, at(remote, { key, op: 'refund', cost, ...policyPart(policy) }, nowMs)));

@@ -1,8 +1,11 @@
 -- The refund step of each algorithm (`refund` in src/algorithms/*.ts), as REFUND[algorithm code], after
--- helpers.lua: gives back what a request took.
-REFUND[1] = function(key, p, cost)
+-- helpers.lua: gives back what a request took at `at` (ms on NOW's clock; nil: NOW), only to the window that
+-- counted it.
+REFUND[1] = function(key, p, cost, at)
   local P = p.period
   local window = floor(NOW / P)
+  -- Units taken in an earlier window were counted there: the current window never held them.
+  if floor(min(at or NOW, NOW) / P) ~= window then return end
   local v = call('GET', key)
   if not v then return end
   if SERVER then
@@ -13,13 +16,19 @@ REFUND[1] = function(key, p, cost)
     if w == window then put(key, fmt(w) .. ':' .. fmt(max(0, c - cost)), (window + 1) * P) end
   end
 end
-REFUND[2] = function(key, p, cost)
+REFUND[2] = function(key, p, cost, at)
   local P = p.period
   local window = floor(NOW / P)
+  local taken = floor(min(at or NOW, NOW) / P)
+  -- Back to the window that counted the units (this one or the previous); an older one weighs nothing now.
+  if taken < window - 1 then return end
   local v = call('GET', key)
   if not v then return end
   local w, a, b = nums3(v)
-  if w == window then put(key, fmt(w) .. ':' .. fmt(a) .. ':' .. fmt(max(0, b - cost)), (window + 2) * P) end
+  if taken == w then b = max(0, b - cost)
+  elseif taken == window - 1 and w == window then a = max(0, a - cost)
+  else return end
+  put(key, fmt(w) .. ':' .. fmt(a) .. ':' .. fmt(b), (w + 2) * P)
 end
 -- The sliding log's layout: LOG_HEADER, LOG_ENTRY in lua-macros.ts.
 local function sl_load(key, period)
@@ -29,12 +38,19 @@ local function sl_load(key, period)
   PASTE('log-expired')
   return blob, n, total - units, i
 end
-REFUND[3] = function(key, p, cost)
+REFUND[3] = function(key, p, cost, at)
   local P = p.period
   local blob, n, count, idx = sl_load(key, P)
   if not blob then return end
-  -- Give back the newest units first: they are the ones the caller just took.
-  local left, total, stop, tail = cost, count, n, ''
+  at = at or NOW
+  -- Entries logged after `at` are other requests', admitted since: they stay (`after`). Give back the newest
+  -- units at or before it: the caller's own.
+  local stop = n
+  while stop >= idx + LOG_ENTRY_SPAN and struct.unpack(LOG_ENTRY, blob, stop - LOG_ENTRY_SPAN) > at do
+    stop = stop - LOG_ENTRY_SIZE
+  end
+  local after = sub(blob, stop + 1, n)
+  local left, total, tail = cost, count, ''
   while left > 0 and stop >= idx + LOG_ENTRY_SPAN do
     local ts, u = struct.unpack(LOG_ENTRY, blob, stop - LOG_ENTRY_SPAN)
     local back = min(u, left)
@@ -43,7 +59,7 @@ REFUND[3] = function(key, p, cost)
     stop = stop - LOG_ENTRY_SIZE
     if back < u then tail = struct.pack(LOG_ENTRY, ts, u - back) end
   end
-  local live = sub(blob, idx, stop) .. tail
+  local live = sub(blob, idx, stop) .. tail .. after
   if #live == 0 then
     call('DEL', key)
     return
