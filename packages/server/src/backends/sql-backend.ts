@@ -14,6 +14,8 @@ export interface SqlStoreOptions {
   timeoutMs?: number;
   /** How long to wait for the database at start before starting anyway (degraded). @default 5000 */
   connectTimeoutMs?: number;
+  /** After a start without the database, how often to try again until it answers (health says `starting` until then). @default 1000 */
+  readyRetryMs?: number;
 }
 
 /** Connections the service's pool opens to PostgreSQL or MySQL. */
@@ -86,18 +88,57 @@ function sqliteWritable(
   }
 }
 
-/** Opens the database and waits for it up to `connectTimeoutMs`; past that the service starts degraded and retries per decision. */
+/**
+ * Opens the database and waits for it up to `connectTimeoutMs`; past that the service starts degraded, decisions
+ * retry the database, and the store is asked again every `readyRetryMs` until it is ready (health leaves `starting`).
+ */
 export async function createSqlBackend(options: SqlStoreOptions, logger: Logger): Promise<StoreBackend> {
   const backend = await openDatabase(options);
-  const store = backend.store as { ready?: (ms?: number) => Promise<void> };
+  const store = backend.store as ReadyStore;
+  const log = { store: redactStoreUrl(options.url) };
   try {
     await store.ready?.(options.connectTimeoutMs ?? 5000);
-    logger.info({ store: redactStoreUrl(options.url) }, 'store ready');
+    logger.info(log, 'store ready');
+    return backend;
   } catch (error) {
     logger.warn(
-      { store: redactStoreUrl(options.url), code: (error as SluiceError).code, err: (error as Error).message },
+      { ...log, code: (error as SluiceError).code, err: (error as Error).message },
       'store not ready; starting degraded (the failure policy answers until it is)',
     );
   }
-  return backend;
+  const stop = retryUntilReady(store, options.readyRetryMs ?? 1000, () => logger.info(log, 'store ready'));
+  return {
+    ...backend,
+    close: () => {
+      stop();
+      return backend.close();
+    },
+  };
+}
+
+/** A store that can say when it is ready. */
+type ReadyStore = { ready?: (ms?: number) => Promise<void> };
+
+/**
+ * Asks `store.ready()` every `everyMs` until it resolves, then calls `onReady`; the returned function stops asking.
+ * The store's readiness is what health reports: without asking again it would say `starting` forever.
+ */
+function retryUntilReady(store: ReadyStore, everyMs: number, onReady: () => void): () => void {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let stopped = false;
+  const attempt = () => {
+    store.ready?.(everyMs).then(
+      () => {
+        if (!stopped) onReady();
+      },
+      () => {
+        if (!stopped) timer = setTimeout(attempt, everyMs).unref();
+      },
+    );
+  };
+  timer = setTimeout(attempt, everyMs).unref();
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
 }

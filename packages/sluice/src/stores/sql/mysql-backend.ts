@@ -56,26 +56,34 @@ export function mySqlError(error: unknown, table: string): unknown {
   return error;
 }
 
-/** The one-time check of a backend (lock timeout, the table made or found), shared by every caller until it fails. */
+/**
+ * The one-time check of a backend (lock timeout, the table made or found), shared by every caller until it fails;
+ * a failure (the database not reachable yet, too) is tried again on the next use.
+ */
 function preparer(target: MySqlTarget, createTable: boolean): () => Promise<void> {
-  const { client, table, lockSeconds } = target;
   let prepared: Promise<void> | undefined;
   return () => {
-    prepared ??= (async () => {
-      const session = await client.session();
-      try {
-        if (session.fresh) await session.run([`SET SESSION innodb_lock_wait_timeout = ${lockSeconds}`]);
-        if (createTable) await session.run([mySqlTableSql(table)]);
-        await session.run([`SELECT 1 FROM ${table} LIMIT 1`]);
-        session.release(false);
-      } catch (error) {
-        session.release(false);
-        prepared = undefined;
-        throw mySqlError(error, table);
-      }
-    })();
+    prepared ??= prepareTable(target, createTable).catch((error: unknown) => {
+      prepared = undefined;
+      throw error;
+    });
     return prepared;
   };
+}
+
+/** Sets the session's lock timeout, creates the table when told to, and checks it can be read. */
+async function prepareTable(target: MySqlTarget, createTable: boolean): Promise<void> {
+  const { client, table, lockSeconds } = target;
+  const session = await client.session();
+  try {
+    if (session.fresh) await session.run([`SET SESSION innodb_lock_wait_timeout = ${lockSeconds}`]);
+    if (createTable) await session.run([mySqlTableSql(table)]);
+    await session.run([`SELECT 1 FROM ${table} LIMIT 1`]);
+    session.release(false);
+  } catch (error) {
+    session.release(false);
+    throw mySqlError(error, table);
+  }
 }
 
 /**

@@ -96,25 +96,32 @@ function ignoreCreateRace(error: unknown): void {
   if (code !== '23505' && code !== '42P07' && code !== '42710') throw error;
 }
 
+/** Creates the table when told to, and checks it can be read. */
+async function prepareTable(options: PostgresBackendOptions): Promise<void> {
+  const { table } = options;
+  const session = await options.session();
+  try {
+    // Processes starting together may race to create the table: the loser's duplicate error means it is there.
+    if (options.createTable) await session.run(postgresTableSql(table)).catch(ignoreCreateRace);
+    await session.run(`SELECT 1 FROM ${table} LIMIT 1`);
+    session.release(false);
+  } catch (error) {
+    session.release(false);
+    throw postgresError(error, table);
+  }
+}
+
 /** Creates the PostgreSQL backend (createPostgresStore wraps it in the kit). */
 export function createPostgresBackend(options: PostgresBackendOptions): StateBackend {
   const { table, clock, lockTimeoutMs } = options;
   let prepared: Promise<void> | undefined;
 
+  /** Makes or finds the table once; a failure (the database not reachable yet, too) is tried again on the next use. */
   const prepare = () => {
-    prepared ??= (async () => {
-      const session = await options.session();
-      try {
-        // Processes starting together may race to create the table: the loser's duplicate error means it is there.
-        if (options.createTable) await session.run(postgresTableSql(table)).catch(ignoreCreateRace);
-        await session.run(`SELECT 1 FROM ${table} LIMIT 1`);
-        session.release(false);
-      } catch (error) {
-        session.release(false);
-        prepared = undefined;
-        throw postgresError(error, table);
-      }
-    })();
+    prepared ??= prepareTable(options).catch((error: unknown) => {
+      prepared = undefined;
+      throw error;
+    });
     return prepared;
   };
 

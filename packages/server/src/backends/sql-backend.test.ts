@@ -1,0 +1,49 @@
+import { strict as assert } from 'node:assert';
+import { Writable } from 'node:stream';
+import { describe, it } from 'node:test';
+import pino from 'pino';
+import { createLateProxy } from '../../../sluice/test/sql/late-proxy.js';
+import { createSqlBackend } from './sql-backend.js';
+
+/** A logger whose messages can be awaited. */
+function awaitableLogger() {
+  const seen: string[] = [];
+  const waiters: { msg: string; resolve: () => void }[] = [];
+  const stream = new Writable({
+    write(chunk, _encoding, done) {
+      const msg = String(JSON.parse(String(chunk)).msg);
+      seen.push(msg);
+      for (const w of waiters.filter((x) => x.msg === msg)) w.resolve();
+      done();
+    },
+  });
+  const logged = (msg: string) =>
+    seen.includes(msg) ? Promise.resolve() : new Promise<void>((resolve) => waiters.push({ msg, resolve }));
+  return { logger: pino({ level: 'info' }, stream), logged };
+}
+
+describe('SQL backend of the service', () => {
+  it(
+    'a PostgreSQL not up at start: the store becomes ready once it is (health leaves starting)',
+    { timeout: 30_000 },
+    async () => {
+      const proxy = await createLateProxy(5432);
+      const { logger, logged } = awaitableLogger();
+      const backend = await createSqlBackend(
+        { url: `postgres://postgres@127.0.0.1:${proxy.port}/test`, connectTimeoutMs: 60_000, readyRetryMs: 1 },
+        logger,
+      );
+      const store = backend.store as { isReady?: boolean };
+      try {
+        await logged('store not ready; starting degraded (the failure policy answers until it is)');
+        assert.equal(store.isReady, false);
+        await proxy.start();
+        await logged('store ready');
+        assert.equal(store.isReady, true);
+      } finally {
+        await backend.close();
+        await proxy.stop();
+      }
+    },
+  );
+});
