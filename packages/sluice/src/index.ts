@@ -36,6 +36,7 @@ export type {
   LimiterExplanation,
   LimiterKey,
   LimitResult,
+  RefundOptions,
 } from './limiter/create-limiter.js';
 export { createLimiter } from './limiter/create-limiter.js';
 export type { DecisionMessage } from './limiter/decision-channel.js';

@@ -22,8 +22,9 @@ import type { TokenBudgetOptions } from './token-budget-options.js';
 
 /**
  * A concurrency limit in the middleware (Stripe's second limiter): at most `limit` requests of one key
- * in flight at once. A place is taken once the rate limits passed and given back when the response is
- * sent (or the client goes away); a place a crashed process never gave back lapses after `lease`.
+ * in flight at once. A place is taken once the rate limits passed and given back when the handler has
+ * ended the response (a client that goes away first does not free it early); a place a crashed process
+ * never gave back lapses after `lease`.
  */
 export interface ConcurrencyOptions {
   /** Most requests of one key in flight at once. */
