@@ -3,7 +3,7 @@ import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
 import pino from 'pino';
 import { createLateProxy } from '../../../sluice/test/sql/late-proxy.js';
-import { createSqlBackend } from './sql-backend.js';
+import { createSqlBackend, redactStoreUrl } from './sql-backend.js';
 
 /** A logger whose messages can be awaited. */
 function awaitableLogger() {
@@ -46,4 +46,18 @@ describe('SQL backend of the service', () => {
       }
     },
   );
+});
+
+describe('redactStoreUrl', () => {
+  it('hides the whole password, whatever it holds, and keeps the rest', () => {
+    const cases: [string, string][] = [
+      ['postgres://u:p@ss3cret@127.0.0.1:1/x', 'postgres://u:***@127.0.0.1:1/x'],
+      ['postgres://u:a:b@c@db:5432/app?sslmode=require', 'postgres://u:***@db:5432/app?sslmode=require'],
+      ['mysql://root:s3cret@db/app', 'mysql://root:***@db/app'],
+      ['mysql://root@db/app?password=s3cret&ssl=1', 'mysql://root@db/app?password=***&ssl=1'],
+      ['postgres://postgres@127.0.0.1:5432/test', 'postgres://postgres@127.0.0.1:5432/test'],
+      ['sqlite:/var/lib/sluice.db', 'sqlite:/var/lib/sluice.db'],
+    ];
+    for (const [url, shown] of cases) assert.equal(redactStoreUrl(url), shown);
+  });
 });

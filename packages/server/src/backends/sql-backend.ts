@@ -21,9 +21,12 @@ export interface SqlStoreOptions {
 /** Connections the service's pool opens to PostgreSQL or MySQL. */
 const POOL_SIZE = 8;
 
-/** The URL with its password hidden, for logs and errors. */
+/**
+ * The URL with its password hidden, for logs and errors: all between the user name's ':' and the last '@' of the
+ * authority (a password may hold '@' and ':'), and a `password=` parameter.
+ */
 export function redactStoreUrl(url: string): string {
-  return url.replace(/^([a-z]+:\/\/[^:/@]*:)[^@]*@/i, '$1***@');
+  return url.replace(/^([a-z]+:\/\/[^:/?#@]*:)[^/?#]*@/i, '$1***@').replace(/([?&]password=)[^&#]*/gi, '$1***');
 }
 
 /** Which database a `--store` URL names, or a coded error for anything else. */
