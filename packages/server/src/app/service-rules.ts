@@ -3,14 +3,14 @@ import type { Clock, Store } from 'sluice';
 import { SluiceError } from 'sluice';
 import type { LoadResult, RuleSet, RulesEngine } from 'sluice/rules';
 import { createRulesEngine, parseRules, RULE_ISSUE_CODES } from 'sluice/rules';
-import type { ConfigSource } from '../config/config-source.js';
+import type { ConfigSource, ConfigStatus } from '../config/config-source.js';
 import { createConfigSource, formatIssues, loadConfig } from '../config/config-source.js';
 import { createXdsConfigSource } from '../config/xds/xds-config-source.js';
 import type { Logger } from '../observability/logger.js';
 import type { ServiceMetrics } from '../observability/metrics.js';
 import type { ServiceOptions } from './service-options.js';
 
-const EMPTY: LoadResult = { ok: true, ruleSet: { domains: new Map(), files: [] }, files: [] };
+const EMPTY: LoadResult & { ok: true } = { ok: true, ruleSet: { domains: new Map(), files: [] }, files: [] };
 
 /** The config paths of `options` (none: the built-in example). */
 export function configPaths(options: ServiceOptions): string[] {
@@ -23,14 +23,12 @@ export function configPaths(options: ServiceOptions): string[] {
  */
 export async function loadFirstRules(options: ServiceOptions): Promise<LoadResult & { ok: true }> {
   // xDS: the rules arrive once the stream is open; until then no domain is known.
-  if (options.xds !== undefined) return EMPTY as LoadResult & { ok: true };
+  if (options.xds !== undefined) return EMPTY;
   const mergeDomains = options.mergeDomains === true;
   const loaded = await loadConfig(configPaths(options), (sources) => parseRules(sources, { mergeDomains }));
   if (loaded.ok) return loaded;
   // envoy ratelimit starts with an empty config directory (every domain unknown) and picks files up later.
-  if (options.startWithoutConfig === true && loaded.issues.every((i) => i.code === RULE_ISSUE_CODES.noFiles)) {
-    return EMPTY as LoadResult & { ok: true };
-  }
+  if (options.startWithoutConfig === true && foundNoFiles(loaded)) return EMPTY;
   throw new SluiceError(
     'ERR_SLUICE_CONFIG_INVALID',
     `the config has ${loaded.issues.length} problem(s):\n${formatIssues(loaded.issues)}`,
@@ -83,9 +81,39 @@ export function createRulesFeed(
     // FORCE_START_WITHOUT_INITIAL_CONFIG=true: ready at once.
     return { source, awaitingXds: () => xds.forceStart !== true && !source.hasConfig };
   }
-  const source = createConfigSource(configPaths(options), first, apply, report, {
-    mergeDomains,
-    ...(options.configRoot === undefined ? {} : { root: options.configRoot }),
-  });
-  return { source, awaitingXds: () => false };
+  const paths = configPaths(options);
+  const sourceOptions = { mergeDomains, ...(options.configRoot === undefined ? {} : { root: options.configRoot }) };
+  if (options.startWithoutConfig !== true) {
+    return { source: createConfigSource(paths, first, apply, report, sourceOptions), awaitingXds: () => false };
+  }
+  // envoy mode: a reload that finds no rule file at all means no domains, as at start and as in envoy
+  // ratelimit (whose runtime simply has no keys then), not a failure that keeps the deleted rules.
+  let emptied: { failed: ConfigStatus; status: ConfigStatus } | undefined;
+  const reportEmptying = (result: LoadResult) => {
+    if (!foundNoFiles(result)) return report(result);
+    apply(EMPTY.ruleSet);
+    // The source recorded the reload as failed just before reporting it: shown as loaded (no files) instead.
+    emptied = {
+      failed: source.status,
+      status: { source: 'files', paths, files: [], loadedAt: new Date().toISOString() },
+    };
+    report(EMPTY);
+  };
+  const source = createConfigSource(paths, first, apply, reportEmptying, sourceOptions);
+  const envoySource: ConfigSource = {
+    get status() {
+      return emptied !== undefined && source.status === emptied.failed ? emptied.status : source.status;
+    },
+    reload: async () => {
+      const result = await source.reload();
+      return foundNoFiles(result) ? EMPTY : result;
+    },
+    watch: () => source.watch(),
+  };
+  return { source: envoySource, awaitingXds: () => false };
+}
+
+/** True when loading failed only because the paths hold no rule file. */
+function foundNoFiles(result: LoadResult): boolean {
+  return !result.ok && result.files.length === 0 && result.issues.every((i) => i.code === RULE_ISSUE_CODES.noFiles);
 }
