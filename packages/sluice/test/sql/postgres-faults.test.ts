@@ -106,6 +106,19 @@ describe('postgres store: faults and bounds', () => {
     assert.ok((await rowCount(flood)) < 300, `rows left ${await rowCount(flood)}`);
   });
 
+  it('lockTimeoutMs must be more than 0 and fit lock_timeout: 0 (wait forever in PostgreSQL), -1, NaN, 1e12 are refused', async () => {
+    for (const lockTimeoutMs of [0, -1, Number.NaN, 1e12, Number.POSITIVE_INFINITY])
+      assert.throws(
+        () => createPostgresStore({ client: pool, table, lockTimeoutMs }),
+        (e: unknown) => isSluiceError(e, 'ERR_SLUICE_INVALID_OPTION') && e.option === 'lockTimeoutMs',
+        String(lockTimeoutMs),
+      );
+    // A fraction of a ms is rounded up, not down to 0: the decision is made.
+    const store = createPostgresStore({ client: pool, table, lockTimeoutMs: 0.5 });
+    const p = resolvePolicy({ limit: 1, period: '1h' });
+    assert.equal((await store.check('fraction', p, 1, Date.now(), true)).allowed, true);
+  });
+
   it("decides on the database's clock by default, whatever the caller's", async () => {
     const store = createPostgresStore({ client: pool, table });
     const p = resolvePolicy({ limit: 1, period: '1h' });

@@ -25,7 +25,10 @@ export interface PostgresStoreOptions extends KitStoreOptions {
    * `'client'` (the `nowMs` the limiter passes: tests with a manual clock). @default 'database'
    */
   clock?: 'database' | 'client';
-  /** Most ms a decision waits for another's lock on the same key. @default timeoutMs */
+  /**
+   * Most ms a decision waits for another's lock on the same key, more than 0 (PostgreSQL's lock_timeout: whole ms,
+   * rounded up, at most 2147483647). @default timeoutMs
+   */
   lockTimeoutMs?: number;
   /**
    * Wait for every decision's commit to reach the disk. Off by default: counters are committed with
@@ -34,6 +37,23 @@ export interface PostgresStoreOptions extends KitStoreOptions {
    * exact between processes either way. @default false
    */
   durable?: boolean;
+}
+
+/** The most lock_timeout PostgreSQL takes (an int of ms). */
+const MAX_LOCK_TIMEOUT_MS = 2_147_483_647;
+
+/**
+ * lockTimeoutMs as PostgreSQL's lock_timeout: whole ms rounded up, so a fraction never becomes 0, which PostgreSQL
+ * reads as "wait forever" (0 is refused, as MySQL does; out of range, every decision failed at the database).
+ */
+function lockTimeout(ms: number): number {
+  if (typeof ms !== 'number' || !Number.isFinite(ms) || ms <= 0 || ms > MAX_LOCK_TIMEOUT_MS)
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `lockTimeoutMs: must be a number of ms > 0 and at most ${MAX_LOCK_TIMEOUT_MS}, got ${String(ms)}`,
+      { option: 'lockTimeoutMs' },
+    );
+  return Math.ceil(ms);
 }
 
 /**
@@ -65,7 +85,11 @@ export function createPostgresStore(options: PostgresStoreOptions): KitStore {
     session: postgresSessions(options.client, kind),
     table: tableName(options.table ?? 'sluice_state'),
     clock,
-    lockTimeoutMs: options.lockTimeoutMs ?? options.timeoutMs ?? 500,
+    // Without its own, the decision's timeout bounds the lock wait (the kit validates timeoutMs).
+    lockTimeoutMs:
+      options.lockTimeoutMs === undefined
+        ? Math.min(Math.ceil(options.timeoutMs ?? 500), MAX_LOCK_TIMEOUT_MS)
+        : lockTimeout(options.lockTimeoutMs),
     createTable: options.createTable ?? true,
     durable: options.durable ?? false,
     // Decisions arriving while these run share the next ones.
