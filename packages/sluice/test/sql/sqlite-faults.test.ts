@@ -12,6 +12,7 @@ import Database from 'better-sqlite3';
 import { isSluiceError } from '../../src/core/errors.js';
 import { resolvePolicy } from '../../src/core/policy.js';
 import { createSqliteStore } from '../../src/stores/sql/sqlite.js';
+import { SQLITE_BUSY_BACKOFF_MS } from '../../src/stores/sql/sqlite-backend.js';
 import { checkFailurePolicies, checkHostileKeys, HOSTILE_KEYS } from './store-faults.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'sluice-sqlite-faults-'));
@@ -68,6 +69,51 @@ describe('sqlite store: faults and bounds', () => {
       holder.exec('ROLLBACK');
       holder.close();
     }
+  });
+
+  it('a lock held by another process: after one decision waited in vain, the next ones do not block for a back-off', async () => {
+    // What each decision was allowed to block the event loop for: busy_timeout when it asked for the lock.
+    let busyTimeout = -1;
+    const waits: number[] = [];
+    const watched = {
+      prepare: (sql: string) => db.prepare(sql),
+      exec(sql: string) {
+        const pragma = /^PRAGMA busy_timeout = (\d+)$/.exec(sql);
+        if (pragma !== null) busyTimeout = Number(pragma[1]);
+        if (sql === 'BEGIN IMMEDIATE') waits.push(busyTimeout);
+        return db.exec(sql);
+      },
+    };
+    const store = createSqliteStore({ db: watched, table: 'backoff', lockTimeoutMs: 30 });
+    await store.ready();
+    const p = resolvePolicy({ limit: 3, period: '1h' });
+    const t0 = Date.now();
+    const check = (atMs: number) => store.check('k', p, 1, atMs, true);
+    const holder = new Database(file);
+    try {
+      holder.exec('BEGIN IMMEDIATE');
+      for (const atMs of [t0, t0 + 1, t0 + 500, t0 + SQLITE_BUSY_BACKOFF_MS - 1])
+        await assert.rejects(
+          async () => check(atMs),
+          (e: unknown) => isSluiceError(e, 'ERR_SLUICE_STORE_TIMEOUT'),
+        );
+      assert.deepEqual(waits, [30, 0, 0, 0], 'only the first decision waited for the lock');
+      // Past the back-off, one decision waits again (the lock may be about to be free), and a new back-off starts.
+      await assert.rejects(async () => check(t0 + SQLITE_BUSY_BACKOFF_MS));
+      await assert.rejects(async () => check(t0 + SQLITE_BUSY_BACKOFF_MS + 1));
+      assert.deepEqual(waits.slice(4), [30, 0]);
+    } finally {
+      holder.exec('ROLLBACK');
+      holder.close();
+    }
+    // The lock free again: the next decision (inside the back-off) gets it and ends the back-off; counts are exact.
+    const remaining = [];
+    for (let i = 0; i < 4; i++) remaining.push(await check(t0 + SQLITE_BUSY_BACKOFF_MS + 2));
+    assert.deepEqual(
+      remaining.map((d) => d.allowed),
+      [true, true, true, false],
+    );
+    assert.deepEqual(waits.slice(6), [0, 30, 30, 30]);
   });
 
   it('a flood of keys: rejections leave no row, and expired rows are swept', async () => {

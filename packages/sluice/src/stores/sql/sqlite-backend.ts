@@ -3,7 +3,7 @@
  * transaction per decision (`BEGIN IMMEDIATE`), so processes sharing one file take turns and stay exact; a busy
  * database is waited for up to `busy_timeout`, then answered by the failure policy.
  */
-import { SluiceError } from '../../core/errors.js';
+import { isSluiceError, SluiceError } from '../../core/errors.js';
 import type { StateBackend, StateStep, StoredState } from '../kit/state-backend.js';
 import { idHex } from './sql-text.js';
 
@@ -101,21 +101,57 @@ function decisionNow(s: Statements, clock: SqliteBackendOptions['clock'], nowMs:
   return clock === 'database' ? Number((s.now.get() as { now: number | bigint }).now) : nowMs;
 }
 
+/** How long, after a decision waited the whole busy timeout in vain, the next ones do not wait for the lock. */
+export const SQLITE_BUSY_BACKOFF_MS = 1000;
+
+/** Takes the write lock, waiting for it as told. */
+interface WriteLock {
+  begin(nowMs: number): void;
+}
+
+/**
+ * The write lock (`BEGIN IMMEDIATE`) with a back-off. The drivers are synchronous: a decision waiting for the lock
+ * blocks the event loop for up to the busy timeout, and while another process holds the lock, decision after
+ * decision would block in turn. So once a decision waited the whole timeout in vain, the decisions of the next
+ * SQLITE_BUSY_BACKOFF_MS (on the limiter's clock) try the lock without waiting (busy_timeout 0): free, they decide;
+ * held, they fail at once and the failure policy answers. A decision that gets the lock ends the back-off.
+ */
+function writeLock(options: SqliteBackendOptions): WriteLock {
+  const { db, table, lockTimeoutMs } = options;
+  let backoffUntil: number | undefined;
+  const busyTimeout = (ms: number) => db.exec(`PRAGMA busy_timeout = ${Math.ceil(ms)}`);
+  return {
+    begin(nowMs) {
+      // Set on every try of a back-off: the service's health ping sets busy_timeout back meanwhile.
+      if (backoffUntil !== undefined) busyTimeout(nowMs < backoffUntil ? 0 : lockTimeoutMs);
+      try {
+        db.exec('BEGIN IMMEDIATE');
+      } catch (error) {
+        const failure = sqliteError(error, table);
+        const waited = backoffUntil === undefined || nowMs >= backoffUntil;
+        if (waited && isSluiceError(failure, 'ERR_SLUICE_STORE_TIMEOUT')) backoffUntil = nowMs + SQLITE_BUSY_BACKOFF_MS;
+        throw failure;
+      }
+      if (backoffUntil !== undefined) {
+        backoffUntil = undefined;
+        busyTimeout(lockTimeoutMs);
+      }
+    },
+  };
+}
+
 /** One decision's write transaction (the hot path): read the rows, run the step, write what it changed, commit. */
 function transact<T>(
   options: SqliteBackendOptions,
   s: Statements,
+  lock: WriteLock,
   ids: readonly string[],
   nowMs: number,
   step: StateStep<T>,
 ): T {
   const { db, table } = options;
   const keys = ids.map((id) => Buffer.from(idHex(id), 'hex'));
-  try {
-    db.exec('BEGIN IMMEDIATE');
-  } catch (error) {
-    throw sqliteError(error, table);
-  }
+  lock.begin(nowMs);
   try {
     const states = keys.map((key) => {
       const row = s.read.get(key) as { state: string; expires_at: number } | undefined;
@@ -141,6 +177,7 @@ function transact<T>(
 /** Creates the SQLite backend (createSqliteStore wraps it in the kit). */
 export function createSqliteBackend(options: SqliteBackendOptions): StateBackend {
   let statements: Statements | undefined;
+  const lock = writeLock(options);
   const prepare = (): Statements => {
     statements ??= prepareStatements(options);
     return statements;
@@ -148,7 +185,7 @@ export function createSqliteBackend(options: SqliteBackendOptions): StateBackend
 
   return {
     name: 'sqlite',
-    update: async (ids, nowMs, step) => transact(options, prepare(), ids, nowMs, step),
+    update: async (ids, nowMs, step) => transact(options, prepare(), lock, ids, nowMs, step),
     async sweep(nowMs, max) {
       const s = prepare();
       const at = decisionNow(s, options.clock, nowMs);
