@@ -2,8 +2,9 @@ import { strict as assert } from 'node:assert';
 import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
 import pino from 'pino';
+import { isSluiceError } from 'sluice';
 import { createLateProxy } from '../../../sluice/test/sql/late-proxy.js';
-import { createSqlBackend, redactStoreUrl } from './sql-backend.js';
+import { createSqlBackend, redactStoreUrl, sqliteTarget, sqlKind } from './sql-backend.js';
 
 /** A logger whose messages can be awaited. */
 function awaitableLogger() {
@@ -59,5 +60,37 @@ describe('redactStoreUrl', () => {
       ['sqlite:/var/lib/sluice.db', 'sqlite:/var/lib/sluice.db'],
     ];
     for (const [url, shown] of cases) assert.equal(redactStoreUrl(url), shown);
+  });
+});
+
+describe('--store URLs', () => {
+  it('a URL that cannot work is ERR_SLUICE_INVALID_OPTION naming --store, before anything opens', () => {
+    const bad = [
+      'sqlite:/no/such/folder/limits.db',
+      'sqlite:?lockTimeoutMs=5',
+      'sqlite:/tmp/limits.db?lockTimeoutMs=-1',
+      'sqlite:/tmp/limits.db?lockTimeoutMs=ten',
+      'sqlite:/tmp/limits.db?busy=5',
+      'postgres://u:p@[::1/db',
+      'postgres:///db',
+      'mysql://root@db:99999/app',
+    ];
+    for (const url of bad)
+      assert.throws(
+        () => sqlKind(url),
+        (e: unknown) =>
+          isSluiceError(e, 'ERR_SLUICE_INVALID_OPTION') && e.option === 'store' && /^--store: /.test(e.message),
+        url,
+      );
+  });
+
+  it('sqlite:PATH?lockTimeoutMs=N sets how long a decision may wait for the write lock', () => {
+    assert.deepEqual(sqliteTarget('sqlite:/tmp/limits.db?lockTimeoutMs=50'), {
+      path: '/tmp/limits.db',
+      lockTimeoutMs: 50,
+    });
+    assert.deepEqual(sqliteTarget('sqlite:///tmp/limits.db'), { path: '/tmp/limits.db' });
+    for (const url of ['postgres://u:p%40ss@db:5432/app', 'mysql://root@127.0.0.1/test', 'sqlite::memory:'])
+      assert.doesNotThrow(() => sqlKind(url), url);
   });
 });

@@ -2,6 +2,8 @@
  * The SQL backend of `sluice serve --store`: opens PostgreSQL (`postgres://`), MySQL/MariaDB (`mysql://`) or SQLite
  * (`sqlite:PATH`) from a URL, builds sluice's store on it, and pings the database for health.
  */
+import { statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { SluiceError } from 'sluice';
 import type { Logger } from '../observability/logger.js';
 import type { StoreBackend } from './redis-backend.js';
@@ -29,16 +31,81 @@ export function redactStoreUrl(url: string): string {
   return url.replace(/^([a-z]+:\/\/[^:/?#@]*:)[^/?#]*@/i, '$1***@').replace(/([?&]password=)[^&#]*/gi, '$1***');
 }
 
-/** Which database a `--store` URL names, or a coded error for anything else. */
+/** Which database a `--store` URL names, checked as far as it can be without connecting; a coded error otherwise. */
 export function sqlKind(url: string): 'postgres' | 'mysql' | 'sqlite' {
+  const kind = kindOf(url);
+  if (kind === 'sqlite') sqliteTarget(url);
+  else serverUrl(url);
+  return kind;
+}
+
+function kindOf(url: string): 'postgres' | 'mysql' | 'sqlite' {
   if (/^postgres(ql)?:\/\//i.test(url)) return 'postgres';
   if (/^(mysql|mariadb):\/\//i.test(url)) return 'mysql';
   if (/^sqlite:./i.test(url)) return 'sqlite';
   throw new SluiceError(
     'ERR_SLUICE_STORE_UNSUPPORTED',
-    `--store: ${JSON.stringify(redactStoreUrl(url).slice(0, 200))} is not a store URL; use postgres://…, mysql://… or sqlite:PATH`,
+    `--store: ${shown(url)} is not a store URL; use postgres://…, mysql://… or sqlite:PATH`,
     { option: 'store' },
   );
+}
+
+/** The URL as errors show it: password hidden, bounded. */
+const shown = (url: string) => JSON.stringify(redactStoreUrl(url).slice(0, 200));
+
+const invalidStore = (url: string, problem: string) =>
+  new SluiceError('ERR_SLUICE_INVALID_OPTION', `--store: ${shown(url)} ${problem}`, { option: 'store' });
+
+/** A PostgreSQL or MySQL URL must parse and name a host (the drivers would fail later, less clearly). */
+function serverUrl(url: string): void {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw invalidStore(
+      url,
+      'is not a valid URL; check the port, and percent-encode special characters of the user and password',
+    );
+  }
+  if (parsed.hostname === '') throw invalidStore(url, 'names no host; use postgres://user@host:5432/db');
+}
+
+/** The most `lockTimeoutMs` a `sqlite:` URL may ask for: the wait blocks the event loop. */
+const SQLITE_MAX_LOCK_TIMEOUT_MS = 60_000;
+
+/**
+ * A `sqlite:` URL's file and lock wait: `sqlite:PATH` or `sqlite:PATH?lockTimeoutMs=50` (how long a decision may
+ * block the event loop waiting for another process's write lock; default the decision timeout). The file's folder
+ * must exist (SQLite creates the file, not folders).
+ */
+export function sqliteTarget(url: string): { path: string; lockTimeoutMs?: number } {
+  const [path = '', query] = url.replace(/^sqlite:(\/\/)?/i, '').split('?', 2);
+  if (path === '') throw invalidStore(url, 'names no file; use sqlite:/var/lib/sluice/limits.db');
+  if (path !== ':memory:' && !isFolder(dirname(resolve(path))))
+    throw invalidStore(url, `is in a folder that does not exist (${dirname(resolve(path))}); create it first`);
+  if (query === undefined) return { path };
+  const params = new URLSearchParams(query);
+  for (const name of params.keys())
+    if (name !== 'lockTimeoutMs')
+      throw invalidStore(url, `has an unknown parameter ${name}; the one known is lockTimeoutMs`);
+  const text = params.get('lockTimeoutMs') ?? '';
+  const lockTimeoutMs = Number(text);
+  if (
+    text.trim() === '' ||
+    !Number.isFinite(lockTimeoutMs) ||
+    lockTimeoutMs < 0 ||
+    lockTimeoutMs > SQLITE_MAX_LOCK_TIMEOUT_MS
+  )
+    throw invalidStore(url, `lockTimeoutMs: expected a number of ms from 0 to ${SQLITE_MAX_LOCK_TIMEOUT_MS}`);
+  return { path, lockTimeoutMs };
+}
+
+function isFolder(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 /** The store on one database, its health ping and its close. */
@@ -64,9 +131,16 @@ async function openDatabase(options: SqlStoreOptions): Promise<StoreBackend> {
   }
   const { default: Database } = await import('better-sqlite3');
   const { createSqliteStore } = await import('sluice/sqlite');
-  const db = new Database(options.url.replace(/^sqlite:(\/\/)?/i, ''));
-  const store = createSqliteStore({ db, timeoutMs });
-  return { store, owned: true, ping: async () => sqliteWritable(db, timeoutMs), close: async () => void db.close() };
+  const target = sqliteTarget(options.url);
+  const db = new Database(target.path);
+  const lockTimeoutMs = target.lockTimeoutMs ?? timeoutMs;
+  const store = createSqliteStore({ db, timeoutMs, lockTimeoutMs });
+  return {
+    store,
+    owned: true,
+    ping: async () => sqliteWritable(db, lockTimeoutMs),
+    close: async () => void db.close(),
+  };
 }
 
 /** Longest the health ping waits for SQLite's write lock: it blocks the event loop (better-sqlite3 is synchronous). */
@@ -86,7 +160,7 @@ function sqliteWritable(
     db.exec('BEGIN IMMEDIATE');
     db.exec('ROLLBACK');
   } finally {
-    // Back to the store's own wait (createSqliteStore sets lockTimeoutMs, which is timeoutMs here).
+    // Back to the store's own wait (createSqliteStore set busy_timeout to lockTimeoutMs).
     db.pragma(`busy_timeout = ${Math.ceil(lockTimeoutMs)}`);
   }
 }
