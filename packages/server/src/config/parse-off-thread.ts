@@ -72,6 +72,9 @@ export function parseOffThread(
     timer.unref();
     worker.once('message', (result: LoadResult) => finish(result));
     worker.once('error', (error) => finish(failed(error.message)));
-    worker.once('exit', (code) => finish(failed(`the parsing thread exited with code ${code}`)));
+    // A result that cannot cross back (structured clone has its own limits) arrives as 'messageerror', and
+    // the thread then exits with 0: both are failed loads with a reason, not a silent exit.
+    worker.once('messageerror', (error) => finish(failed(`its result could not be passed back (${error.message})`)));
+    worker.once('exit', (code) => finish(failed(`the parsing thread stopped without a result (exit code ${code})`)));
   });
 }

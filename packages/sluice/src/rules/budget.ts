@@ -72,3 +72,18 @@ export class IssueList {
     ];
   }
 }
+
+/**
+ * Deepest descriptor nesting (a `descriptors:` list inside a descriptor counts one level). Deeper files
+ * are refused (`ERR_SLUICE_RULES_TOO_COMPLEX`, at the list past the bound), the same at start, by
+ * `sluice validate` and on a reload: without a bound, how deep a file could go depended on the stack of
+ * the thread that read it. Rules rarely need more than a few levels.
+ */
+export const MAX_DESCRIPTOR_DEPTH = 64;
+
+/**
+ * Deepest collection nesting of a rule file's YAML, checked before it is composed: two per descriptor level
+ * (its map and its `descriptors:` list) and a few above (the top-level map, a limit's fields). A file past it
+ * is past {@link MAX_DESCRIPTOR_DEPTH} too.
+ */
+export const MAX_YAML_NESTING = 2 * MAX_DESCRIPTOR_DEPTH + 8;

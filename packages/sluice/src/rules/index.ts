@@ -12,7 +12,7 @@
  * @packageDocumentation
  */
 
-export { MAX_REPORTED_ISSUES, MAX_RULE_FILE_BYTES, MAX_RULE_NODES } from './budget.js';
+export { MAX_DESCRIPTOR_DEPTH, MAX_REPORTED_ISSUES, MAX_RULE_FILE_BYTES, MAX_RULE_NODES } from './budget.js';
 export type { RequestErrorCode, RuleIssueCode } from './codes.js';
 export { formatRuleIssue, isRequestError, REQUEST_ERROR_CODES, RULE_ISSUE_CODES } from './codes.js';
 export { describeRules } from './describe.js';

@@ -2,8 +2,15 @@
  * `parseRules`: rule files from their text (envoy ratelimit's YAML, or JSON) to a validated RuleSet, every problem
  * reported with its position and code; nothing a file holds makes it throw or run without end.
  */
-import { LineCounter, parseDocument } from 'yaml';
-import { IssueList, MAX_REPORTED_ISSUES, MAX_RULE_NODES, RuleBudgetExceeded } from './budget.js';
+import { Composer, type Document, LineCounter, Parser, YAMLParseError } from 'yaml';
+import {
+  IssueList,
+  MAX_DESCRIPTOR_DEPTH,
+  MAX_REPORTED_ISSUES,
+  MAX_RULE_NODES,
+  MAX_YAML_NESTING,
+  RuleBudgetExceeded,
+} from './budget.js';
 import { RULE_ISSUE_CODES as C } from './codes.js';
 import { mergeDomain } from './merge-domains.js';
 import { parseDescriptors } from './parse/parse-descriptors.js';
@@ -12,6 +19,7 @@ import { parseHttp } from './parse/parse-http.js';
 import { parseLlm } from './parse/parse-llm.js';
 import { checkGatewayPriorities } from './parse/parse-priorities.js';
 import { Reader } from './parse/reader.js';
+import { tooDeepAt } from './parse/yaml-nesting.js';
 import type { DomainRules, LoadResult, ParseOptions, RuleSource } from './types.js';
 
 const TOP_LEVEL_FIELDS = ['domain', 'descriptors', 'http', 'fail', 'llm'] as const;
@@ -92,9 +100,37 @@ function parseGuarded(source: RuleSource, issues: IssueList): Parsed | undefined
   }
 }
 
+/**
+ * yaml's parseDocument, with the text's nesting measured between parsing and composing (the composer
+ * recurses per level): a file past MAX_YAML_NESTING is an issue at its deepest collection, undefined returned.
+ */
+function parseBounded(source: RuleSource, issues: IssueList, lines: LineCounter): Document.Parsed | undefined {
+  const tokens = [...new Parser(lines.addNewLine).parse(source.text)];
+  const deep = tooDeepAt(tokens, MAX_YAML_NESTING);
+  if (deep !== undefined) {
+    const { line, col } = lines.linePos(deep);
+    const message = `the YAML nests more than ${MAX_YAML_NESTING} levels deep here; descriptors may nest ${MAX_DESCRIPTOR_DEPTH} levels (two YAML levels each)`;
+    issues.add({ code: C.tooComplex, message, file: source.file, line, column: col });
+    return undefined;
+  }
+  const composer = new Composer({ version: '1.1', merge: true });
+  let doc: Document.Parsed | undefined;
+  for (const next of composer.compose(tokens, true, source.text.length)) {
+    if (doc === undefined) doc = next;
+    else {
+      doc.errors.push(
+        new YAMLParseError(next.range.slice(0, 2) as [number, number], 'MULTIPLE_DOCS', 'several documents'),
+      );
+      break;
+    }
+  }
+  return doc;
+}
+
 function parseSource(source: RuleSource, issues: IssueList, lines: LineCounter): Parsed | undefined {
   // YAML 1.1, as envoy ratelimit's decoder reads it (yes/no are booleans; << merge keys work).
-  const doc = parseDocument(source.text, { lineCounter: lines, version: '1.1', merge: true, prettyErrors: false });
+  const doc = parseBounded(source, issues, lines);
+  if (doc === undefined) return undefined;
   if (doc.errors.length > 0) {
     for (const error of doc.errors.slice(0, MAX_REPORTED_ISSUES + 1)) {
       const { line, col } = lines.linePos(error.pos[0]);

@@ -11,6 +11,7 @@ import { describe, it } from 'node:test';
 import {
   formatRuleIssue,
   loadRules,
+  MAX_DESCRIPTOR_DEPTH,
   MAX_REPORTED_ISSUES,
   MAX_RULE_FILE_BYTES,
   MAX_RULE_NODES,
@@ -86,6 +87,20 @@ const EXPECTED: Record<
     line: 6,
     column: 32,
     mentions: new RegExp(`more than ${MAX_RULE_NODES} fields and list items`),
+  },
+  // 65 levels of descriptors: the 65th level's list is past the bound, whatever thread reads the file.
+  'too-deep.yaml': {
+    code: RULE_ISSUE_CODES.tooComplex,
+    line: 131,
+    column: 259,
+    mentions: new RegExp(`descriptors nest more than ${MAX_DESCRIPTOR_DEPTH} levels deep here`),
+  },
+  // 71 levels: refused from the YAML's nesting, before yaml's composer (which recurses per level) reads it.
+  'too-deep-yaml.yaml': {
+    code: RULE_ISSUE_CODES.tooComplex,
+    line: 137,
+    column: 273,
+    mentions: new RegExp(`the YAML nests more than 136 levels deep here; descriptors may nest ${MAX_DESCRIPTOR_DEPTH}`),
   },
   'too-many-issues.yaml': {
     code: RULE_ISSUE_CODES.tooManyIssues,

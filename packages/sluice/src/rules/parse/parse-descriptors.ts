@@ -2,6 +2,7 @@
  * Parsing a `descriptors:` list, recursively, into an indexed level of the descriptor tree (exact values, wildcards,
  * bare keys), with the rule identities that keep counters across reloads.
  */
+import { MAX_DESCRIPTOR_DEPTH } from '../budget.js';
 import { RULE_ISSUE_CODES as C } from '../codes.js';
 import type { MetricLevel } from '../metric-key.js';
 import type { DescriptorLevel, DescriptorNode, DescriptorPathEntry, FailMode } from '../types.js';
@@ -73,6 +74,15 @@ export function parseDescriptors(
   ctx: LevelContext,
 ): DescriptorLevel {
   if (field === undefined) return EMPTY_LEVEL;
+  // Aliases can nest what the YAML text does not (tooDeepAt bounds the text), so the bound is kept here too.
+  if (ctx.parentPath.length >= MAX_DESCRIPTOR_DEPTH) {
+    r.report(
+      C.tooComplex,
+      `descriptors nest more than ${MAX_DESCRIPTOR_DEPTH} levels deep here (the bound on descriptor nesting); flatten the rules`,
+      field.at,
+    );
+    return EMPTY_LEVEL;
+  }
   const items = r.list(field, path);
   if (items === undefined) return EMPTY_LEVEL;
   const level: MutableLevel = { exact: new Map(), wildcards: [], bare: new Map(), all: [] };
