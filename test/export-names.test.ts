@@ -45,6 +45,7 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
   'sluice/rules': [
     'DEFAULT_GATEWAY_PRIORITIES',
     'DEFAULT_PATH_FOLDING',
+    'MAX_DESCRIPTOR_DEPTH',
     'MAX_REPORTED_ISSUES',
     'MAX_RULE_FILE_BYTES',
     'MAX_RULE_NODES',
