@@ -55,11 +55,13 @@ async function reserve<C>(book: Book<C>, key: LimiterKey, cost: C): Promise<Rese
     const [id, entry] = held.entries().next().value as [string, Held<C>];
     await lapse(book, id, entry);
   }
+  // The time of the take: a give-back goes to the window that counted the cost, not to the one of the settle.
+  const takenAtMs = book.clock.now();
   const decision = await book.account.take(key, cost);
   const expiresAt = book.clock.now() + book.ttlMs;
   if (!decision.allowed) return rejected<C>(decision, expiresAt);
   const id = newId(++book.sequence);
-  held.set(id, { key, cost, expiresAt });
+  held.set(id, { key, cost, takenAtMs, expiresAt });
   return {
     allowed: true,
     decision,
@@ -81,7 +83,7 @@ async function finish<C>(book: Book<C>, id: string, actual: C | undefined): Prom
     return refusal(finished.get(id) ?? 'ERR_SLUICE_RESERVATION_UNKNOWN', whyNot(finished.get(id), onExpire));
   book.held.delete(id);
   remember(book, id, 'ERR_SLUICE_RESERVATION_SETTLED');
-  const outcome = await account.settle(entry.key, entry.cost, actual ?? account.zero);
+  const outcome = await account.settle(entry.key, entry.cost, actual ?? account.zero, entry.takenAtMs);
   return { ok: true, reserved: entry.cost, ...outcome };
 }
 
@@ -101,7 +103,7 @@ async function sweep<C>(book: Book<C>): Promise<number> {
 async function lapse<C>(book: Book<C>, id: string, entry: Held<C>): Promise<void> {
   book.held.delete(id);
   remember(book, id, 'ERR_SLUICE_RESERVATION_EXPIRED');
-  if (book.onExpire === 'refund') await book.account.giveBack(entry.key, entry.cost);
+  if (book.onExpire === 'refund') await book.account.giveBack(entry.key, entry.cost, entry.takenAtMs);
 }
 
 /** Remembers how `id` finished (bounded by `max`). */

@@ -73,15 +73,18 @@ async function reserve<C>(book: Book<C>, key: LimiterKey, cost: C): Promise<Rese
   const { account, records, mine } = book;
   await sweep(book);
   if (mine.size >= book.max) await lapseOldest(book);
+  // The time of the take, kept in the record: a give-back goes to the window that counted the cost, from any process.
+  const takenAtMs = book.clock.now();
   const decision = await account.take(key, cost);
   const expiresAt = book.clock.now() + book.ttlMs;
   if (!decision.allowed) return rejected<C>(decision, expiresAt);
   const id = newId(++book.sequence);
   try {
-    await records.add(id, expiresAt, JSON.stringify({ key, cost, expiresAt }));
+    const held: Held<C> = { key, cost, takenAtMs, expiresAt };
+    await records.add(id, expiresAt, JSON.stringify(held));
   } catch (error) {
     // Not recorded, so not settleable: what it took goes back, and the store's failure is the caller's.
-    await account.giveBack(key, cost);
+    await account.giveBack(key, cost, takenAtMs);
     throw error;
   }
   mine.set(id, expiresAt);
@@ -112,7 +115,7 @@ async function finish<C>(book: Book<C>, id: string, actual: C | undefined): Prom
   }
   remember(book, id, 'ERR_SLUICE_RESERVATION_SETTLED');
   const entry = JSON.parse(record) as Held<C>;
-  const outcome = await account.settle(entry.key, entry.cost, actual ?? account.zero);
+  const outcome = await account.settle(entry.key, entry.cost, actual ?? account.zero, takenAtOf(entry));
   return { ok: true, reserved: entry.cost, ...outcome };
 }
 
@@ -154,7 +157,12 @@ async function sweep<C>(book: Book<C>, force = false): Promise<number> {
 async function lapse<C>(book: Book<C>, id: string, record: string): Promise<void> {
   remember(book, id, 'ERR_SLUICE_RESERVATION_EXPIRED');
   const held = JSON.parse(record) as Held<C>;
-  if (book.onExpire === 'refund') await book.account.giveBack(held.key, held.cost);
+  if (book.onExpire === 'refund') await book.account.giveBack(held.key, held.cost, takenAtOf(held));
+}
+
+/** A record's take time; undefined (given back as if taken now) in a record without one, as older versions wrote. */
+function takenAtOf<C>(held: Held<C>): number | undefined {
+  return Number.isFinite(held.takenAtMs) ? held.takenAtMs : undefined;
 }
 
 /** Forgets `id` as pending and remembers how it finished (bounded by `max`). */

@@ -40,10 +40,15 @@ export interface Reservations<C = number> {
   readonly outstanding: number;
 }
 
-/** A pending reservation: its key, what it took, when it lapses. */
+/** A pending reservation: its key, what it took and when, when it lapses. */
 export interface Held<C> {
   key: LimiterKey;
   cost: C;
+  /**
+   * When its cost was taken (the clock's ms): what it gives back goes only to the window that counted it. Absent in
+   * a record an older version wrote: given back as if taken now.
+   */
+  takenAtMs?: number;
   expiresAt: number;
 }
 
@@ -53,9 +58,18 @@ export interface Held<C> {
  */
 export interface ReservationAccount<C> {
   take(key: LimiterKey, cost: C): Promise<LimiterDecision>;
-  giveBack(key: LimiterKey, cost: C): Promise<void>;
-  /** Moves a reservation to its actual cost: gives back what is over, takes what is under. */
-  settle(key: LimiterKey, reserved: C, actual: C): Promise<Omit<SettleResult<C> & { ok: true }, 'ok' | 'reserved'>>;
+  /** Gives back `cost` taken at `takenAtMs` (undefined: now), only to the window that counted it. */
+  giveBack(key: LimiterKey, cost: C, takenAtMs: number | undefined): Promise<void>;
+  /**
+   * Moves a reservation taken at `takenAtMs` to its actual cost: gives back what is over (to the window that counted
+   * it, so nothing once that window has ended), takes what is under (now).
+   */
+  settle(
+    key: LimiterKey,
+    reserved: C,
+    actual: C,
+    takenAtMs: number | undefined,
+  ): Promise<Omit<SettleResult<C> & { ok: true }, 'ok' | 'reserved'>>;
   /** Why `actual` cannot be a cost, or undefined when it can. */
   invalid(actual: unknown): string | undefined;
   readonly zero: C;

@@ -27,7 +27,8 @@ export type {
 export interface ReservableLimiter {
   readonly clock: Clock;
   check(key: LimiterKey, options: { cost: number }): Promise<LimiterDecision>;
-  refund(key: LimiterKey, options: { cost: number }): Promise<void>;
+  /** Gives back `cost` taken at `takenAtMs` (undefined: now); see `Limiter.refund`. */
+  refund(key: LimiterKey, options: { cost: number; takenAtMs?: number }): Promise<void>;
   /**
    * Takes `cost` on every limit even past them (debt; limiter/charge.ts), `took` false when it could not (the store
    * failed). Without it a settle's extra is taken by `check`, only as far as it fits.
@@ -105,10 +106,11 @@ export function createReservations(
   const charge = limiter.charge ?? chargeOf(limiter);
   const account: ReservationAccount<number> = {
     take: (key, cost) => limiter.check(key, { cost }),
-    giveBack: (key, cost) => (cost > 0 ? limiter.refund(key, { cost }) : Promise.resolve()),
-    async settle(key, reserved, actual) {
+    giveBack: (key, cost, takenAtMs) =>
+      cost > 0 ? limiter.refund(key, { cost, ...(takenAtMs === undefined ? {} : { takenAtMs }) }) : Promise.resolve(),
+    async settle(key, reserved, actual, takenAtMs) {
       if (actual <= reserved) {
-        await account.giveBack(key, reserved - actual);
+        await account.giveBack(key, reserved - actual, takenAtMs);
         return { charged: actual, refunded: reserved - actual, extra: undefined };
       }
       // More than reserved: the request already ran, so its extra is owed. Charged past the limits if need be

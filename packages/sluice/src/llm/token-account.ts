@@ -43,15 +43,17 @@ export function tokenAccount(limits: readonly TokenLimit[], store: Store, clock:
       combineDecisions(decisions),
       decisions.map((decision, i) => ({ name: (limits[i] as (typeof limits)[number]).name, key, decision })),
     );
-  const giveBack = async (key: string, cost: TokenCost) => {
+  // `takenAtMs`: when the reservation took its cost, so the units go back only to the window that counted them.
+  const giveBack = async (key: string, cost: TokenCost, takenAtMs: number | undefined) => {
     const now = clock.now();
-    for (const item of items(key, cost)) if (item.cost > 0) await store.refund(key, item.policy, item.cost, now);
+    for (const item of items(key, cost))
+      if (item.cost > 0) await store.refund(key, item.policy, item.cost, now, takenAtMs);
   };
 
   const account: ReservationAccount<TokenCost> = {
     take: async (key, cost) => decide(String(key), await store.checkMany(items(String(key), cost), clock.now(), true)),
-    giveBack: (key, cost) => giveBack(String(key), cost),
-    async settle(k, reserved, actual) {
+    giveBack: (key, cost, takenAtMs) => giveBack(String(key), cost, takenAtMs),
+    async settle(k, reserved, actual, takenAtMs) {
       const key = String(k);
       const now = clock.now();
       const charged = { ...actual } as Record<TokenDimension, number>;
@@ -60,7 +62,7 @@ export function tokenAccount(limits: readonly TokenLimit[], store: Store, clock:
       for (const { name, policy } of limits) {
         const diff = actual[name] - reserved[name];
         if (diff < 0) {
-          await store.refund(key, policy, -diff, now);
+          await store.refund(key, policy, -diff, now, takenAtMs);
           refunded[name] = -diff;
         } else if (diff > 0) over.push({ name, item: { key, policy, cost: diff } });
       }
