@@ -39,11 +39,13 @@ export interface CheckReservations {
   readonly outstanding: number;
 }
 
-/** A reservation's charge: where it was taken, how much. */
+/** A reservation's charge: where it was taken, how much, and when. */
 export interface Charge {
   readonly storedKey: string;
   readonly policy: ResolvedPolicy;
   readonly cost: number;
+  /** When it was taken (the reserve's time): a give-back goes to the window that counted it. Absent: now. */
+  readonly takenAtMs?: number;
 }
 
 /** The id a settle names, or a coded error when it cannot be one. */
@@ -56,9 +58,10 @@ export function checkedId(id: unknown): string {
 
 /** Moves a reservation's charge to `actual`: the difference back, or the extra charged (debt; check-ops.ts). */
 export async function move(store: Store, entry: Charge, actual: number, atMs: number): Promise<Settled> {
-  const { storedKey, policy, cost } = entry;
+  const { storedKey, policy, cost, takenAtMs } = entry;
   if (actual <= cost) {
-    if (actual < cost) await store.refund(storedKey, policy, cost - actual, atMs);
+    // Back to the window that counted the reservation: after it has ended, nothing frees room in the new one.
+    if (actual < cost) await store.refund(storedKey, policy, cost - actual, atMs, takenAtMs);
     return { settled: true, reserved: cost, charged: actual, refunded: cost - actual };
   }
   // The request already ran: its extra is owed, charged past the limit if need be, and later requests wait until

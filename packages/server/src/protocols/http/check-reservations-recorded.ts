@@ -21,13 +21,15 @@ const CLAIM_EVERY_MS = 1000;
 /** Records claimed at most per sweep; a full batch lets the next call sweep again at once. */
 const CLAIM_BATCH = 1000;
 
-/** A record as kept: the stored key, the policy's id, the cost, whether it was free, its expiry. */
+/** A record as kept: the stored key, the policy's id, the cost, whether it was free, its expiry, when it was taken. */
 interface Recorded {
   readonly k: string;
   readonly p: string;
   readonly c: number;
   readonly f: boolean;
   readonly e: number;
+  /** The reserve's time; absent in a record an older version wrote (its give-back is then at the settle's time). */
+  readonly t?: number;
 }
 
 /** What the recorded book needs. */
@@ -82,7 +84,7 @@ export function createRecordedCheckReservations(options: RecordedBookOptions): C
       if (!decision.allowed) return { decision };
       const id = randomBytes(16).toString('base64url');
       const expiresAt = atMs + ttlMs;
-      const record: Recorded = { k: storedKey, p: policy.id, c: cost, f: free, e: expiresAt };
+      const record: Recorded = { k: storedKey, p: policy.id, c: cost, f: free, e: expiresAt, t: atMs };
       try {
         await records.add(id, expiresAt, JSON.stringify(record));
       } catch (error) {
@@ -111,7 +113,8 @@ export function createRecordedCheckReservations(options: RecordedBookOptions): C
       }
       remember(id, 'settled');
       if (record.f) return { settled: true, reserved: record.c, charged: 0, refunded: 0 } satisfies Settled;
-      return move(store, { storedKey, policy, cost: record.c }, actual ?? 0, atMs);
+      const taken = Number.isFinite(record.t) ? { takenAtMs: record.t as number } : {};
+      return move(store, { storedKey, policy, cost: record.c, ...taken }, actual ?? 0, atMs);
     },
     get outstanding() {
       return mine.size;

@@ -79,7 +79,7 @@ export function createCheckReservations(options: CheckReservationOptions): Check
       if (!decision.allowed) return { decision };
       const id = `${prefix}.${(++sequence).toString(36)}.${Math.random().toString(36).slice(2, 10)}`;
       const expiresAt = atMs + ttlMs;
-      held.set(id, { storedKey, policy, cost, expiresAt, free });
+      held.set(id, { storedKey, policy, cost, takenAtMs: atMs, expiresAt, free });
       return { decision, reservation: { id, expiresAt } };
     },
     async settle(rawId, storedKey, policy, actual, atMs) {
