@@ -1,7 +1,7 @@
 /** The service's rules: the first load (files, the example, or none until xDS answers), the engine, and where reloads come from. */
 import type { Clock, Store } from 'sluice';
 import { SluiceError } from 'sluice';
-import type { LoadResult, RuleSet, RulesEngine } from 'sluice/rules';
+import type { LoadResult, RuleSet, RuleSource, RulesEngine } from 'sluice/rules';
 import { createRulesEngine, parseRules, RULE_ISSUE_CODES } from 'sluice/rules';
 import type { ConfigSource, ConfigStatus } from '../config/config-source.js';
 import { createConfigSource, formatIssues, loadConfig } from '../config/config-source.js';
@@ -25,7 +25,8 @@ export async function loadFirstRules(options: ServiceOptions): Promise<LoadResul
   // xDS: the rules arrive once the stream is open; until then no domain is known.
   if (options.xds !== undefined) return EMPTY;
   const mergeDomains = options.mergeDomains === true;
-  const loaded = await loadConfig(configPaths(options), (sources) => parseRules(sources, { mergeDomains }));
+  const parse = (sources: RuleSource[]) => parseRules(sources, { mergeDomains });
+  const loaded = await loadConfig(configPaths(options), parse, envoyRuntime(options));
   if (loaded.ok) return loaded;
   // envoy ratelimit starts with an empty config directory (every domain unknown) and picks files up later.
   if (options.startWithoutConfig === true && foundNoFiles(loaded)) return EMPTY;
@@ -82,7 +83,11 @@ export function createRulesFeed(
     return { source, awaitingXds: () => xds.forceStart !== true && !source.hasConfig };
   }
   const paths = configPaths(options);
-  const sourceOptions = { mergeDomains, ...(options.configRoot === undefined ? {} : { root: options.configRoot }) };
+  const sourceOptions = {
+    mergeDomains,
+    subdirectories: envoyRuntime(options),
+    ...(options.configRoot === undefined ? {} : { root: options.configRoot }),
+  };
   if (options.startWithoutConfig !== true) {
     return { source: createConfigSource(paths, first, apply, report, sourceOptions), awaitingXds: () => false };
   }
@@ -111,6 +116,14 @@ export function createRulesFeed(
     watch: () => source.watch(),
   };
   return { source: envoySource, awaitingXds: () => false };
+}
+
+/**
+ * True in envoy mode (a RUNTIME_ROOT): its runtime loader walks the config directory's subdirectories too
+ * (config/sub/x.yaml is runtime key config.sub.x.yaml), so sluice reads them there; `--config DIR` does not.
+ */
+function envoyRuntime(options: ServiceOptions): boolean {
+  return options.configRoot !== undefined;
 }
 
 /** True when loading failed only because the paths hold no rule file. */

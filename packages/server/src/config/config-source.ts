@@ -28,10 +28,15 @@ export interface ConfigStatus {
 /**
  * Loads the rules: from the paths given, or the built-in example when there are none. `parse` defaults
  * to parsing on this thread (at start, before anything is served); reloads parse off-thread.
+ * `subdirectories`: read the directories' subdirectories too (envoy mode's runtime directory).
  */
-export function loadConfig(paths: readonly string[], parse?: LoadRulesOptions['parse']): Promise<LoadResult> {
+export function loadConfig(
+  paths: readonly string[],
+  parse?: LoadRulesOptions['parse'],
+  subdirectories = false,
+): Promise<LoadResult> {
   if (paths.length === 0) return Promise.resolve(parseRules([{ file: EXAMPLE_CONFIG_NAME, text: EXAMPLE_CONFIG }]));
-  return loadRules(paths, parse === undefined ? {} : { parse });
+  return loadRules(paths, { subdirectories, ...(parse === undefined ? {} : { parse }) });
 }
 
 /** Tracks the config: the current status, reloads on demand and on file changes. */
@@ -54,6 +59,11 @@ export interface ConfigSourceOptions {
    * with RUNTIME_WATCH_ROOT: its parent is watched for the swap, and each swap watches the new target.
    */
   root?: string;
+  /**
+   * Read and watch the subdirectories of the directories given too, as envoy ratelimit's runtime loader
+   * walks its config directory. @default false
+   */
+  subdirectories?: boolean;
 }
 
 /**
@@ -70,7 +80,9 @@ export function createConfigSource(
   options: ConfigSourceOptions = {},
 ): ConfigSource {
   const mergeDomains = options.mergeDomains === true;
+  const subdirectories = options.subdirectories === true;
   const parse = options.parse ?? ((sources) => parseOffThread(sources, { mergeDomains }));
+  const watchFiles = () => watchRules(paths, { parse, onReload: take, subdirectories });
   let status: ConfigStatus = {
     source: paths.length === 0 ? 'example' : 'files',
     paths,
@@ -99,7 +111,7 @@ export function createConfigSource(
     async reload() {
       let result: LoadResult;
       try {
-        result = await loadConfig(paths, parse);
+        result = await loadConfig(paths, parse, subdirectories);
       } catch (error) {
         result = failure(paths, error);
       }
@@ -107,7 +119,7 @@ export function createConfigSource(
     },
     watch() {
       if (paths.length === 0) return () => {};
-      let watcher = watchRules(paths, { parse, onReload: take });
+      let watcher = watchFiles();
       // fs.watch resolves a symlink once, when the watch starts: after a swap of the root, the old watches
       // see only the old target's files. So each swap watches afresh (the new target) and reloads.
       const rootWatch =
@@ -115,7 +127,7 @@ export function createConfigSource(
           ? undefined
           : watchSwap(options.root, () => {
               watcher.close();
-              watcher = watchRules(paths, { parse, onReload: take });
+              watcher = watchFiles();
               void watcher.reload();
             });
       return () => {

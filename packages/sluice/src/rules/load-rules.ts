@@ -11,6 +11,12 @@ import type { LoadResult, ParseOptions, RuleIssue, RuleSource } from './types.js
 
 const RULE_EXTENSIONS = new Set(['.yaml', '.yml', '.json']);
 
+/**
+ * Most levels of subdirectories read below a directory given, with `subdirectories`: deep enough for any
+ * runtime layout, and a bound on how much of a tree one load (and one watch) walks.
+ */
+export const MAX_RULE_DIRECTORY_DEPTH = 8;
+
 /** True for a file name `loadRules` reads from a directory. */
 export function isRuleFile(name: string): boolean {
   return !name.startsWith('.') && RULE_EXTENSIONS.has(extname(name).toLowerCase());
@@ -18,8 +24,9 @@ export function isRuleFile(name: string): boolean {
 
 /**
  * Loads rules from files and directories. A directory contributes every `.yaml`, `.yml` and `.json`
- * file directly in it (not in subdirectories, and not dot-files: a Kubernetes ConfigMap mount keeps
- * older copies in `..data`-style folders), in name order — as envoy ratelimit loads its config directory.
+ * file directly in it (not dot-files: a Kubernetes ConfigMap mount keeps older copies in `..data`-style
+ * folders), in name order; with `subdirectories`, those of its subdirectories too — as envoy ratelimit loads
+ * its config directory.
  * Every problem in every file is reported at once.
  *
  * @example
@@ -31,7 +38,7 @@ export async function loadRules(
   paths: string | readonly string[],
   options: LoadRulesOptions = {},
 ): Promise<LoadResult> {
-  const { sources, issues } = await readSources(paths);
+  const { sources, issues } = await readSources(paths, { subdirectories: options.subdirectories === true });
   const parse =
     options.parse ?? ((list: RuleSource[]) => parseRules(list, { mergeDomains: options.mergeDomains === true }));
   return withReadIssues(issues, await parse(sources), sources);
@@ -45,6 +52,12 @@ export interface LoadRulesOptions extends ParseOptions {
    * applies `mergeDomains` itself.
    */
   parse?: (sources: RuleSource[]) => LoadResult | Promise<LoadResult>;
+  /**
+   * Reads a directory's subdirectories too (up to 8 levels deep; not dot-directories,
+   * not directories reached through a symlink), as envoy ratelimit's runtime loader walks its config
+   * directory. @default false: only the files directly in each directory given
+   */
+  subdirectories?: boolean;
 }
 
 /** A parse result with the problems of reading the files put first (capped like the parser's own). */
@@ -66,7 +79,9 @@ export function withReadIssues(
 /** Reads the rule files under `paths`; problems reading them are issues, not exceptions. */
 export async function readSources(
   paths: string | readonly string[],
+  options: { subdirectories?: boolean } = {},
 ): Promise<{ sources: RuleSource[]; issues: RuleIssue[] }> {
+  const depth = options.subdirectories === true ? MAX_RULE_DIRECTORY_DEPTH : 0;
   const list = typeof paths === 'string' ? [paths] : [...paths];
   const issues: RuleIssue[] = [];
   const sources: RuleSource[] = [];
@@ -78,13 +93,7 @@ export async function readSources(
     try {
       const info = await stat(path);
       if (info.isDirectory()) {
-        const names = (await readdir(path)).filter(isRuleFile).sort();
-        const inDir: string[] = [];
-        for (const name of names) {
-          // Follows symlinks (ConfigMap files are links into ..data) and skips subdirectories.
-          const file = join(path, name);
-          if ((await stat(file).catch(() => undefined))?.isFile()) inDir.push(file);
-        }
+        const inDir = await ruleFilesIn(path, depth);
         if (inDir.length === 0) whole(path, C.noFiles, `${path}: no .yaml, .yml or .json file in this directory`);
         files.push(...inDir);
       } else files.push(path);
@@ -111,4 +120,28 @@ export async function readSources(
     }
   }
   return { sources, issues };
+}
+
+/**
+ * The rule files in `dir`, in name order, and those of its subdirectories down to `depth` more levels, each
+ * where its name sorts (the order of Go's filepath.Walk, which envoy ratelimit's runtime loader uses).
+ * File symlinks are followed (ConfigMap files are links into ..data); dot-entries, special files, broken or
+ * looping links and symlinked directories are skipped (filepath.Walk does not descend symlinked directories either).
+ */
+async function ruleFilesIn(dir: string, depth: number): Promise<string[]> {
+  const files: string[] = [];
+  const entries = (await readdir(dir, { withFileTypes: true })).sort((a, b) => (a.name < b.name ? -1 : 1));
+  for (const entry of entries) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) {
+      if (depth > 0 && !entry.name.startsWith('.')) files.push(...(await ruleFilesIn(path, depth - 1).catch(vanished)));
+    } else if (isRuleFile(entry.name) && (await stat(path).catch(() => undefined))?.isFile()) files.push(path);
+  }
+  return files;
+}
+
+/** No files from a subdirectory removed while it was being read (its removal reloads again); other errors stand. */
+function vanished(error: NodeJS.ErrnoException): string[] {
+  if (error.code === 'ENOENT') return [];
+  throw error;
 }

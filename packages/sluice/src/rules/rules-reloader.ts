@@ -6,7 +6,7 @@
 import { RULE_ISSUE_CODES } from './codes.js';
 import { DirectoryWatchers } from './directory-watchers.js';
 import type { RulesEngine } from './engine-types.js';
-import { type LoadRulesOptions, readSources, withReadIssues } from './load-rules.js';
+import { type LoadRulesOptions, MAX_RULE_DIRECTORY_DEPTH, readSources, withReadIssues } from './load-rules.js';
 import type { LoadResult, RuleSet } from './types.js';
 
 type Parse = NonNullable<LoadRulesOptions['parse']>;
@@ -15,6 +15,8 @@ type Parse = NonNullable<LoadRulesOptions['parse']>;
 export interface ReloadTargets {
   onReload(result: LoadResult): void;
   engine?: RulesEngine | undefined;
+  /** Read (and watch) the subdirectories of the directories given too. */
+  subdirectories?: boolean | undefined;
 }
 
 /** One reload's result, and whether the files differed from the last reload's. */
@@ -41,7 +43,8 @@ export class RulesReloader {
     private readonly parse: Parse,
     private readonly options: ReloadTargets,
   ) {
-    this.watchers = new DirectoryWatchers(paths, () => this.schedule());
+    const depth = options.subdirectories === true ? MAX_RULE_DIRECTORY_DEPTH : 0;
+    this.watchers = new DirectoryWatchers(paths, () => this.schedule(), depth);
   }
 
   /** Watches every directory not watched yet (one missing now is tried again after each reload). */
@@ -91,14 +94,17 @@ export class RulesReloader {
     } finally {
       this.running = undefined;
     }
-    this.watchers.ensure();
+    // A directory created since the last watch may have got files before its watch began: look once more.
+    if (this.watchers.ensure()) this.schedule();
     if (changed && !this.closed) this.report(outcome.result);
     return outcome.result;
   }
 
   private async load(): Promise<Loaded> {
     try {
-      const { sources, issues } = await readSources(this.paths);
+      const { sources, issues } = await readSources(this.paths, {
+        subdirectories: this.options.subdirectories === true,
+      });
       const signature = JSON.stringify([sources, issues]);
       const changed = signature !== this.lastSignature;
       this.lastSignature = signature;

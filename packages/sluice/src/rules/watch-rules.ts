@@ -24,6 +24,8 @@ export interface WatchRulesOptions {
   parse?: LoadRulesOptions['parse'];
   /** Merge files of one domain (see `ParseOptions`), when `parse` is the default. @default false */
   mergeDomains?: boolean;
+  /** Read and watch subdirectories of the directories given, as `loadRules`' option does. @default false */
+  subdirectories?: boolean;
 }
 
 /** A running watch. */
