@@ -1,13 +1,21 @@
 /**
  * createAdaptiveLimiter: a concurrency limit that follows measured latency, with shares per priority and an optional queue.
  */
+import type { Clock } from '../core/clock.js';
 import type { AdaptiveDecision, AdaptivePermit, AdaptiveRejectReason, AdaptiveStats } from './decision.js';
 import type { LimitSample } from './limit-algorithm.js';
 import { createLimitTracker } from './limit-tracker.js';
 import { type AdaptiveLimiterOptions, ALGORITHMS, resolveAdaptiveOptions } from './options.js';
 import { takePermit } from './permit.js';
-import { createPriorityBook, fits, nextLapseMs, priorityFigures, priorityIndex } from './priority-book.js';
-import { createWaitQueue } from './wait-queue.js';
+import {
+  createPriorityBook,
+  fits,
+  nextLapseMs,
+  type PriorityBook,
+  priorityFigures,
+  priorityIndex,
+} from './priority-book.js';
+import { createWaitQueue, type WaitQueue } from './wait-queue.js';
 
 /** What to acquire a place for. */
 export interface AcquireOptions {
@@ -37,6 +45,37 @@ export interface AdaptiveLimiter {
   stats(): AdaptiveStats;
 }
 
+/**
+ * Giving the queue's waiters the places that are free: `serve` now (after a release, or before an arrival), and
+ * `serveAtLapse`, a timer for when places reserved for a priority that only asked recently come free — nothing is
+ * released when that demand lapses.
+ */
+function queueServing(
+  queue: WaitQueue | undefined,
+  book: PriorityBook,
+  limit: () => number,
+  clock: Clock,
+): { serve(nowMs: number): void; serveAtLapse(nowMs: number): void } {
+  let lapseTimer: ReturnType<typeof setTimeout> | undefined;
+  const serveAtLapse = (nowMs: number) => {
+    if (lapseTimer !== undefined || queue === undefined || queue.size === 0) return;
+    const atMs = nextLapseMs(book, nowMs);
+    if (atMs === undefined) return;
+    lapseTimer = setTimeout(() => {
+      lapseTimer = undefined;
+      serve(clock.now());
+    }, atMs - nowMs);
+    // Like a waiter's own timeout, it does not keep the process alive.
+    (lapseTimer as { unref?: () => void }).unref?.();
+  };
+  const serve = (nowMs: number) => {
+    if (queue === undefined || queue.size === 0) return;
+    queue.serve(book, limit(), nowMs);
+    serveAtLapse(nowMs);
+  };
+  return { serve, serveAtLapse };
+}
+
 /** How long a refused request is told to wait: overload passes in about a second or it does not. */
 const RETRY_AFTER_MS = 1000;
 
@@ -55,25 +94,7 @@ export function createAdaptiveLimiter(options: AdaptiveLimiterOptions = {}): Ada
   const tracker = createLimitTracker(algorithm, resolved.initialLimit, resolved.minLimit, resolved.maxLimit);
   const queue = resolved.queue && createWaitQueue(resolved.queue, names.length);
   const book = createPriorityBook(names, resolved.shares, queue?.lines ?? names.map(() => []));
-  let lapseTimer: ReturnType<typeof setTimeout> | undefined;
-  // Waiters may be kept out by places reserved for a priority that only asked recently: nothing is
-  // released when that demand lapses, so a timer serves the queue then.
-  const serveAtLapse = (nowMs: number) => {
-    if (lapseTimer !== undefined || queue === undefined || queue.size === 0) return;
-    const atMs = nextLapseMs(book, nowMs);
-    if (atMs === undefined) return;
-    lapseTimer = setTimeout(() => {
-      lapseTimer = undefined;
-      serve(clock.now());
-    }, atMs - nowMs);
-    // Like a waiter's own timeout, it does not keep the process alive.
-    (lapseTimer as { unref?: () => void }).unref?.();
-  };
-  const serve = (nowMs: number) => {
-    if (queue === undefined || queue.size === 0) return;
-    queue.serve(book, tracker.limit, nowMs);
-    serveAtLapse(nowMs);
-  };
+  const { serve, serveAtLapse } = queueServing(queue, book, () => tracker.limit, clock);
   // One listener for every permit: the sample moves the limit, then the freed place goes to a waiter.
   const onRelease = (sample: LimitSample | undefined) => {
     tracker.add(sample);
