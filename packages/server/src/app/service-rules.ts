@@ -2,15 +2,13 @@
 import type { Clock, Store } from 'sluice';
 import { SluiceError } from 'sluice';
 import type { LoadResult, RuleSet, RuleSource, RulesEngine } from 'sluice/rules';
-import { createRulesEngine, parseRules, RULE_ISSUE_CODES } from 'sluice/rules';
-import type { ConfigSource, ConfigStatus } from '../config/config-source.js';
-import { createConfigSource, formatIssues, loadConfig } from '../config/config-source.js';
+import { createRulesEngine, parseRules } from 'sluice/rules';
+import type { ConfigSource } from '../config/config-source.js';
+import { createConfigSource, formatIssues, foundNoFiles, loadConfig, NO_RULES } from '../config/config-source.js';
 import { createXdsConfigSource } from '../config/xds/xds-config-source.js';
 import type { Logger } from '../observability/logger.js';
 import type { ServiceMetrics } from '../observability/metrics.js';
 import type { ServiceOptions } from './service-options.js';
-
-const EMPTY: LoadResult & { ok: true } = { ok: true, ruleSet: { domains: new Map(), files: [] }, files: [] };
 
 /** The config paths of `options` (none: the built-in example). */
 export function configPaths(options: ServiceOptions): string[] {
@@ -23,13 +21,13 @@ export function configPaths(options: ServiceOptions): string[] {
  */
 export async function loadFirstRules(options: ServiceOptions): Promise<LoadResult & { ok: true }> {
   // xDS: the rules arrive once the stream is open; until then no domain is known.
-  if (options.xds !== undefined) return EMPTY;
+  if (options.xds !== undefined) return NO_RULES;
   const mergeDomains = options.mergeDomains === true;
   const parse = (sources: RuleSource[]) => parseRules(sources, { mergeDomains });
   const loaded = await loadConfig(configPaths(options), parse, envoyRuntime(options));
   if (loaded.ok) return loaded;
   // envoy ratelimit starts with an empty config directory (every domain unknown) and picks files up later.
-  if (options.startWithoutConfig === true && foundNoFiles(loaded)) return EMPTY;
+  if (options.startWithoutConfig === true && foundNoFiles(loaded)) return NO_RULES;
   throw new SluiceError(
     'ERR_SLUICE_CONFIG_INVALID',
     `the config has ${loaded.issues.length} problem(s):\n${formatIssues(loaded.issues)}`,
@@ -82,40 +80,14 @@ export function createRulesFeed(
     // FORCE_START_WITHOUT_INITIAL_CONFIG=true: ready at once.
     return { source, awaitingXds: () => xds.forceStart !== true && !source.hasConfig };
   }
-  const paths = configPaths(options);
-  const sourceOptions = {
+  const source = createConfigSource(configPaths(options), first, apply, report, {
     mergeDomains,
     subdirectories: envoyRuntime(options),
+    // envoy mode: a reload that finds no rule file means no domains, as at start and as in envoy ratelimit.
+    noFilesIsEmpty: options.startWithoutConfig === true,
     ...(options.configRoot === undefined ? {} : { root: options.configRoot }),
-  };
-  if (options.startWithoutConfig !== true) {
-    return { source: createConfigSource(paths, first, apply, report, sourceOptions), awaitingXds: () => false };
-  }
-  // envoy mode: a reload that finds no rule file at all means no domains, as at start and as in envoy
-  // ratelimit (whose runtime simply has no keys then), not a failure that keeps the deleted rules.
-  let emptied: { failed: ConfigStatus; status: ConfigStatus } | undefined;
-  const reportEmptying = (result: LoadResult) => {
-    if (!foundNoFiles(result)) return report(result);
-    apply(EMPTY.ruleSet);
-    // The source recorded the reload as failed just before reporting it: shown as loaded (no files) instead.
-    emptied = {
-      failed: source.status,
-      status: { source: 'files', paths, files: [], loadedAt: new Date().toISOString() },
-    };
-    report(EMPTY);
-  };
-  const source = createConfigSource(paths, first, apply, reportEmptying, sourceOptions);
-  const envoySource: ConfigSource = {
-    get status() {
-      return emptied !== undefined && source.status === emptied.failed ? emptied.status : source.status;
-    },
-    reload: async () => {
-      const result = await source.reload();
-      return foundNoFiles(result) ? EMPTY : result;
-    },
-    watch: () => source.watch(),
-  };
-  return { source: envoySource, awaitingXds: () => false };
+  });
+  return { source, awaitingXds: () => false };
 }
 
 /**
@@ -124,9 +96,4 @@ export function createRulesFeed(
  */
 function envoyRuntime(options: ServiceOptions): boolean {
   return options.configRoot !== undefined;
-}
-
-/** True when loading failed only because the paths hold no rule file. */
-function foundNoFiles(result: LoadResult): boolean {
-  return !result.ok && result.files.length === 0 && result.issues.every((i) => i.code === RULE_ISSUE_CODES.noFiles);
 }

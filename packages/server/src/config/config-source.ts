@@ -64,6 +64,20 @@ export interface ConfigSourceOptions {
    * walks its config directory. @default false
    */
   subdirectories?: boolean;
+  /**
+   * A load that finds no rule file at all means no domains, not a failure that keeps the last rules: envoy mode,
+   * which starts with an empty config directory and whose runtime simply has no keys once the files are gone.
+   * @default false
+   */
+  noFilesIsEmpty?: boolean;
+}
+
+/** No rules: what a load that found no file means under `noFilesIsEmpty`. */
+export const NO_RULES: LoadResult & { ok: true } = { ok: true, ruleSet: { domains: new Map(), files: [] }, files: [] };
+
+/** True when loading failed only because the paths hold no rule file. */
+export function foundNoFiles(result: LoadResult): boolean {
+  return !result.ok && result.files.length === 0 && result.issues.every((i) => i.code === RULE_ISSUE_CODES.noFiles);
 }
 
 /**
@@ -91,7 +105,7 @@ export function createConfigSource(
   };
   const take = (loaded: LoadResult): LoadResult => {
     // Issues quote what they read; the status is shown without a token (src/rules/public-issues.ts).
-    let result = publicResult(loaded);
+    let result = options.noFilesIsEmpty === true && foundNoFiles(loaded) ? NO_RULES : publicResult(loaded);
     if (result.ok) {
       try {
         apply(result.ruleSet);
