@@ -24,10 +24,15 @@ const declarations = spawnSync(process.execPath, [tsc, '-p', join(lib, 'tsconfig
 if (declarations.status !== 0) process.exit(declarations.status ?? 1);
 
 const pkg = JSON.parse(readFileSync(join(lib, 'package.json'), 'utf8'));
-const entryPoints = Object.values(pkg.exports)
-  .map((entry) => (typeof entry === 'object' && entry !== null ? entry['sluice-source'] : undefined))
-  .filter((source) => typeof source === 'string')
-  .map((source) => join(lib, source));
+// One entry per source: two subpaths may name the same file (sluice/hono/full is sluice/hono's Node build).
+const entryPoints = [
+  ...new Set(
+    Object.values(pkg.exports)
+      .map((entry) => (typeof entry === 'object' && entry !== null ? entry['sluice-source'] : undefined))
+      .filter((source) => typeof source === 'string')
+      .map((source) => join(lib, source)),
+  ),
+];
 
 const esm = join(lib, 'dist', 'esm');
 await build({

@@ -99,6 +99,8 @@ const EXPECTED: Readonly<Record<string, readonly string[]>> = {
   'sluice/fastify': ['rateLimit'],
   'sluice/koa': ['rateLimit'],
   'sluice/hono': ['rateLimit'],
+  'sluice/hono/edge': ['rateLimit'],
+  'sluice/hono/full': ['rateLimit'],
   'sluice/node': ['rateLimit'],
   'sluice/client': [
     'IDEMPOTENT_METHODS',

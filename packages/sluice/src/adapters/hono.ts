@@ -16,20 +16,8 @@ import {
   type RequestAccess,
 } from '../http/index.js';
 import { meterWebBody } from '../http/meter-response.js';
+import type { HonoRateLimitOptions } from './hono/options.js';
 import { createPeerReader, peerOf } from './hono/peer.js';
-
-declare module 'hono' {
-  interface ContextVariableMap {
-    /** What sluice decided: `c.get('rateLimit')`. */
-    rateLimit?: RateLimitInfo;
-  }
-}
-
-/** Options of the Hono middleware: the common options plus a native rejection handler. */
-export interface HonoRateLimitOptions extends RateLimitOptions<Context> {
-  /** Answers a rejection yourself (the rate-limit headers and `Retry-After` are already set). */
-  handler?: (c: Context, rejection: RejectionInfo) => Response | Promise<Response>;
-}
 
 const access: RequestAccess<Context> = {
   name: 'Hono',
@@ -114,4 +102,4 @@ export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler & Ra
   return Object.assign(sluiceRateLimit, { resetKey: limiter.resetKey, penalty: limiter.penalty, block: limiter.block });
 }
 
-export type { RateLimitControls, RateLimitInfo, RateLimitOptions, RejectionInfo };
+export type { HonoRateLimitOptions, RateLimitControls, RateLimitInfo, RateLimitOptions, RejectionInfo };

@@ -51,7 +51,8 @@ async function bundle(entry: Runtime): Promise<string> {
     bundle: true,
     format: 'esm',
     platform: 'browser',
-    conditions: ['sluice-source'],
+    // As wrangler bundles a Worker: sluice/hono is then its edge build.
+    conditions: entry === 'workerd' ? ['workerd', 'worker', 'sluice-source'] : ['sluice-source'],
     logLevel: 'warning',
   });
   return outfile;

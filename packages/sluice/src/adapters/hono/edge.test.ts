@@ -9,13 +9,13 @@ import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { type Context, Hono, type MiddlewareHandler } from 'hono';
-import { createManualClock, type ManualClock } from '../core/clock.js';
-import type { RateLimitControls, RateLimitInfo } from '../http/index.js';
-import type { LimitedEvent } from '../http/options.js';
-import { createMemoryStore } from '../stores/memory/memory-store.js';
-import type { Store } from '../stores/store.js';
-import { rateLimit as fullLimit, type HonoRateLimitOptions } from './hono.js';
-import { rateLimit as edgeLimit } from './hono-edge.js';
+import { createManualClock, type ManualClock } from '../../core/clock.js';
+import type { RateLimitControls, RateLimitInfo } from '../../http/index.js';
+import type { LimitedEvent } from '../../http/options.js';
+import { createMemoryStore } from '../../stores/memory/memory-store.js';
+import type { Store } from '../../stores/store.js';
+import { rateLimit as fullLimit, type HonoRateLimitOptions } from '../hono.js';
+import { rateLimit as edgeLimit } from './edge.js';
 
 type Factory = (options: HonoRateLimitOptions) => MiddlewareHandler & RateLimitControls;
 type Options = Omit<HonoRateLimitOptions, 'clock' | 'peerAddress'>;
@@ -412,7 +412,7 @@ describe('options', () => {
   });
 });
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../../../..');
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../../../../..');
 
 /** Bundles `import { rateLimit } from 'sluice/hono'` from the repository root under the given conditions. */
 async function bundle(conditions: string[]): Promise<string> {
