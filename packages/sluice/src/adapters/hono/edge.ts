@@ -68,7 +68,8 @@ function headersOf(info: RateLimitInfo, mode: NonNullable<RateLimitOptions['head
 export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler & RateLimitControls {
   checkEdgeOptions(options);
   const limits = edgeLimits(options);
-  const store = options.store ?? createCompactMemoryStore();
+  // An isolate has 128 MB: 100,000 keys keep the default store within about 20 MB of it.
+  const store = options.store ?? createCompactMemoryStore({ maxKeys: 100_000 });
   if (options.store !== undefined && limits.every((l) => l.fixed !== undefined)) {
     const claims = limits.map(({ name, fixed }) => {
       const p = (fixed as EdgePolicy).policy;
