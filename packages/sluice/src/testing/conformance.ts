@@ -27,6 +27,8 @@ export interface ConformanceOptions {
   withMaxKeys?: (maxKeys: number) => Promise<StoreFixture>;
   /** The algorithms the store takes (a store may refuse some, e.g. multi-region eventual mode). @default all */
   algorithms?: readonly AlgorithmName[];
+  /** False for a store that keeps no concurrency leases (its `acquire` throws): the lease cases are skipped. @default true */
+  leases?: boolean;
 }
 
 /** Registers the conformance cases of one store with node:test, under `store conformance: <label>`. */
@@ -53,7 +55,7 @@ export function runStoreConformance(
       });
     }
 
-    describe('concurrency leases', () => {
+    describe('concurrency leases', { skip: options.leases === false ? `${label} keeps no leases` : false }, () => {
       for (const [name, run] of Object.entries(LEASE_CASES)) it(name, () => run(store, label));
     });
 

@@ -68,8 +68,8 @@ function headersOf(info: RateLimitInfo, mode: NonNullable<RateLimitOptions['head
 export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler & RateLimitControls {
   checkEdgeOptions(options);
   const limits = edgeLimits(options);
-  // An isolate has 128 MB: 100,000 keys keep the default store within about 20 MB of it.
-  const store = options.store ?? createCompactMemoryStore({ maxKeys: 100_000 });
+  // An isolate has 128 MB: the default store keeps to a quarter of it (sliding logs grow with their requests).
+  const store = options.store ?? createCompactMemoryStore({ maxKeys: 100_000, maxBytes: 32 * 1024 * 1024 });
   if (options.store !== undefined && limits.every((l) => l.fixed !== undefined)) {
     const claims = limits.map(({ name, fixed }) => {
       const p = (fixed as EdgePolicy).policy;

@@ -1,7 +1,8 @@
 /**
  * The compact memory store: the store kit's conformance suite and differential test, a fast-check differential test
- * against the full memory store on richer traces (charges, refunds with takenAtMs, blocks, leases, costs past
- * capacity), and its maxKeys bound (which keys it forgets, and that a forgotten key starts afresh).
+ * against the full memory store on richer traces (charges, refunds with takenAtMs, blocks, costs past capacity), its
+ * maxKeys and maxBytes bounds (which keys it forgets, and that a forgotten key starts afresh), and that it keeps no
+ * leases.
  */
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
@@ -9,7 +10,6 @@ import fc from 'fast-check';
 import type { Decision } from '../../core/decision.js';
 import { ALGORITHMS, isBucketAlgorithm, resolvePolicy } from '../../core/policy.js';
 import { storeConformance } from '../../testing/index.js';
-import type { LeaseDecision } from '../store.js';
 import { createCompactMemoryStore } from './compact-store.js';
 import { createMemoryStore } from './memory-store.js';
 
@@ -20,6 +20,7 @@ storeConformance({
   name: 'compact memory',
   createStore: () => createCompactMemoryStore(),
   withMaxKeys: async (maxKeys) => ({ store: createCompactMemoryStore({ maxKeys }), close: async () => {} }),
+  leases: false,
   differential: { runs: 30, ...(process.env.SLUICE_SEED ? { seed: Number(process.env.SLUICE_SEED) } : {}) },
 });
 
@@ -29,8 +30,6 @@ type Op =
   | { kind: 'charge'; key: number; cost: number }
   | { kind: 'refund'; key: number; cost: number; back: number | undefined }
   | { kind: 'reset'; key: number }
-  | { kind: 'acquire'; key: number; leaseMs: number }
-  | { kind: 'release'; slot: number }
   | { kind: 'advance'; permille: number };
 
 // Two keys, so that operations often meet on one.
@@ -65,15 +64,6 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('reset' as const), key }) },
   {
-    weight: 3,
-    arbitrary: fc.record({
-      kind: fc.constant('acquire' as const),
-      key,
-      leaseMs: fc.constantFrom(5, 300, 2000),
-    }),
-  },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('release' as const), slot: fc.nat(5) }) },
-  {
     weight: 4,
     arbitrary: fc.record({
       kind: fc.constant('advance' as const),
@@ -90,12 +80,8 @@ const policyArb = fc.record({
   blockDuration: fc.constantFrom(0, 0, 250, 2000),
 });
 
-/** Decisions compared as JSON carries them; a lease by what is not random (its id is). */
-const plain = (d: Decision | LeaseDecision) => ({
-  ...d,
-  retryAfterMs: Number.isFinite(d.retryAfterMs) ? d.retryAfterMs : 'Infinity',
-  ...('lease' in d && d.lease ? { lease: { key: d.lease.key, expiresAt: d.lease.expiresAt } } : {}),
-});
+/** Decisions compared as JSON carries them. */
+const plain = (d: Decision) => ({ ...d, retryAfterMs: Number.isFinite(d.retryAfterMs) ? d.retryAfterMs : 'Infinity' });
 
 /** Runs one trace on both stores, asserting the same answer at every step. */
 function sameDecisions(options: PolicyOptions, ops: readonly Op[]) {
@@ -105,7 +91,6 @@ function sameDecisions(options: PolicyOptions, ops: readonly Op[]) {
   const other = resolvePolicy({ algorithm: rest.algorithm, limit: rest.limit + 2, period: rest.period * 2 });
   const full = createMemoryStore({ sweepIntervalMs: 0 });
   const compact = createCompactMemoryStore();
-  const leases: [NonNullable<LeaseDecision['lease']>, NonNullable<LeaseDecision['lease']>][] = [];
   let now = T0 + 123;
   for (const [step, op] of ops.entries()) {
     const k = `k${'key' in op ? op.key : 0}`;
@@ -141,15 +126,6 @@ function sameDecisions(options: PolicyOptions, ops: readonly Op[]) {
     } else if (op.kind === 'reset') {
       compact.reset(k, p);
       full.reset(k, p);
-    } else if (op.kind === 'acquire') {
-      // The policy's limit as the concurrency limit: the same on every acquire of a trace, as a limiter's is.
-      const a = compact.acquire(k, p.limit, op.leaseMs, now);
-      const b = full.acquire(k, p.limit, op.leaseMs, now);
-      assert.deepEqual(plain(a), plain(b), at);
-      if (a.lease && b.lease) leases.push([a.lease, b.lease]);
-    } else if (op.kind === 'release') {
-      const pair = leases[op.slot];
-      if (pair) assert.equal(compact.release(pair[0], now), full.release(pair[1], now), at);
     } else {
       now += Math.floor((op.permille * p.periodMs) / 1000);
     }
@@ -185,6 +161,20 @@ describe('compact memory store', () => {
     assert.equal(store.check('k0', p, 1, T0, true).remaining, 4, 'k0 was forgotten: a full quota again');
   });
 
+  it('keeps sliding logs within maxBytes: a flood of requests across keys forgets the oldest logs, not the newest', () => {
+    const maxBytes = 64 * 1024;
+    const store = createCompactMemoryStore({ maxBytes });
+    const p = resolvePolicy({ algorithm: 'sliding-log', limit: 10_000, period: 3_600_000 });
+    // 200 keys × 1,000 admitted requests: ~3.2 MB of log entries were the store unbounded.
+    for (let k = 0; k < 200; k++) for (let i = 0; i < 1000; i++) store.check(`k${k}`, p, 1, T0 + i, true);
+    const used = (k: number) => 10_000 - store.check(`k${k}`, p, 0, T0 + 1000, false).remaining;
+    assert.equal(used(199), 1000, 'the newest log is whole');
+    assert.equal(used(0), 0, 'the oldest was forgotten');
+    const kept = Array.from({ length: 200 }, (_, k) => used(k)).filter((n) => n > 0).length;
+    // 1,000 requests log 2,000 numbers, ~16 KB: about four logs fit in 64 KiB.
+    assert.ok(kept >= 3 && kept <= 4, `${kept} logs kept`);
+  });
+
   it('forgets an expired key before live ones, and a key at its limit or blocked last', () => {
     const store = createCompactMemoryStore({ maxKeys: 3 });
     const p = resolvePolicy({ algorithm: 'fixed-window', limit: 2, period: 1000 });
@@ -204,18 +194,12 @@ describe('compact memory store', () => {
     assert.equal(store.check('alice', login, 1, T0 + 2000, true).allowed, false, 'alice is still at her limit');
   });
 
-  it('bounds leases by maxKeys: a full table refuses, never forgets a holder, and frees lapsed leases', () => {
-    const store = createCompactMemoryStore({ maxKeys: 2 });
-    const a = store.acquire('a', 5, 1000, T0);
-    assert.ok(store.acquire('b', 5, 500, T0).allowed);
-    const refused = store.acquire('c', 5, 1000, T0 + 100);
-    assert.deepEqual([refused.allowed, refused.retryAfterMs], [false, 400]);
-    assert.equal(store.acquire('a', 5, 1000, T0 + 100).allowed, false, "a's lease is not forgotten for another");
-    assert.ok(store.acquire('c', 5, 1000, T0 + 500).allowed, "b's lease lapsed at T0 + 500");
-    assert.ok(a.lease);
-    assert.equal(store.release(a.lease, T0 + 600), true);
-    assert.equal(store.release(a.lease, T0 + 600), false, 'released once');
-    assert.equal(store.release({ key: 'a', id: 'nope', expiresAt: T0 + 9999 }, T0 + 600), false, 'unknown');
+  it('keeps no leases: acquire and release throw a coded error (the edge build has no concurrency option)', () => {
+    const store = createCompactMemoryStore();
+    assert.throws(() => store.acquire('a', 5, 1000, T0), { code: 'ERR_SLUICE_STORE_UNSUPPORTED' });
+    assert.throws(() => store.release({ key: 'a', id: 'x', expiresAt: T0 + 1 }, T0), {
+      code: 'ERR_SLUICE_STORE_UNSUPPORTED',
+    });
   });
 
   it('refuses to decide once closed, and refuses a maxKeys below 1', async () => {

@@ -1,49 +1,59 @@
 /**
  * The compact memory store, for edge bundles (sluice/hono on workerd and browsers): the memory store's decisions from
  * the same pure algorithm steps, in about 3 KB minified instead of the full store's 17 KB. Keys live in two Maps whose
- * insertion order is the LRU, expired state is dropped lazily (no sweep timer), and leases are a Map per key. Servers
- * keep the full store (memory-store.ts): byte bounds, sampled eviction by quota used, O(log n) leases, stats.
+ * insertion order is the LRU (within maxKeys and an estimate of maxBytes), and expired state is dropped lazily (no sweep timer). It
+ * keeps no concurrency leases (`acquire` throws ERR_SLUICE_STORE_UNSUPPORTED): the edge build has no concurrency option.
+ * Servers keep the full store (memory-store.ts): sampled eviction by quota used, O(log n) leases, stats.
  */
 import { NUMERIC_ALGORITHMS, SLOT_WIDTH, SlidingLogState, slidingLog } from '../../algorithms/index.js';
 import type { Algorithm, Slots } from '../../algorithms/types.js';
 import type { Decision } from '../../core/decision.js';
 import { SluiceError } from '../../core/errors.js';
 import type { ResolvedPolicy } from '../../core/policy.js';
-import { randomLeaseId } from '../lease-id.js';
-import { leaseRefusal } from '../lease-refusal.js';
-import type { LeaseDecision, StoreItem } from '../store.js';
+import type { StoreItem } from '../store.js';
 import type { MemoryStore } from './memory-store.js';
 
-/** The compact store's methods answer synchronously, as the full memory store's do (it has no stats or sweep). */
+/** The compact store's methods answer synchronously, as the full memory store's do (it has no stats or sweep, and no leases). */
 export type CompactMemoryStore = Omit<MemoryStore, 'stats' | 'sweep'>;
 
 type KeyState = Slots | SlidingLogState;
 
-/** A stored key: its id in the Map, its algorithm's state, when that state equals a fresh one, until when it is blocked. */
+/**
+ * A stored key: its id in the Map, its algorithm's state, when that state equals a fresh one, until when it is blocked,
+ * and the bytes it was counted at.
+ */
 interface Entry {
   k: string;
   s: KeyState;
   e: number;
   b: number;
+  z: number;
 }
 
 /** How many of the least recently used keys a store at maxKeys looks at for an expired one (memory-store.ts: 5 too). */
 const SAMPLES = 5;
-const NEVER = Number.POSITIVE_INFINITY;
 
 const stepOf = (p: ResolvedPolicy): Algorithm<KeyState> =>
   (p.algorithm === 'sliding-log' ? slidingLog : NUMERIC_ALGORITHMS[p.algorithm]) as Algorithm<KeyState>;
 
 /**
- * The counters and blocks of every (policy, key), bounded by `max` keys. Forgetting a key means its next request
+ * The counters and blocks of every (policy, key), bounded by `max` keys and about `maxBytes`. Forgetting a key means its next request
  * finds a fresh state (a full quota, no block), exactly what the full store's eviction does, so the store forgets in
  * the order that loses least: an expired key among the few least recently used (nothing lost), else the least
  * recently used key with quota left, and a key at its limit or blocked only when no other is stored (`held`, as the
  * full store's protected list), so a flood of throw-away keys cannot hand `login:alice` a fresh quota.
  */
-function keyTable(max: number) {
+function keyTable(max: number, maxBytes: number) {
   const open = new Map<string, Entry>();
   const held = new Map<string, Entry>();
+  // Estimated bytes of what is stored: a sliding log grows with its admitted requests (as memory-decider counts it).
+  let bytes = 0;
+  const sizeOf = (v: Entry) => 100 + v.k.length + (v.s instanceof SlidingLogState ? 8 * v.s.entries.length : 0);
+  const drop = (map: Map<string, Entry>, v: Entry) => {
+    const had = map.delete(v.k);
+    if (had) bytes -= v.z;
+    return had;
+  };
   // The length prefix ends the policy id unambiguously, whatever characters the id and the key hold.
   const idOf = (key: string, p: ResolvedPolicy) => `${p.id.length}:${p.id}${key}`;
   const stored = (v: Entry) => open.has(v.k) || held.has(v.k);
@@ -51,7 +61,7 @@ function keyTable(max: number) {
   /** The entry of (p, key) (a new one, not stored, for a key not stored), its state fresh again once expired. */
   const entry = (key: string, p: ResolvedPolicy, now: number): Entry => {
     const k = idOf(key, p);
-    const v = open.get(k) ?? held.get(k) ?? { k, s: [], e: 0, b: 0 };
+    const v = open.get(k) ?? held.get(k) ?? { k, s: [], e: 0, b: 0, z: 0 };
     if (v.e <= now) {
       v.s = stepOf(p) === slidingLog ? new SlidingLogState() : new Float64Array(SLOT_WIDTH);
       v.e = 0;
@@ -60,35 +70,39 @@ function keyTable(max: number) {
   };
 
   const forget = (now: number) => {
-    let victim: [Map<string, Entry>, string] | undefined;
+    let victim: [Map<string, Entry>, Entry] | undefined;
     for (const map of [open, held]) {
       let n = 0;
-      for (const [k, v] of map) {
-        if (v.e <= now && v.b <= now) return map.delete(k);
-        victim ??= [map, k];
+      for (const v of map.values()) {
+        if (v.e <= now && v.b <= now) return drop(map, v);
+        victim ??= [map, v];
         if (++n >= SAMPLES) break;
       }
     }
-    return victim?.[0].delete(victim[1]);
+    return victim !== undefined && drop(victim[0], victim[1]);
   };
 
   /** Stores `v` as the most recently used key, on the list its last decision puts it. */
   const put = (v: Entry, now: number, atLimit: boolean) => {
-    if (!(open.delete(v.k) || held.delete(v.k)) && open.size + held.size >= max) forget(now);
+    if (!(drop(open, v) || drop(held, v)) && open.size + held.size >= max) forget(now);
+    v.z = sizeOf(v);
+    bytes += v.z;
+    // Past maxBytes, forget others (in the same order) until it fits; a single key larger than it stays.
+    while (bytes > maxBytes && forget(now));
     (atLimit || v.b > now ? held : open).set(v.k, v);
   };
 
   const remove = (key: string, p: ResolvedPolicy) => {
     const k = idOf(key, p);
-    open.delete(k);
-    held.delete(k);
+    const v = open.get(k) ?? held.get(k);
+    if (v !== undefined && !drop(open, v)) drop(held, v);
   };
   return { entry, stored, put, remove };
 }
 
 /** Every algorithm's step on the key table's states, as the full store's decider takes them (memory-decider.ts). */
-function compactCounters(max: number) {
-  const { entry, stored, put, remove } = keyTable(max);
+function compactCounters(max: number, maxBytes: number) {
+  const { entry, stored, put, remove } = keyTable(max, maxBytes);
   let closed = false;
   const usable = () => {
     if (closed) throw new SluiceError('ERR_SLUICE_STORE_CLOSED', 'store closed');
@@ -144,84 +158,23 @@ function compactCounters(max: number) {
   };
 }
 
-/**
- * Concurrency leases: key → (lease id → expiry), at most `max` leases in all. A full table refuses a new lease, never
- * forgets a held one (that would admit over a limit); it drops lapsed leases table-wide (O(n)) only once the soonest
- * expiry handed out has passed, so a full table of live leases costs nothing per refusal.
- */
-function compactLeases(max: number) {
-  /** Per key: its live leases, and the latest expiry handed out while it held any (when all have surely lapsed). */
-  const leases = new Map<string, { l: number; m: Map<string, number> }>();
-  let count = 0;
-  /** No lease lapses before this. */
-  let soonest = 0;
-
-  /** Drops the key's lapsed leases (none left: forgets the key); returns when the first live one lapses (NEVER: none). */
-  const live = (key: string, now: number) => {
-    const h = leases.get(key);
-    let first = NEVER;
-    for (const [id, expiresAt] of h?.m ?? []) {
-      if (expiresAt > now) first = Math.min(first, expiresAt);
-      else if (h?.m.delete(id)) count--;
-    }
-    if (first === NEVER) leases.delete(key);
-    return first;
-  };
-
-  return {
-    acquire(key: string, limit: number, leaseMs: number, now: number): LeaseDecision {
-      const first = live(key, now);
-      let h = leases.get(key);
-      const latest = h === undefined ? 0 : h.l - now;
-      if ((h?.m.size ?? 0) >= limit) return leaseRefusal(limit, latest, h === undefined ? 0 : first - now);
-      if (count >= max && now >= soonest) {
-        soonest = NEVER;
-        for (const k of leases.keys()) soonest = Math.min(soonest, live(k, now));
-      }
-      if (count >= max) return leaseRefusal(limit, Math.max(latest, 1), Math.max(1, soonest - now));
-      const expiresAt = now + leaseMs;
-      const id = randomLeaseId();
-      if (h === undefined) {
-        h = { l: 0, m: new Map() };
-        leases.set(key, h);
-      }
-      h.m.set(id, expiresAt);
-      h.l = Math.max(h.l, expiresAt);
-      soonest = Math.min(soonest, expiresAt);
-      count++;
-      const lease = { key, id, expiresAt };
-      return {
-        allowed: true,
-        limit,
-        remaining: limit - h.m.size,
-        resetMs: Math.max(latest, leaseMs),
-        retryAfterMs: 0,
-        lease,
-      };
-    },
-    release(lease: { key: string; id: string }, now: number): boolean {
-      live(lease.key, now);
-      const h = leases.get(lease.key);
-      if (!h?.m.delete(lease.id)) return false;
-      count--;
-      if (h.m.size === 0) leases.delete(lease.key);
-      return true;
-    },
-  };
+function noLeases(): never {
+  throw new SluiceError('ERR_SLUICE_STORE_UNSUPPORTED', 'this memory store keeps no leases; use createMemoryStore()');
 }
 
 /**
  * Creates the compact memory store: the same decisions as `createMemoryStore`, synchronously, within `maxKeys` keys
- * (and as many leases). Internal: the edge build of sluice/hono uses it.
+ * and about `maxBytes`; no leases. Internal: the edge build of sluice/hono uses it.
  * @param options.maxKeys - most keys kept at once (see keyTable for which are forgotten). @default 1_000_000
+ * @param options.maxBytes - most bytes they take, estimated (sliding logs grow with their requests). @default 128 MiB
  */
-export function createCompactMemoryStore(options: { maxKeys?: number } = {}): CompactMemoryStore {
+export function createCompactMemoryStore(options: { maxKeys?: number; maxBytes?: number } = {}): CompactMemoryStore {
   const max = options.maxKeys ?? 1_000_000;
-  if (!(max >= 1)) {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'maxKeys < 1', { option: 'maxKeys' });
+  const maxBytes = options.maxBytes ?? 128 * 1024 * 1024;
+  if (!(max >= 1 && maxBytes >= 1)) {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', 'maxKeys and maxBytes must be ≥ 1', { option: 'maxKeys' });
   }
-  const c = compactCounters(max);
-  const { acquire, release } = compactLeases(max);
+  const c = compactCounters(max, maxBytes);
   const check = c.check;
 
   return {
@@ -257,8 +210,9 @@ export function createCompactMemoryStore(options: { maxKeys?: number } = {}): Co
       for (const i of items) c.refund(i.key, i.policy, i.cost, now, i.takenAtMs);
     },
     reset: c.reset,
-    acquire,
-    release,
+    // Counters only: the edge build has no concurrency option, and leases would cost its bundle 0.4 KiB.
+    acquire: noLeases,
+    release: noLeases,
     async close() {
       c.close();
     },
