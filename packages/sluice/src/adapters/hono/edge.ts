@@ -98,7 +98,7 @@ export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler & Ra
     return p;
   }
 
-  /** The limits that apply to this request with their keys; a Response for a missing key under `'reject'`. */
+  /** The limits that apply to this request with their keys; the rejection of a missing key under `'reject'`. */
   async function applied(c: Context, info: HttpRequestInfo): Promise<Applied[] | RejectionInfo> {
     const base = options.key === undefined ? info.ipKey : await options.key(c, info);
     const out: Applied[] = [];
