@@ -12,48 +12,61 @@ import type { Decision } from '../../core/decision.js';
 import { SluiceError } from '../../core/errors.js';
 import { normalize } from '../../http/client-ip.js';
 import type { RateLimitControls } from '../../http/controls.js';
-import { listedHeaders, rateLimitHeaders } from '../../http/headers.js';
-import { keyText } from '../../http/keys.js';
 import type { RateLimitOptions } from '../../http/options.js';
-import {
-  type AppliedLimitInfo,
-  appendInfo,
-  bindingOf,
-  giveBackEarlier,
-  previousInfo,
-  type RateLimitInfo,
-  tookEarlier,
-} from '../../http/rate-limit-info.js';
-import { defaultBody, defaultMessage, type RejectionInfo, rejectionInfo } from '../../http/rejection.js';
+import { appendInfo, previousInfo, type RateLimitInfo } from '../../http/rate-limit-info.js';
+import { type RejectionInfo, rejectionInfo } from '../../http/rejection.js';
 import type { HttpRequestInfo } from '../../http/request.js';
 import { claimCounters } from '../../http/shared-counters.js';
-import { warnOnce } from '../../http/warn.js';
 import { combineDecisions } from '../../limiter/combine.js';
 import { closedDecision, isStoreFailure, openDecision } from '../../limiter/failure-policy.js';
 import { createCompactMemoryStore } from '../../stores/memory/compact-store.js';
-import type { StoreItem } from '../../stores/store.js';
+import type { Store, StoreItem } from '../../stores/store.js';
 import { createEdgeControls } from './edge-controls.js';
 import { createIpKey } from './edge-ip.js';
 import { checkEdgeOptions, type EdgeLimit, type EdgePolicy, edgeLimits } from './edge-limits.js';
+import { type Applied, createEdgePlan } from './edge-plan.js';
+import { createEdgeRejecter, headersOf, setAll } from './edge-reject.js';
 import type { HonoRateLimitOptions } from './options.js';
 import { createPeerReader } from './peer.js';
 
-/** A limit as it applies to one request: its policy and the key it counts under. */
-interface Applied extends EdgePolicy {
-  readonly name: string;
-  readonly key: string;
+/** A store given by the user may be shared with other middlewares: claim this one's counters on it. */
+function claimEdgeCounters(store: Store, limits: readonly EdgeLimit[], shared: boolean): void {
+  if (!limits.every((l) => l.fixed !== undefined)) return;
+  const claims = limits.map(({ name, fixed }) => {
+    const p = (fixed as EdgePolicy).policy;
+    return { id: p.id, label: `'${name}' (${p.algorithm} ${p.limit} per ${p.periodMs} ms)` };
+  });
+  claimCounters(store, claims, shared);
 }
 
-function setAll(target: Headers, headers: readonly string[]): void {
-  for (let i = 0; i < headers.length; i += 2) target.set(headers[i] as string, headers[i + 1] as string);
+/** The store's decisions, or the failure policy's when it fails (a misuse is thrown on). */
+async function decide(store: Store, items: StoreItem[], nowMs: number, closed: boolean): Promise<Decision[]> {
+  try {
+    // One limit through check, as the full middleware's limiter does: a store may treat a blocked key differently.
+    const [one] = items;
+    if (items.length === 1 && one !== undefined) return [await store.check(one.key, one.policy, one.cost, nowMs, true)];
+    return await store.checkMany(items, nowMs, true);
+  } catch (error) {
+    if (!isStoreFailure(error)) throw error;
+    return items.map((i) =>
+      closed ? closedDecision(i.policy.limit, i.policy.periodMs) : openDecision(i.policy.limit),
+    );
+  }
 }
 
-/** The headers of every limit applied so far (one limit, the usual case, the short way). */
-function headersOf(info: RateLimitInfo, mode: NonNullable<RateLimitOptions['headers']>): string[] {
-  const only = info.limits.length === 1 ? (info.limits[0] as AppliedLimitInfo) : undefined;
-  return only !== undefined
-    ? rateLimitHeaders(only.decision, only.header, mode)
-    : listedHeaders(info.limits, bindingOf(info), mode, 'seconds', 0);
+/** A limit's in-process block (the `block` control) as its decision, or undefined when the key is not blocked. */
+function blockedDecision(a: Applied, blocks: ReadonlyMap<string, number>, nowMs: number): Decision | undefined {
+  const ms = (blocks.get(a.key) ?? 0) - nowMs;
+  if (ms <= 0) return undefined;
+  return { allowed: false, limit: a.header.quota, remaining: 0, resetMs: ms, retryAfterMs: ms, reason: 'blocked' };
+}
+
+/** The request's cost, checked. */
+async function costOf(options: HonoRateLimitOptions, c: Context, info: HttpRequestInfo): Promise<number> {
+  const cost = typeof options.cost === 'function' ? await options.cost(c, info) : (options.cost ?? 1);
+  if (!(Number.isInteger(cost) && cost >= 0 && cost <= 1e9))
+    throw new SluiceError('ERR_SLUICE_INVALID_COST', `cost: ${String(cost)} is not a whole number between 0 and 1e9`);
+  return cost;
 }
 
 /**
@@ -70,127 +83,47 @@ export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler & Ra
   const limits = edgeLimits(options);
   // An isolate has 128 MB: the default store keeps to a quarter of it (sliding logs grow with their requests).
   const store = options.store ?? createCompactMemoryStore({ maxKeys: 100_000, maxBytes: 32 * 1024 * 1024 });
-  if (options.store !== undefined && limits.every((l) => l.fixed !== undefined)) {
-    const claims = limits.map(({ name, fixed }) => {
-      const p = (fixed as EdgePolicy).policy;
-      return { id: p.id, label: `'${name}' (${p.algorithm} ${p.limit} per ${p.periodMs} ms)` };
-    });
-    claimCounters(store, claims, options.shared === true);
-  }
+  if (options.store !== undefined) claimEdgeCounters(store, limits, options.shared === true);
   const now = options.clock?.now ?? Date.now;
   const mode = options.headers ?? 'both';
+  const shadow = options.shadow === true;
+  const limitedStatus = options.statusCode ?? 429;
   const peerOf = options.peerAddress ?? createPeerReader(options);
   const ipKeyOf = createIpKey(options.ipv6Subnet);
+  const plan = createEdgePlan(limits, options.key, options.name);
+  const reject = createEdgeRejecter(options, mode);
   const blocks = new Map<string, number>();
 
-  /** The policy of a limit for this request (a limit that is a function of it is made once per value). */
-  const made = new Map<string, EdgePolicy>();
-  async function policyOf(limit: EdgeLimit, c: Context, info: HttpRequestInfo): Promise<EdgePolicy> {
-    if (limit.fixed !== undefined) return limit.fixed;
-    const value = await (limit.limitFn as NonNullable<EdgeLimit['limitFn']>)(c, info);
-    const id = `${limit.name}\n${value}`;
-    let p = made.get(id);
-    if (p === undefined) {
-      p = limit.policyFor(value);
-      if (made.size >= 1000) made.clear();
-      made.set(id, p);
-    }
-    return p;
-  }
-
-  /** The limits that apply to this request with their keys; the rejection of a missing key under `'reject'`. */
-  async function applied(c: Context, info: HttpRequestInfo): Promise<Applied[] | RejectionInfo> {
-    const base = options.key === undefined ? info.ipKey : await options.key(c, info);
-    const out: Applied[] = [];
-    for (const limit of limits) {
-      let key = keyText(limit.keyFn === undefined ? base : await limit.keyFn(c, info), limit.keyOption);
-      if (key === undefined && limit.missing === 'reject')
-        return rejectionInfo('missing-key', undefined, limit.name, 400);
-      if (key === undefined && limit.missing === 'ip') key = info.ipKey;
-      if (key !== undefined) out.push({ name: limit.name, key, ...(await policyOf(limit, c, info)) });
-    }
-    if (out.length === 0)
-      warnOnce(
-        'SLUICE_MISSING_KEY_SKIPPED',
-        `sluice: ${info.method} ${info.path} was not counted (its key was missing and missingKey is 'skip'); if not meant, use missingKey: 'ip' or 'reject'`,
-      );
-    return out;
-  }
-
-  /** The store's decisions, or the failure policy's when it fails (a misuse is thrown on). */
-  async function decide(items: StoreItem[], nowMs: number): Promise<Decision[]> {
-    try {
-      // One limit through check, as the full middleware's limiter does: a store may treat a blocked key differently.
-      const [one] = items;
-      if (items.length === 1 && one !== undefined)
-        return [await store.check(one.key, one.policy, one.cost, nowMs, true)];
-      return await store.checkMany(items, nowMs, true);
-    } catch (error) {
-      if (!isStoreFailure(error)) throw error;
-      const fail = options.fail === 'closed' ? closedDecision : openDecision;
-      return items.map((i) => fail(i.policy.limit, i.policy.periodMs));
-    }
-  }
-
-  /** A rejection: what earlier sluice middlewares took is given back first, so a rejected request consumes nothing. */
-  async function reject(c: Context, rejection: RejectionInfo, own: AppliedLimitInfo[]): Promise<Response> {
-    const previous = previousInfo(c.get('rateLimit'));
-    const before = tookEarlier(previous) ? await giveBackEarlier(previous) : previous;
-    const info = own.length > 0 ? appendInfo(before, own) : before;
-    if (info !== undefined) c.set('rateLimit', info);
-    const headers = rejection.kind === 'limited' && info !== undefined && mode !== false ? headersOf(info, mode) : [];
-    if (rejection.retryAfter !== null) headers.push('retry-after', String(rejection.retryAfter));
-    if (options.handler !== undefined) {
-      const res = await options.handler(c, rejection);
-      const copy = new Response(res.body, res);
-      setAll(copy.headers, headers);
-      return copy;
-    }
-    const m = options.message;
-    const message = typeof m === 'function' ? m(rejection) : (m ?? defaultMessage(rejection));
-    const response = new Response(JSON.stringify(defaultBody(rejection, message)), { status: rejection.status });
-    setAll(response.headers, headers);
-    response.headers.set('content-type', 'application/json');
-    return response;
-  }
-
-  async function sluiceRateLimit(c: Context, next: Next) {
+  function infoOf(c: Context): HttpRequestInfo {
     const peer = peerOf(c);
     const ip = peer === undefined || peer === '' ? '' : normalize(peer);
     const ipKey = ip === '' ? 'unknown' : ipKeyOf(ip);
-    const info: HttpRequestInfo = {
-      ip,
-      ipKey,
-      method: c.req.method,
-      path: c.req.path,
-      header: (name) => c.req.header(name),
-    };
+    return { ip, ipKey, method: c.req.method, path: c.req.path, header: (name) => c.req.header(name) };
+  }
+
+  /** A rejection by the store (or its failure policy), reported to `onLimited`; undefined when shadow lets it pass. */
+  function refused(c: Context, ip: string, binding: Decision, own: RateLimitInfo['limits']) {
+    const name = own.find((o) => o.decision === binding)?.name;
+    const kind = binding.reason === 'store-unavailable' ? 'unavailable' : 'limited';
+    if (kind === 'limited') options.onLimited?.({ req: c, ip, decision: binding, limitName: name as string, shadow });
+    return shadow ? undefined : reject(c, rejectionInfo(kind, binding, name, limitedStatus), [...own]);
+  }
+
+  async function sluiceRateLimit(c: Context, next: Next) {
+    const info = infoOf(c);
     if (options.skip !== undefined && (await options.skip(c, info))) return next();
-    const list = await applied(c, info);
-    if (!Array.isArray(list)) return reject(c, list, []);
+    const list = await plan.applied(c, info);
+    if (!Array.isArray(list)) return reject(c, list as RejectionInfo, []);
     if (list.length === 0) return next();
     const nowMs = now();
     for (const a of list) {
-      const ms = (blocks.get(a.key) ?? 0) - nowMs;
-      if (ms > 0) {
-        const decision: Decision = {
-          allowed: false,
-          limit: a.header.quota,
-          remaining: 0,
-          resetMs: ms,
-          retryAfterMs: ms,
-          reason: 'blocked',
-        };
-        return reject(c, rejectionInfo('limited', decision, a.name, options.statusCode ?? 429), [
-          { name: a.name, header: a.header, decision, key: a.key },
-        ]);
-      }
+      const decision = blockedDecision(a, blocks, nowMs);
+      if (decision !== undefined)
+        return reject(c, rejectionInfo('limited', decision, a.name, limitedStatus), [{ ...a, decision }]);
     }
-    const cost = typeof options.cost === 'function' ? await options.cost(c, info) : (options.cost ?? 1);
-    if (!(Number.isInteger(cost) && cost >= 0 && cost <= 1e9))
-      throw new SluiceError('ERR_SLUICE_INVALID_COST', `cost: ${String(cost)} is not a whole number between 0 and 1e9`);
+    const cost = await costOf(options, c, info);
     const items = list.map((a) => ({ key: a.key, policy: a.policy, cost }));
-    const decisions = await decide(items, nowMs);
+    const decisions = await decide(store, items, nowMs, options.fail === 'closed');
     const own = list.map((a, i) => ({
       name: a.name,
       header: a.header,
@@ -198,21 +131,8 @@ export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler & Ra
       key: a.key,
     }));
     const binding = combineDecisions(decisions);
-    if (!binding.allowed) {
-      const name = own.find((o) => o.decision === binding)?.name;
-      const kind = binding.reason === 'store-unavailable' ? 'unavailable' : 'limited';
-      if (kind === 'limited')
-        options.onLimited?.({
-          req: c,
-          ip,
-          decision: binding,
-          limitName: name as string,
-          shadow: options.shadow === true,
-        });
-      if (options.shadow === true) return next();
-      return reject(c, rejectionInfo(kind, binding, name, options.statusCode ?? 429), own);
-    }
-    if (options.shadow === true) return next();
+    if (!binding.allowed) return (await refused(c, info.ip, binding, own)) ?? next();
+    if (shadow) return next();
     // What this middleware took, on the info: a later one that rejects the request gives it back.
     const giveBack = {
       refund: async () => {
@@ -235,13 +155,7 @@ export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler & Ra
     }
   }
 
-  // A limit that is a function of the request: its policies made so far.
-  const policies = () => [
-    ...limits.flatMap((l) => (l.fixed === undefined ? [] : [l.fixed.policy])),
-    ...[...made.values()].map((p) => p.policy),
-  ];
-  const controls = createEdgeControls(store, policies, blocks, now);
-  return Object.assign(sluiceRateLimit, controls);
+  return Object.assign(sluiceRateLimit, createEdgeControls(store, plan.policies, blocks, now));
 }
 
 export type { HonoRateLimitOptions, RateLimitControls, RateLimitInfo, RateLimitOptions, RejectionInfo };
