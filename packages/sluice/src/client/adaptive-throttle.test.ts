@@ -2,20 +2,10 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { seededRandom } from '../../../../test/helpers/seeded-random.js';
 import { createManualClock } from '../core/clock.js';
 import { isSluiceError } from '../core/errors.js';
 import { createClient } from './create-client.js';
-
-/** A seeded random in [0, 1) (mulberry32), so refusals are the same on every run. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const listen = (server: Server) =>
   new Promise<string>((resolve) =>
@@ -56,7 +46,7 @@ describe('client: adaptive throttling against real servers', () => {
 
   it('a dead backend: throttled clients soon stop sending (at most a tenth of 300 requests go out)', async () => {
     const { counts, fetch } = counting();
-    const api = createClient({ fetch, retries: 0, adaptiveThrottle: true, random: seeded(1) });
+    const api = createClient({ fetch, retries: 0, adaptiveThrottle: true, random: seededRandom(1) });
     let refusedLocally = 0;
     for (let i = 0; i < 300; i++) {
       await api.fetch(deadUrl).catch((e: unknown) => {
@@ -74,7 +64,12 @@ describe('client: adaptive throttling against real servers', () => {
 
   it('a slow backend: requests that time out count as refused', async () => {
     const { counts, fetch } = counting();
-    const api = createClient({ fetch, retries: 0, adaptiveThrottle: { k: 2, windowMs: 60_000 }, random: seeded(2) });
+    const api = createClient({
+      fetch,
+      retries: 0,
+      adaptiveThrottle: { k: 2, windowMs: 60_000 },
+      random: seededRandom(2),
+    });
     const errors: string[] = [];
     for (let i = 0; i < 40; i++)
       await api.fetch(slowUrl, { signal: AbortSignal.timeout(20) }).catch((e: { name?: string; code?: string }) => {
@@ -89,7 +84,7 @@ describe('client: adaptive throttling against real servers', () => {
     const refusing = createServer((_req, res) => res.writeHead(503).end());
     const refusingUrl = await listen(refusing);
     const clock = createManualClock(0);
-    const api = createClient({ retries: 0, clock, adaptiveThrottle: true, random: seeded(5) });
+    const api = createClient({ retries: 0, clock, adaptiveThrottle: true, random: seededRandom(5) });
     let throttled = 0;
     for (let i = 0; i < 100; i++) {
       // A call the user gave up on (navigated away): aborted once it is on its way to the slow backend.
@@ -113,7 +108,13 @@ describe('client: adaptive throttling against real servers', () => {
   it('sends normally again as the window forgets the outage (injected clock)', async () => {
     const clock = createManualClock(0);
     const { counts, fetch } = counting();
-    const api = createClient({ fetch, retries: 0, clock, adaptiveThrottle: { windowMs: 10_000 }, random: seeded(4) });
+    const api = createClient({
+      fetch,
+      retries: 0,
+      clock,
+      adaptiveThrottle: { windowMs: 10_000 },
+      random: seededRandom(4),
+    });
     for (let i = 0; i < 100; i++) await api.fetch(deadUrl).catch(() => {});
     const duringOutage = counts.sent;
     clock.advance(11_000);

@@ -9,6 +9,7 @@ import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { type Context, Hono, type MiddlewareHandler } from 'hono';
+import { seededRandom } from '../../../../../test/helpers/seeded-random.js';
 import { createManualClock, type ManualClock } from '../../core/clock.js';
 import type { RateLimitControls, RateLimitInfo } from '../../http/index.js';
 import type { LimitedEvent } from '../../http/options.js';
@@ -30,18 +31,6 @@ const HEADERS = [
   'retry-after',
   'content-type',
 ];
-
-/** A small seeded generator (mulberry32), so a failing trace can be replayed from its seed. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** What the handler sees of `c.get('rateLimit')` (its getters; `resetTime` reads the wall clock, so not it). */
 function seen(info: RateLimitInfo | undefined): unknown {
@@ -80,7 +69,7 @@ function pickOf<T>(next: () => number, items: readonly T[]): T {
 
 /** A seeded trace: a few clients (two IPv6 ones in one /56), time moving by random steps, sometimes extra headers. */
 function traceOf(seed: number, length = 200): Step[] {
-  const next = random(seed);
+  const next = seededRandom(seed);
   const steps: Step[] = [];
   for (let i = 0; i < length; i++) {
     const headers: Record<string, string> = { 'x-test-ip': pickOf(next, IPS) };
