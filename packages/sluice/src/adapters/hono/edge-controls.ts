@@ -1,6 +1,8 @@
 /**
  * `resetKey`, `penalty` and `block` of the edge build of `sluice/hono`, as every adapter has them: on every policy the
- * middleware counts under, and a block kept in the process (it rejects before the store is asked).
+ * middleware counts under, and a block kept in the process (it rejects before the store is asked). The same steps as
+ * http/controls.ts's `createControls`, over a store and its policies instead of the full middleware's limiters (whose
+ * code would double this build's share of a Worker).
  */
 
 import { parseDuration } from '../../core/duration.js';

@@ -11,7 +11,7 @@ import type { Context, MiddlewareHandler, Next } from 'hono';
 import type { Decision } from '../../core/decision.js';
 import { SluiceError } from '../../core/errors.js';
 import { normalize } from '../../http/client-ip.js';
-import type { RateLimitControls } from '../../http/controls.js';
+import { blockedDecision, type RateLimitControls } from '../../http/controls.js';
 import type { RateLimitOptions } from '../../http/options.js';
 import { appendInfo, previousInfo, type RateLimitInfo } from '../../http/rate-limit-info.js';
 import { type RejectionInfo, rejectionInfo } from '../../http/rejection.js';
@@ -55,10 +55,9 @@ async function decide(store: Store, items: StoreItem[], nowMs: number, closed: b
 }
 
 /** A limit's in-process block (the `block` control) as its decision, or undefined when the key is not blocked. */
-function blockedDecision(a: Applied, blocks: ReadonlyMap<string, number>, nowMs: number): Decision | undefined {
+function blockOf(a: Applied, blocks: ReadonlyMap<string, number>, nowMs: number): Decision | undefined {
   const ms = (blocks.get(a.key) ?? 0) - nowMs;
-  if (ms <= 0) return undefined;
-  return { allowed: false, limit: a.header.quota, remaining: 0, resetMs: ms, retryAfterMs: ms, reason: 'blocked' };
+  return ms > 0 ? blockedDecision(a.header.quota, ms) : undefined;
 }
 
 /** The request's cost, checked. */
@@ -117,7 +116,7 @@ export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler & Ra
     if (list.length === 0) return next();
     const nowMs = now();
     for (const a of list) {
-      const decision = blockedDecision(a, blocks, nowMs);
+      const decision = blockOf(a, blocks, nowMs);
       if (decision !== undefined)
         return reject(c, rejectionInfo('limited', decision, a.name, limitedStatus), [{ ...a, decision }]);
     }
