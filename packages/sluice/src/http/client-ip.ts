@@ -4,8 +4,9 @@
  */
 
 import { optionError } from '../core/errors.js';
-import { type Cidr, cidrContains, formatIp, type IpBytes, isV4, maskIp, parseCidr, parseIp } from '../core/ip.js';
+import { type Cidr, cidrContains, formatIp, type IpBytes, parseCidr, parseIp } from '../core/ip.js';
 import { parseForwarded, parseXForwardedFor } from './forwarded.js';
+import { createIpKey } from './ip-key.js';
 
 /** Named groups of proxy addresses, as accepted in `trustProxy`. */
 export const PROXY_GROUPS: Readonly<Record<string, readonly string[]>> = {
@@ -65,14 +66,10 @@ export function createClientIpResolver(options: ClientIpOptions = {}): ClientIpR
   const proxyHeader = options.proxyHeader ?? 'x-forwarded-for';
   if (proxyHeader !== 'x-forwarded-for' && proxyHeader !== 'forwarded')
     throw optionError('proxyHeader', `'${String(proxyHeader)}' is not 'x-forwarded-for' or 'forwarded'`);
-  const subnet = options.ipv6Subnet ?? 56;
-  if (subnet !== false && (!Number.isInteger(subnet) || subnet < 1 || subnet > 128))
-    throw optionError('ipv6Subnet', `${String(subnet)} is not a prefix length from 1 to 128 (or false)`);
-  const bits = subnet === false ? 128 : subnet;
+  const ipKey = createIpKey(options.ipv6Subnet);
   const parseHops = proxyHeader === 'forwarded' ? parseForwarded : parseXForwardedFor;
   // Peers are few (the proxies themselves) and IPv6 clients repeat: remember answers, boundedly.
   const trustCache = new Map<string, boolean>();
-  const keyCache = new Map<string, string>();
 
   const isTrusted = (bytes: IpBytes) => trusted.some((cidr) => cidrContains(cidr, bytes));
 
@@ -110,19 +107,7 @@ export function createClientIpResolver(options: ClientIpOptions = {}): ClientIpR
       return client;
     },
 
-    ipKey(ip) {
-      if (!ip.includes(':')) return ip;
-      let key = keyCache.get(ip);
-      if (key === undefined) {
-        const bytes = parseIp(ip);
-        if (bytes === undefined) key = ip;
-        else if (isV4(bytes) || bits === 128) key = formatIp(bytes);
-        else key = `${formatIp(maskIp(bytes, bits))}/${bits}`;
-        if (keyCache.size >= CACHE_LIMIT) keyCache.clear();
-        keyCache.set(ip, key);
-      }
-      return key;
-    },
+    ipKey,
   };
 }
 

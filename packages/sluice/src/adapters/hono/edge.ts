@@ -12,6 +12,7 @@ import type { Decision } from '../../core/decision.js';
 import { SluiceError } from '../../core/errors.js';
 import { normalize } from '../../http/client-ip.js';
 import { blockedDecision, type RateLimitControls } from '../../http/controls.js';
+import { createIpKey } from '../../http/ip-key.js';
 import type { RateLimitOptions } from '../../http/options.js';
 import { appendInfo, previousInfo, type RateLimitInfo } from '../../http/rate-limit-info.js';
 import { type RejectionInfo, rejectionInfo } from '../../http/rejection.js';
@@ -22,7 +23,6 @@ import { closedDecision, isStoreFailure, openDecision } from '../../limiter/fail
 import { createCompactMemoryStore } from '../../stores/memory/compact-store.js';
 import type { Store, StoreItem } from '../../stores/store.js';
 import { createEdgeControls } from './edge-controls.js';
-import { createIpKey } from './edge-ip.js';
 import { checkEdgeOptions, type EdgeLimit, type EdgePolicy, edgeLimits } from './edge-limits.js';
 import { type Applied, createEdgePlan } from './edge-plan.js';
 import { createEdgeRejecter, headersOf, setAll } from './edge-reject.js';
