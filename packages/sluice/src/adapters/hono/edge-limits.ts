@@ -8,6 +8,7 @@ import { optionError } from '../../core/errors.js';
 import { type PolicyOptions, type ResolvedPolicy, resolvePolicy } from '../../core/policy.js';
 import { type LimitHeaderInfo, limitHeaderInfo } from '../../http/headers.js';
 import { checkMissingKey, type MissingKey } from '../../http/keys.js';
+import { checkLimitFields, POLICY_FIELDS, pickPolicy } from '../../http/limit-entries.js';
 import type { HttpLimit, RateLimitOptions } from '../../http/options.js';
 import type { RequestFn } from '../../http/request.js';
 
@@ -21,8 +22,6 @@ const EDGE =
   'algorithm limit period burst blockDuration limits name key missingKey shared store clock fail skip cost mode shadow headers statusCode message onLimited peerAddress ipv6Subnet handler'.split(
     ' ',
   );
-const POLICY = ['algorithm', 'limit', 'period', 'burst', 'blockDuration'] as const;
-const LIMIT_FIELDS = [...POLICY, 'name', 'key', 'missingKey'];
 
 /** A policy and its header facts, as the full middleware's limiter reads them. */
 export interface EdgePolicy {
@@ -87,15 +86,6 @@ function policyMaker(fields: PolicyOptions, path: string, name: string, scope: s
   };
 }
 
-function pick(source: object): PolicyOptions {
-  const out: Record<string, unknown> = {};
-  for (const f of POLICY) {
-    const v = (source as Record<string, unknown>)[f];
-    if (v !== undefined && f !== 'limit') out[f] = v;
-  }
-  return out as unknown as PolicyOptions;
-}
-
 /** One limit: its policy now when `limit` is a number (checked now either way, with a limit of 1 for a function). */
 function compile(
   source: Partial<HttpLimit<Context>>,
@@ -104,7 +94,7 @@ function compile(
   scope: string,
   missing: MissingKey,
 ): EdgeLimit {
-  const policyFor = policyMaker(pick(source), path, name, scope);
+  const policyFor = policyMaker(pickPolicy(source, undefined) as PolicyOptions, path, name, scope);
   const limit = source.limit;
   const limitFn = typeof limit === 'function' ? limit : undefined;
   const fixed = policyFor(limitFn === undefined ? (limit as number) : 1);
@@ -132,7 +122,7 @@ export function edgeLimits(options: RateLimitOptions<Context>): EdgeLimit[] {
     const { key: _key, missingKey: _missing, ...inline } = options;
     return [compile(inline, middleware ?? 'default', '', middleware === undefined ? '' : `${middleware}~`, missing)];
   }
-  const inline = POLICY.filter((f) => options[f] !== undefined);
+  const inline = POLICY_FIELDS.filter((f) => options[f] !== undefined);
   if (inline.length > 0) throw optionError('limits', `give limits: [...] or ${inline.join(', ')}, not both`);
   if (!Array.isArray(list) || list.length === 0) throw optionError('limits', 'expected a non-empty array of limits');
   const names = new Set<string>();
@@ -140,8 +130,7 @@ export function edgeLimits(options: RateLimitOptions<Context>): EdgeLimit[] {
     const path = `limits[${i}].`;
     if (typeof entry === 'function') fullOnly(`limits[${i}]`);
     if (entry === null || typeof entry !== 'object') throw optionError(`limits[${i}]`, 'expected a limit object');
-    for (const k of Object.keys(entry))
-      if (!LIMIT_FIELDS.includes(k)) throw optionError(path + k, 'unknown option', 'ERR_SLUICE_UNKNOWN_OPTION');
+    checkLimitFields(entry, `limits[${i}]`);
     const name = entry.name ?? `limit${i}`;
     if (typeof name !== 'string' || name === '' || names.has(name))
       throw optionError(`${path}name`, 'expected a unique, non-empty string');
